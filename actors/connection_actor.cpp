@@ -1,0 +1,601 @@
+#include "actors/connection_actor.hpp"
+
+#include "actors/names.hpp"
+
+#include <caf/event_based_actor.hpp>
+
+#include <algorithm>
+
+namespace warren {
+
+namespace {
+
+using self_ptr = caf::stateful_actor<connection_state>*;
+
+caf::actor self_handle(self_ptr self) { return caf::actor_cast<caf::actor>(self); }
+
+
+void touch_queue(channel_state& ch, const caf::actor& queue) {
+  if (std::find(ch.queues_touched.begin(), ch.queues_touched.end(), queue) ==
+      ch.queues_touched.end())
+    ch.queues_touched.push_back(queue);
+}
+
+// Closes a channel: its queues requeue what it held and drop its consumers; outstanding
+// publish calls fail. The channel stays as a tombstone so later calls get a clear error.
+void close_channel(self_ptr self, uint16_t id, broker_failure reason) {
+  auto& st = self->state;
+  auto i = st.channels.find(id);
+  if (i == st.channels.end() || !i->second.open) return;
+  auto& ch = i->second;
+  for (const auto& q : ch.queues_touched) self->send(q, close_atom::value, self_handle(self), id);
+  std::vector<std::shared_ptr<channel_state::publish_call>> calls;
+  for (auto& [seq, p] : ch.pending)
+    if (std::find(calls.begin(), calls.end(), p.call) == calls.end()) calls.push_back(p.call);
+  auto closed = make_broker_error(reply_code::channel_error,
+                                  "channel " + std::to_string(id) + " closed: " + to_string(reason));
+  for (const auto& call : calls) st.link->reply(call->request, closed, {});
+  for (const auto& q : ch.publish_backlog) st.link->reply(q.request, closed, {});
+  channel_state tombstone;
+  tombstone.open = false;
+  tombstone.closed_because = std::move(reason);
+  ch = std::move(tombstone);
+}
+
+// Answers a failed request. A channel error also closes the channel (AMQP rules); other
+// errors close the whole connection.
+void fail(self_ptr self, uint64_t request, uint16_t channel, const caf::error& err) {
+  auto failure = describe(err);
+  self->state.link->reply(request, err, {});
+  auto ch = self->state.channels.find(channel);
+  if (is_channel_error(failure.code) && ch != self->state.channels.end() && ch->second.open) {
+    close_channel(self, channel, failure);
+    self->state.link->channel_closed(channel, failure);
+  }
+}
+
+// The channel for a request, or nullptr after answering with CHANNEL_ERROR.
+channel_state* open_channel(self_ptr self, uint64_t request, uint16_t id) {
+  auto& st = self->state;
+  auto i = st.channels.find(id);
+  if (i == st.channels.end()) {
+    st.link->reply(request,
+                   make_broker_error(reply_code::channel_error,
+                                     "channel " + std::to_string(id) + " is not open"),
+                   {});
+    return nullptr;
+  }
+  if (!i->second.open) {
+    st.link->reply(request,
+                   make_broker_error(reply_code::channel_error,
+                                     "channel " + std::to_string(id) +
+                                         " is closed after an error: " +
+                                         to_string(i->second.closed_because)),
+                   {});
+    return nullptr;
+  }
+  return &i->second;
+}
+
+// Sends a request and relays the typed answer (or the error) to the front door.
+template <class... Ts, class Dest, class... Args>
+void relay(self_ptr self, uint64_t request, uint16_t channel, const Dest& dest, Args&&... args) {
+  self->request(dest, caf::infinite, std::forward<Args>(args)...)
+      .then(
+          [=](Ts&... xs) {
+            self->state.link->reply(request, {}, caf::make_message(std::move(xs)...));
+          },
+          [=](caf::error& err) { fail(self, request, channel, err); });
+}
+
+void finish_publish(self_ptr self, channel_state& ch, uint64_t seq) {
+  auto i = ch.pending.find(seq);
+  if (i == ch.pending.end()) return;
+  auto& p = i->second;
+  if (p.routed_to < 0 || p.acked + p.nacked < p.routed_to) return;
+  publish_outcome outcome = publish_outcome::routed;
+  if (p.routed_to == 0)
+    outcome = p.mandatory ? publish_outcome::returned : publish_outcome::dropped;
+  else if (p.nacked > 0)
+    outcome = publish_outcome::rejected;
+  auto call = p.call;
+  call->outcomes[p.index] = static_cast<uint8_t>(outcome);
+  ch.pending.erase(i);
+  if (--call->remaining == 0)
+    self->state.link->reply(call->request, {}, caf::make_message(std::move(call->outcomes)));
+}
+
+void route_run(self_ptr self, uint16_t id, const std::shared_ptr<channel_state::publish_call>& call,
+               const caf::actor& exchange, std::vector<message_ptr>& msgs, size_t first,
+               size_t last) {
+  auto& ch = self->state.channels[id];
+  publish_batch batch{self_handle(self), id, {}};
+  batch.items.reserve(last - first);
+  std::vector<uint64_t> seqs;
+  for (size_t i = first; i < last; ++i) {
+    auto seq = ++ch.next_publish_seq;
+    ch.pending.emplace(seq, channel_state::pending_publish{call, i, -1, 0, 0, msgs[i]->mandatory});
+    batch.items.push_back({msgs[i], seq});
+    seqs.push_back(seq);
+  }
+  self->request(exchange, caf::infinite, publish_atom::value, std::move(batch))
+      .then(
+          [=](std::vector<uint32_t>& counts) {
+            auto c = self->state.channels.find(id);
+            if (c == self->state.channels.end() || !c->second.open) return;
+            for (size_t k = 0; k < seqs.size() && k < counts.size(); ++k) {
+              auto p = c->second.pending.find(seqs[k]);
+              if (p == c->second.pending.end()) continue;
+              p->second.routed_to = counts[k];
+              finish_publish(self, c->second, seqs[k]);
+            }
+          },
+          [=](caf::error&) {
+            // The exchange went away before routing: nobody took these messages.
+            auto c = self->state.channels.find(id);
+            if (c == self->state.channels.end() || !c->second.open) return;
+            for (auto seq : seqs) {
+              auto p = c->second.pending.find(seq);
+              if (p == c->second.pending.end()) continue;
+              p->second.routed_to = 1;
+              p->second.nacked = 1;
+              finish_publish(self, c->second, seq);
+            }
+          });
+}
+
+void drain_publishes(self_ptr self, uint16_t id);
+
+// Looks up exchanges the cache does not know, then carries on with the backlog.
+void resolve_exchanges(self_ptr self, uint16_t id, std::vector<std::string> names) {
+  auto& ch = self->state.channels[id];
+  ch.resolving = true;
+  auto left = std::make_shared<size_t>(names.size());
+  auto missing = std::make_shared<std::vector<caf::error>>();
+  for (const auto& name : names) {
+    self->request(self->state.vhost, caf::infinite, find_atom::value, exchanges_atom::value, name)
+        .then(
+            [=](caf::actor& exchange, bool internal) {
+              self->monitor(exchange);
+              self->state.exchanges[name] = {exchange, internal};
+              if (--*left == 0) {
+                self->state.channels[id].resolving = false;
+                drain_publishes(self, id);
+              }
+            },
+            [=](caf::error& err) {
+              missing->push_back(err);
+              if (--*left == 0) {
+                auto& c = self->state.channels[id];
+                c.resolving = false;
+                // Fail the first waiting call (it names a missing exchange): a channel error.
+                if (!c.publish_backlog.empty()) {
+                  auto request = c.publish_backlog.front().request;
+                  c.publish_backlog.pop_front();
+                  fail(self, request, id, missing->front());
+                }
+                drain_publishes(self, id);
+              }
+            });
+  }
+}
+
+// Routes waiting publish calls in order, as long as every exchange they name is known.
+void drain_publishes(self_ptr self, uint16_t id) {
+  auto& st = self->state;
+  auto c = st.channels.find(id);
+  if (c == st.channels.end()) return;
+  auto& ch = c->second;
+  while (ch.open && !ch.resolving && !ch.publish_backlog.empty()) {
+    auto& front = ch.publish_backlog.front();
+    std::vector<std::string> unknown;
+    for (const auto& m : front.msgs)
+      if (st.exchanges.count(m->exchange) == 0 &&
+          std::find(unknown.begin(), unknown.end(), m->exchange) == unknown.end())
+        unknown.push_back(m->exchange);
+    if (!unknown.empty()) {
+      resolve_exchanges(self, id, std::move(unknown));
+      return;
+    }
+    auto call_req = std::move(front);
+    ch.publish_backlog.pop_front();
+    for (const auto& m : call_req.msgs) {
+      if (st.exchanges[m->exchange].internal) {
+        fail(self, call_req.request, id,
+             make_broker_error(reply_code::access_refused,
+                               "cannot publish to internal exchange " + quote(m->exchange) +
+                                   " in vhost " + quote(st.hello.vhost)));
+        return;
+      }
+    }
+    auto call = std::make_shared<channel_state::publish_call>(channel_state::publish_call{
+        call_req.request, std::vector<uint8_t>(call_req.msgs.size()),
+        call_req.msgs.size()});
+    if (call_req.msgs.empty()) {
+      st.link->reply(call->request, {}, caf::make_message(std::vector<uint8_t>{}));
+      continue;
+    }
+    // One batch per run of messages for the same exchange keeps per-exchange order.
+    size_t first = 0;
+    auto& msgs = call_req.msgs;
+    for (size_t i = 1; i <= msgs.size(); ++i) {
+      if (i == msgs.size() || msgs[i]->exchange != msgs[first]->exchange) {
+        route_run(self, id, call, st.exchanges[msgs[first]->exchange].actor, msgs, first, i);
+        first = i;
+      }
+    }
+  }
+}
+
+void grant_credit(self_ptr self, uint16_t id, channel_state& ch, const std::string& tag,
+                  uint32_t n) {
+  auto c = ch.consumers.find(tag);
+  if (c == ch.consumers.end() || n == 0) return;
+  self->send(c->second.queue, credit_atom::value, self_handle(self), id, tag, n);
+}
+
+// Settles tag (or everything up to it) with `kind`; false when the tag is not outstanding.
+bool settle(self_ptr self, uint16_t id, channel_state& ch, uint64_t tag, bool multiple,
+            settle_kind kind) {
+  std::vector<std::map<uint64_t, channel_state::unacked_entry>::iterator> chosen;
+  if (multiple) {
+    auto end = tag == 0 ? ch.unacked.end() : ch.unacked.upper_bound(tag);
+    for (auto i = ch.unacked.begin(); i != end; ++i) chosen.push_back(i);
+    if (chosen.empty() && tag != 0 && ch.unacked.count(tag) == 0) return false;
+  } else {
+    auto i = ch.unacked.find(tag);
+    if (i == ch.unacked.end()) return false;
+    chosen.push_back(i);
+  }
+  std::map<caf::actor, std::vector<uint64_t>> by_queue;
+  std::map<std::string, uint32_t> by_consumer;
+  for (auto i : chosen) {
+    by_queue[i->second.queue].push_back(i->second.delivery_id);
+    if (!i->second.consumer_tag.empty()) ++by_consumer[i->second.consumer_tag];
+    ch.unacked.erase(i);
+  }
+  for (auto& [queue, ids] : by_queue)
+    self->send(queue, settle_atom::value, self_handle(self), std::move(ids), kind);
+  for (const auto& [consumer, n] : by_consumer) {
+    auto c = ch.consumers.find(consumer);
+    if (c != ch.consumers.end() && c->second.prefetch > 0 && !c->second.no_ack)
+      grant_credit(self, id, ch, consumer, n);
+  }
+  return true;
+}
+
+void close_connection(self_ptr self) {
+  auto& st = self->state;
+  if (st.closed) return;
+  st.closed = true;
+  std::vector<uint16_t> ids;
+  for (const auto& [id, ch] : st.channels) ids.push_back(id);
+  for (auto id : ids) close_channel(self, id, {reply_code::connection_forced, "connection closed"});
+  self->quit();
+}
+
+}  // namespace
+
+caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf::actor node,
+                               std::shared_ptr<client_link> link, client_hello hello) {
+  auto& st = self->state;
+  st.node = std::move(node);
+  st.link = std::move(link);
+  st.hello = std::move(hello);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& st = self->state;
+    if (st.vhost && dm.source == st.vhost.address()) {
+      st.link->connection_closed(
+          {reply_code::connection_forced, "vhost " + quote(st.hello.vhost) + " was deleted"});
+      close_connection(self);
+      return;
+    }
+    for (auto i = st.exchanges.begin(); i != st.exchanges.end();)
+      i = i->second.actor.address() == dm.source ? st.exchanges.erase(i) : std::next(i);
+  });
+  return {
+      // --- connection ------------------------------------------------------------------------
+      [=](open_atom, uint64_t request) {
+        self->request(self->state.node, caf::infinite, connect_atom::value, self->state.hello,
+                      self_handle(self))
+            .then(
+                [=](caf::actor& vhost) {
+                  self->state.vhost = vhost;
+                  self->monitor(vhost);
+                  self->state.link->reply(request, {}, {});
+                },
+                [=](caf::error& err) {
+                  self->state.link->reply(request, err, {});
+                  close_connection(self);
+                });
+      },
+      [=](close_atom, uint64_t request) {
+        close_connection(self);
+        if (request != 0) self->state.link->reply(request, {}, {});
+      },
+      [=](stats_atom) {
+        auto& st = self->state;
+        uint32_t open = 0;
+        for (const auto& [id, ch] : st.channels) open += ch.open ? 1 : 0;
+        return connection_info{st.hello.client_name, st.hello.peer, st.hello.vhost, st.hello.user,
+                               open};
+      },
+      // --- channels --------------------------------------------------------------------------
+      [=](open_atom, uint64_t request, uint16_t id) {
+        auto& st = self->state;
+        if (st.channels.count(id) != 0 && st.channels[id].open) {
+          st.link->reply(request,
+                         make_broker_error(reply_code::channel_error,
+                                           "channel " + std::to_string(id) + " is already open"),
+                         {});
+          return;
+        }
+        st.channels[id] = channel_state{};
+        st.link->reply(request, {}, {});
+      },
+      [=](close_atom, uint64_t request, uint16_t id) {
+        close_channel(self, id, {reply_code::channel_error, "closed by the client"});
+        self->state.channels.erase(id);
+        if (request != 0) self->state.link->reply(request, {}, {});
+      },
+      [=](qos_atom, uint64_t request, uint16_t id, uint32_t prefetch) {
+        if (auto* ch = open_channel(self, request, id)) {
+          ch->default_prefetch = prefetch;
+          self->state.link->reply(request, {}, {});
+        }
+      },
+      [=](confirm_atom, uint64_t request, uint16_t id) {
+        if (auto* ch = open_channel(self, request, id)) {
+          ch->confirm_mode = true;
+          self->state.link->reply(request, {}, {});
+        }
+      },
+      // --- declarations ----------------------------------------------------------------------
+      [=](declare_atom, uint64_t request, uint16_t id, exchange_spec& spec, bool passive) {
+        if (open_channel(self, request, id))
+          relay(self, request, id, self->state.vhost, declare_atom::value, std::move(spec), passive);
+      },
+      [=](delete_atom, exchanges_atom, uint64_t request, uint16_t id, std::string& name,
+          bool if_unused) {
+        if (open_channel(self, request, id))
+          relay(self, request, id, self->state.vhost, delete_atom::value, exchanges_atom::value,
+                std::move(name), if_unused);
+      },
+      [=](declare_atom, uint64_t request, uint16_t id, queue_spec& spec, bool passive) {
+        if (open_channel(self, request, id))
+          relay<queue_info>(self, request, id, self->state.vhost, declare_atom::value,
+                            std::move(spec), passive, self_handle(self));
+      },
+      [=](delete_atom, queues_atom, uint64_t request, uint16_t id, std::string& name,
+          bool if_unused, bool if_empty) {
+        if (open_channel(self, request, id))
+          relay<uint32_t>(self, request, id, self->state.vhost, delete_atom::value,
+                          queues_atom::value, std::move(name), if_unused, if_empty,
+                          self_handle(self));
+      },
+      [=](purge_atom, uint64_t request, uint16_t id, std::string& name) {
+        if (open_channel(self, request, id))
+          relay<uint32_t>(self, request, id, self->state.vhost, purge_atom::value, std::move(name),
+                          self_handle(self));
+      },
+      [=](bind_atom, uint64_t request, uint16_t id, binding_spec& b) {
+        if (open_channel(self, request, id))
+          relay(self, request, id, self->state.vhost, bind_atom::value, std::move(b),
+                self_handle(self));
+      },
+      [=](unbind_atom, uint64_t request, uint16_t id, binding_spec& b) {
+        if (open_channel(self, request, id))
+          relay(self, request, id, self->state.vhost, unbind_atom::value, std::move(b),
+                self_handle(self));
+      },
+      // --- publishing ------------------------------------------------------------------------
+      [=](publish_atom, uint64_t request, uint16_t id, std::vector<message_ptr>& msgs) {
+        if (auto* ch = open_channel(self, request, id)) {
+          ch->publish_backlog.push_back({request, std::move(msgs)});
+          drain_publishes(self, id);
+        }
+      },
+      [=](confirm_atom, uint16_t id, std::vector<uint64_t>& acked, std::vector<uint64_t>& nacked) {
+        auto c = self->state.channels.find(id);
+        if (c == self->state.channels.end() || !c->second.open) return;
+        auto& ch = c->second;
+        for (auto seq : acked) {
+          auto p = ch.pending.find(seq);
+          if (p == ch.pending.end()) continue;
+          ++p->second.acked;
+          finish_publish(self, ch, seq);
+        }
+        for (auto seq : nacked) {
+          auto p = ch.pending.find(seq);
+          if (p == ch.pending.end()) continue;
+          ++p->second.nacked;
+          finish_publish(self, ch, seq);
+        }
+      },
+      // --- consuming -------------------------------------------------------------------------
+      [=](consume_atom, uint64_t request, uint16_t id, std::string& queue, std::string& tag,
+          bool no_ack, bool exclusive, uint32_t prefetch) {
+        auto* ch = open_channel(self, request, id);
+        if (ch == nullptr) return;
+        if (tag.empty()) tag = generated_name("amq.ctag-");
+        if (auto problem = check_name("consumer tag", tag); !problem.empty()) {
+          fail(self, request, id, make_broker_error(reply_code::precondition_failed, problem));
+          return;
+        }
+        if (ch->consumers.count(tag) != 0) {
+          fail(self, request, id,
+               make_broker_error(reply_code::not_allowed,
+                                 "consumer tag " + quote(tag) + " is already in use on channel " +
+                                     std::to_string(id)));
+          return;
+        }
+        if (prefetch == 0) prefetch = ch->default_prefetch;
+        if (no_ack) prefetch = 0;
+        // Reserve the tag now so a second consume with it fails even before the queue answers.
+        ch->consumers[tag] = {caf::actor{}, queue, no_ack, prefetch};
+        self->request(self->state.vhost, caf::infinite, find_atom::value, queues_atom::value, queue,
+                      self_handle(self))
+            .then(
+                [=](caf::actor& q) {
+                  consumer_spec spec{self_handle(self), self->state.hello.client_name, id, tag,
+                                     no_ack, exclusive, prefetch,
+                                     prefetch > 0 ? prefetch : unlimited_consumer_window};
+                  self->request(q, caf::infinite, consume_atom::value, std::move(spec))
+                      .then(
+                          [=]() {
+                            auto c = self->state.channels.find(id);
+                            if (c == self->state.channels.end() || !c->second.open) {
+                              self->send(q, cancel_atom::value, self_handle(self), id, tag);
+                              return;
+                            }
+                            c->second.consumers[tag].queue = q;
+                            touch_queue(c->second, q);
+                            self->state.link->reply(request, {}, caf::make_message(tag));
+                          },
+                          [=](caf::error& err) {
+                            self->state.channels[id].consumers.erase(tag);
+                            fail(self, request, id, err);
+                          });
+                },
+                [=](caf::error& err) {
+                  self->state.channels[id].consumers.erase(tag);
+                  fail(self, request, id, err);
+                });
+      },
+      [=](cancel_atom, uint64_t request, uint16_t id, const std::string& tag) {
+        auto* ch = open_channel(self, request, id);
+        if (ch == nullptr) return;
+        auto c = ch->consumers.find(tag);
+        if (c != ch->consumers.end()) {
+          if (c->second.queue)
+            self->send(c->second.queue, cancel_atom::value, self_handle(self), id, tag);
+          ch->consumers.erase(c);
+          // The queue requeues this consumer's unacked messages; their tags are void now.
+          for (auto i = ch->unacked.begin(); i != ch->unacked.end();)
+            i = i->second.consumer_tag == tag ? ch->unacked.erase(i) : std::next(i);
+        }
+        self->state.link->reply(request, {}, {});
+      },
+      [=](cancelled_atom, uint16_t id, const std::string& tag, const std::string& reason) {
+        auto c = self->state.channels.find(id);
+        if (c == self->state.channels.end() || !c->second.open) return;
+        if (c->second.consumers.erase(tag) != 0)
+          self->state.link->consumer_cancelled(id, tag, reason);
+      },
+      [=](deliver_atom, uint16_t id, const std::string& tag, bool no_ack,
+          std::vector<queued_delivery>& batch) {
+        // Deliveries for a channel that closed meanwhile are dropped here: the queue still holds
+        // them as pending for this channel and requeues them when the close reaches it.
+        auto c = self->state.channels.find(id);
+        if (c == self->state.channels.end() || !c->second.open) return;
+        auto& ch = c->second;
+        auto queue = caf::actor_cast<caf::actor>(self->current_sender());
+        std::vector<delivery> out;
+        out.reserve(batch.size());
+        for (auto& d : batch) {
+          auto tag_no = ++ch.next_delivery_tag;
+          if (!no_ack) ch.unacked.emplace(tag_no, channel_state::unacked_entry{queue, d.delivery_id, tag});
+          out.push_back({tag_no, d.redelivered, std::move(d.msg), 0});
+        }
+        self->state.link->deliver(id, tag, std::move(out));
+      },
+      [=](flushed_atom, uint16_t id, const std::string& tag, uint32_t n) {
+        // The front door wrote n deliveries to the network: consumers that are not limited by
+        // acks (no-ack or no prefetch) get that much credit back.
+        auto c = self->state.channels.find(id);
+        if (c == self->state.channels.end() || !c->second.open) return;
+        auto consumer = c->second.consumers.find(tag);
+        if (consumer == c->second.consumers.end()) return;
+        if (consumer->second.no_ack || consumer->second.prefetch == 0)
+          grant_credit(self, id, c->second, tag, n);
+      },
+      [=](get_atom, uint64_t request, uint16_t id, std::string& queue, bool no_ack) {
+        if (!open_channel(self, request, id)) return;
+        self->request(self->state.vhost, caf::infinite, find_atom::value, queues_atom::value, queue,
+                      self_handle(self))
+            .then(
+                [=](caf::actor& q) {
+                  self->request(q, caf::infinite, get_atom::value, self_handle(self), id, no_ack)
+                      .then(
+                          [=](get_reply& r) {
+                            auto c = self->state.channels.find(id);
+                            if (c == self->state.channels.end() || !c->second.open) return;
+                            if (!r.found) {
+                              self->state.link->reply(request, {}, {});
+                              return;
+                            }
+                            auto& ch = c->second;
+                            delivery d{0, r.delivery.redelivered, r.delivery.msg, r.remaining};
+                            if (!no_ack) {
+                              d.tag = ++ch.next_delivery_tag;
+                              ch.unacked.emplace(d.tag, channel_state::unacked_entry{
+                                                            q, r.delivery.delivery_id, {}});
+                              touch_queue(ch, q);
+                            }
+                            self->state.link->reply(request, {}, caf::make_message(std::move(d)));
+                          },
+                          [=](caf::error& err) { fail(self, request, id, err); });
+                },
+                [=](caf::error& err) { fail(self, request, id, err); });
+      },
+      [=](settle_atom, uint64_t request, uint16_t id, uint64_t tag, bool multiple,
+          settle_kind kind) {
+        auto* ch = open_channel(self, request, id);
+        if (ch == nullptr) return;
+        if (!settle(self, id, *ch, tag, multiple, kind)) {
+          fail(self, request, id,
+               make_broker_error(reply_code::precondition_failed,
+                                 "unknown delivery tag " + std::to_string(tag) + " on channel " +
+                                     std::to_string(id)));
+          return;
+        }
+        self->state.link->reply(request, {}, {});
+      },
+      [=](recover_atom, uint64_t request, uint16_t id) {
+        auto* ch = open_channel(self, request, id);
+        if (ch == nullptr) return;
+        if (!ch->unacked.empty())
+          settle(self, id, *ch, ch->unacked.rbegin()->first, true, settle_kind::requeue);
+        self->state.link->reply(request, {}, {});
+      },
+      [=](lookup_atom, uint64_t request, uint16_t id, const message_id& msg_id) {
+        if (open_channel(self, request, id))
+          relay<lookup_reply>(self, request, id, self->state.vhost, lookup_atom::value, msg_id);
+      },
+      // --- administration --------------------------------------------------------------------
+      [=](declare_atom, vhost_atom, uint64_t request, std::string& name) {
+        relay(self, request, 0, self->state.node, declare_atom::value, vhost_atom::value,
+              std::move(name));
+      },
+      [=](delete_atom, vhost_atom, uint64_t request, std::string& name) {
+        relay(self, request, 0, self->state.node, delete_atom::value, vhost_atom::value,
+              std::move(name));
+      },
+      [=](list_atom, vhost_atom, uint64_t request) {
+        relay<std::vector<std::string>>(self, request, 0, self->state.node, list_atom::value,
+                                        vhost_atom::value);
+      },
+      [=](list_atom, conns_atom, uint64_t request) {
+        relay<std::vector<connection_info>>(self, request, 0, self->state.node, list_atom::value,
+                                            conns_atom::value);
+      },
+      [=](list_atom, exchanges_atom, uint64_t request) {
+        relay<std::vector<exchange_info>>(self, request, 0, self->state.vhost, list_atom::value,
+                                          exchanges_atom::value);
+      },
+      [=](list_atom, queues_atom, uint64_t request) {
+        relay<std::vector<queue_info>>(self, request, 0, self->state.vhost, list_atom::value,
+                                       queues_atom::value);
+      },
+      [=](list_atom, bindings_atom, uint64_t request) {
+        relay<std::vector<binding_info>>(self, request, 0, self->state.vhost, list_atom::value,
+                                         bindings_atom::value);
+      },
+      [=](list_atom, consumers_atom, uint64_t request) {
+        relay<std::vector<consumer_info>>(self, request, 0, self->state.vhost, list_atom::value,
+                                          consumers_atom::value);
+      },
+  };
+}
+
+}  // namespace warren

@@ -1,0 +1,99 @@
+// Connection actor: one per client connection. Owns the state of its channels (delivery tags,
+// unacked deliveries, consumers, prefetch, confirm mode and outstanding publishes) and cleans up
+// when the client goes: consumers cancelled, unacked messages requeued, exclusive queues deleted
+// (the vhost watches this actor for that).
+//
+// Requests from the front door carry (request id, channel) and are answered through
+// client_link::reply. See connection_actor.cpp for the full list; the front door in net/ is the
+// only sender of them.
+//
+// Publishing: messages are routed through a cache of exchange actors (filled from the vhost,
+// emptied when an exchange goes). Every published message gets a channel sequence number; the
+// exchange reports how many queues each went to and each queue confirms what it took, so a
+// publish call is answered once every queue has its message. That answer is the publisher's
+// credit: a client with a bounded number of calls in flight cannot flood the broker.
+#pragma once
+
+#include "actors/client_link.hpp"
+#include "actors/protocol.hpp"
+
+#include <caf/actor_addr.hpp>
+#include <caf/behavior.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+namespace warren {
+
+/// Deliveries a consumer without a prefetch limit (or with no-ack) may have in flight to the
+/// network before the front door reports them written.
+constexpr uint32_t unlimited_consumer_window = 1000;
+
+struct channel_state {
+  struct unacked_entry {
+    caf::actor queue;
+    uint64_t delivery_id;
+    std::string consumer_tag;  // empty for get
+  };
+  struct consumer_entry {
+    caf::actor queue;
+    std::string queue_name;
+    bool no_ack;
+    uint32_t prefetch;
+  };
+  struct publish_call {
+    uint64_t request;
+    std::vector<uint8_t> outcomes;  // publish_outcome values
+    size_t remaining;
+  };
+  struct pending_publish {
+    std::shared_ptr<publish_call> call;
+    size_t index;
+    int64_t routed_to;  // -1 until the exchange answers
+    uint32_t acked;
+    uint32_t nacked;
+    bool mandatory;
+  };
+  struct queued_publish {
+    uint64_t request;
+    std::vector<message_ptr> msgs;
+  };
+
+  bool open = true;
+  broker_failure closed_because;
+  bool confirm_mode = false;
+  uint32_t default_prefetch = 0;
+  uint64_t next_publish_seq = 0;
+  uint64_t next_delivery_tag = 0;
+  std::map<uint64_t, unacked_entry> unacked;
+  std::map<std::string, consumer_entry> consumers;
+  std::unordered_map<uint64_t, pending_publish> pending;
+  std::deque<queued_publish> publish_backlog;  // waiting for exchange lookups, in order
+  bool resolving = false;
+  std::vector<caf::actor> queues_touched;  // told when this channel closes
+};
+
+struct connection_state {
+  std::shared_ptr<client_link> link;
+  caf::actor node;
+  caf::actor vhost;
+  client_hello hello;
+  std::map<uint16_t, channel_state> channels;
+  struct exchange_entry {
+    caf::actor actor;
+    bool internal;
+  };
+  std::unordered_map<std::string, exchange_entry> exchanges;
+  bool closed = false;
+
+  static inline const char* name = "connection";
+};
+
+caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf::actor node,
+                               std::shared_ptr<client_link> link, client_hello hello);
+
+}  // namespace warren

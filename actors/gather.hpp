@@ -1,0 +1,39 @@
+// gather(): ask several actors the same question and continue once all have answered.
+// Answers from actors that fail or went away are left out, so one dead queue cannot stall a
+// listing.
+#pragma once
+
+#include <caf/actor.hpp>
+#include <caf/error.hpp>
+
+#include <memory>
+#include <vector>
+
+namespace warren {
+
+/// `ask(target)` sends the request and returns its response handle; `done(answers)` runs once,
+/// in the actor's context, after every target answered or failed.
+template <class T, class Ask, class Done>
+void gather(const std::vector<caf::actor>& targets, Ask ask, Done done) {
+  if (targets.empty()) {
+    done(std::vector<T>{});
+    return;
+  }
+  struct pending {
+    size_t left;
+    std::vector<T> answers;
+  };
+  auto acc = std::make_shared<pending>(pending{targets.size(), {}});
+  for (const auto& target : targets) {
+    ask(target).then(
+        [=](T& answer) mutable {
+          acc->answers.push_back(std::move(answer));
+          if (--acc->left == 0) done(std::move(acc->answers));
+        },
+        [=](caf::error&) mutable {
+          if (--acc->left == 0) done(std::move(acc->answers));
+        });
+  }
+}
+
+}  // namespace warren

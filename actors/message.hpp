@@ -1,0 +1,89 @@
+// The message model: field tables (headers and arguments), properties, and the message itself.
+//
+// A published message is immutable once it enters the broker and is shared, not copied, between
+// the queues it is routed to (message_ptr).
+#pragma once
+
+#include "actors/message_id.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace warren {
+
+/// One value of a field table. A small tagged struct rather than std::variant so that CAF can
+/// inspect (and later serialize between nodes) it.
+struct field_value {
+  enum kind_t : uint8_t { none, boolean, integer, floating, text, bytes };
+  kind_t kind = none;
+  bool b = false;
+  int64_t i = 0;
+  double d = 0;
+  std::string s;  // text or bytes
+
+  static field_value of_bool(bool v) { field_value x; x.kind = boolean; x.b = v; return x; }
+  static field_value of_int(int64_t v) { field_value x; x.kind = integer; x.i = v; return x; }
+  static field_value of_double(double v) { field_value x; x.kind = floating; x.d = v; return x; }
+  static field_value of_text(std::string v) { field_value x; x.kind = text; x.s = std::move(v); return x; }
+  static field_value of_bytes(std::string v) { field_value x; x.kind = bytes; x.s = std::move(v); return x; }
+
+  friend bool operator==(const field_value& a, const field_value& b);
+  friend bool operator!=(const field_value& a, const field_value& b) { return !(a == b); }
+};
+
+/// Text form for tables and logs: `true`, `42`, `1.5`, `abc`, `<3 bytes>`, `<none>`.
+std::string to_string(const field_value& v);
+
+struct field {
+  std::string key;
+  field_value value;
+};
+
+using field_table = std::vector<field>;
+
+/// The entry for `key`, or nullptr.
+const field_value* find_field(const field_table& table, const std::string& key);
+
+/// Same keys with equal values, in any order.
+bool same_table(const field_table& a, const field_table& b);
+
+struct message_properties {
+  bool persistent = false;
+  std::string content_type;
+  std::string content_encoding;
+  field_table headers;
+  uint8_t priority = 0;
+  std::string correlation_id;
+  std::string reply_to;
+  std::string expiration;
+  std::string message_id;  // the application's own id
+  int64_t timestamp = 0;
+  std::string type;
+  std::string user_id;
+  std::string app_id;
+};
+
+struct message {
+  warren::message_id id;
+  std::string exchange;
+  std::string routing_key;
+  message_properties properties;
+  std::string body;
+  bool mandatory = false;
+};
+
+using message_ptr = std::shared_ptr<const message>;
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, field_value& x) {
+  return f(x.kind, x.b, x.i, x.d, x.s);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, field& x) {
+  return f(x.key, x.value);
+}
+
+}  // namespace warren

@@ -1,0 +1,34 @@
+// Node actor: the root of one broker process. Owns the vhosts and the user table, admits
+// connections, and answers node-wide listings.
+//
+//   (connect_atom, client_hello, connection actor)   -> vhost actor
+//        NOT_FOUND for an unknown vhost, ACCESS_REFUSED for bad credentials
+//   (declare_atom, vhost_atom, name)                 -> void   idempotent
+//   (delete_atom, vhost_atom, name)                  -> void   stops everything in it
+//   (list_atom, vhost_atom)                          -> std::vector<std::string>
+//   (list_atom, conns_atom)                          -> std::vector<connection_info>
+#pragma once
+
+#include "actors/protocol.hpp"
+
+#include <caf/actor_addr.hpp>
+#include <caf/behavior.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include <map>
+#include <unordered_map>
+
+namespace warren {
+
+struct node_state {
+  std::map<std::string, caf::actor> vhosts;
+  std::map<std::string, std::string> users;  // name -> password
+  std::unordered_map<caf::actor_addr, caf::actor> connections;
+
+  static inline const char* name = "node";
+};
+
+caf::behavior node_actor(caf::stateful_actor<node_state>* self);
+
+}  // namespace warren

@@ -1,0 +1,248 @@
+// The messages actors exchange: atoms, declarations, publish batches, deliveries and listings.
+//
+// Every type here is plain data with an inspect() so CAF can copy, print and (later, between
+// nodes) serialize it. Shared message bodies travel as message_ptr (see message.hpp).
+#pragma once
+
+#include "actors/message.hpp"
+
+#include <caf/actor.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace warren {
+
+// --- atoms (CAF 0.17: at most 10 characters) -------------------------------------------------
+using declare_atom = caf::atom_constant<caf::atom("declare")>;
+using delete_atom = caf::atom_constant<caf::atom("delete")>;
+using purge_atom = caf::atom_constant<caf::atom("purge")>;
+using bind_atom = caf::atom_constant<caf::atom("bind")>;
+using unbind_atom = caf::atom_constant<caf::atom("unbind")>;
+using unbind_q_atom = caf::atom_constant<caf::atom("unbind_q")>;
+using publish_atom = caf::atom_constant<caf::atom("publish")>;
+using enqueue_atom = caf::atom_constant<caf::atom("enqueue")>;
+using confirm_atom = caf::atom_constant<caf::atom("confirm")>;
+using consume_atom = caf::atom_constant<caf::atom("consume")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using cancelled_atom = caf::atom_constant<caf::atom("cancelled")>;
+using credit_atom = caf::atom_constant<caf::atom("credit")>;
+using deliver_atom = caf::atom_constant<caf::atom("deliver")>;
+using flushed_atom = caf::atom_constant<caf::atom("flushed")>;
+using settle_atom = caf::atom_constant<caf::atom("settle")>;
+using get_atom = caf::atom_constant<caf::atom("get")>;
+using list_atom = caf::atom_constant<caf::atom("list")>;
+using lookup_atom = caf::atom_constant<caf::atom("lookup")>;
+using find_atom = caf::atom_constant<caf::atom("find")>;
+using open_atom = caf::atom_constant<caf::atom("open")>;
+using close_atom = caf::atom_constant<caf::atom("close")>;
+using connect_atom = caf::atom_constant<caf::atom("connect")>;
+using register_atom = caf::atom_constant<caf::atom("register")>;
+using dead_atom = caf::atom_constant<caf::atom("dead")>;
+using unused_atom = caf::atom_constant<caf::atom("unused")>;
+using tick_atom = caf::atom_constant<caf::atom("tick")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using vhost_atom = caf::atom_constant<caf::atom("vhost")>;
+using qos_atom = caf::atom_constant<caf::atom("qos")>;
+using recover_atom = caf::atom_constant<caf::atom("recover")>;
+using exchanges_atom = caf::atom_constant<caf::atom("exchanges")>;
+using queues_atom = caf::atom_constant<caf::atom("queues")>;
+using bindings_atom = caf::atom_constant<caf::atom("bindings")>;
+using consumers_atom = caf::atom_constant<caf::atom("consumers")>;
+using conns_atom = caf::atom_constant<caf::atom("conns")>;
+using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
+
+// --- declarations ----------------------------------------------------------------------------
+
+enum class exchange_type : uint8_t { direct, fanout, topic, headers };
+
+/// How a connection settles deliveries it holds.
+enum class settle_kind : uint8_t { ack, requeue, reject };
+
+const char* to_string(exchange_type t);
+std::string to_string(settle_kind k);
+bool parse_exchange_type(const std::string& text, exchange_type& out);
+
+struct exchange_spec {
+  std::string name;
+  exchange_type type = exchange_type::direct;
+  bool durable = false;
+  bool auto_delete = false;
+  bool internal = false;
+  field_table arguments;
+};
+
+struct queue_spec {
+  std::string name;
+  bool durable = false;
+  bool exclusive = false;
+  bool auto_delete = false;
+  field_table arguments;
+};
+
+struct binding_spec {
+  std::string exchange;
+  std::string queue;
+  std::string key;
+  field_table arguments;
+};
+
+// --- publishing --------------------------------------------------------------------------------
+
+/// One message of a publish batch; `seq` is the channel's publish sequence number (0 = nobody
+/// waits for this message's confirm).
+struct publish_item {
+  message_ptr msg;
+  uint64_t seq = 0;
+};
+
+/// Messages from one channel of one connection. `origin` receives the confirms (may be null for
+/// dead-lettered messages).
+struct publish_batch {
+  caf::actor origin;
+  uint16_t channel = 0;
+  std::vector<publish_item> items;
+};
+
+// --- consuming ---------------------------------------------------------------------------------
+
+struct consumer_spec {
+  caf::actor connection;
+  std::string connection_name;
+  uint16_t channel = 0;
+  std::string tag;
+  bool no_ack = false;
+  bool exclusive = false;
+  uint32_t prefetch = 0;        // 0 = unlimited
+  uint32_t initial_credit = 0;  // deliveries the queue may send before more credit arrives
+};
+
+/// One message handed out by a queue; `delivery_id` names this hand-out (a redelivery gets a new
+/// one), so a late ack for an earlier hand-out can never settle a later one.
+struct queued_delivery {
+  uint64_t delivery_id = 0;
+  message_ptr msg;
+  bool redelivered = false;
+};
+
+struct get_reply {
+  bool found = false;
+  queued_delivery delivery;
+  uint32_t remaining = 0;
+};
+
+struct lookup_reply {
+  bool found = false;
+  std::string queue;
+  std::string state;  // "ready" | "unacked"
+  queued_delivery delivery;
+};
+
+// --- listings ----------------------------------------------------------------------------------
+
+struct exchange_info {
+  std::string vhost;
+  exchange_spec spec;
+};
+
+struct queue_info {
+  std::string vhost;
+  queue_spec spec;
+  uint64_t ready = 0;
+  uint64_t unacked = 0;
+  uint32_t consumers = 0;
+};
+
+struct binding_info {
+  std::string vhost;
+  binding_spec spec;
+};
+
+struct consumer_info {
+  std::string vhost;
+  std::string queue;
+  std::string tag;
+  uint16_t channel = 0;
+  std::string connection_name;
+  bool no_ack = false;
+  bool exclusive = false;
+  uint32_t prefetch = 0;
+  uint32_t unacked = 0;
+};
+
+struct connection_info {
+  std::string name;
+  std::string peer;
+  std::string vhost;
+  std::string user;
+  uint32_t channels = 0;
+};
+
+/// Who a client says it is when it connects.
+struct client_hello {
+  std::string vhost;
+  std::string user;
+  std::string password;
+  std::string client_name;
+  std::string peer;
+};
+
+// --- inspect -----------------------------------------------------------------------------------
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, exchange_spec& x) {
+  return f(x.name, x.type, x.durable, x.auto_delete, x.internal, x.arguments);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, queue_spec& x) {
+  return f(x.name, x.durable, x.exclusive, x.auto_delete, x.arguments);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, binding_spec& x) {
+  return f(x.exchange, x.queue, x.key, x.arguments);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, consumer_spec& x) {
+  return f(x.connection, x.connection_name, x.channel, x.tag, x.no_ack, x.exclusive, x.prefetch,
+           x.initial_credit);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, exchange_info& x) {
+  return f(x.vhost, x.spec);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, queue_info& x) {
+  return f(x.vhost, x.spec, x.ready, x.unacked, x.consumers);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, binding_info& x) {
+  return f(x.vhost, x.spec);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, consumer_info& x) {
+  return f(x.vhost, x.queue, x.tag, x.channel, x.connection_name, x.no_ack, x.exclusive,
+           x.prefetch, x.unacked);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, connection_info& x) {
+  return f(x.name, x.peer, x.vhost, x.user, x.channels);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, client_hello& x) {
+  return f(x.vhost, x.user, x.password, x.client_name, x.peer);
+}
+
+}  // namespace warren
+
+// Shared immutable messages travel between local actors by pointer; crossing nodes (DESIGN §8)
+// will need a value encoding.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(warren::message_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<warren::message_ptr>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(warren::publish_batch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(warren::queued_delivery)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<warren::queued_delivery>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(warren::get_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(warren::lookup_reply)

@@ -1,0 +1,407 @@
+#include "actors/queue_actor.hpp"
+
+#include "actors/broker_error.hpp"
+#include "actors/names.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace warren {
+
+namespace {
+
+using self_ptr = caf::stateful_actor<queue_state>*;
+
+int64_t now_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+std::string describe_queue(const queue_state& st) {
+  return "queue " + quote(st.spec.name) + " in vhost " + quote(st.vhost);
+}
+
+bool expired(int64_t expires_at, int64_t now) { return expires_at != 0 && expires_at < now; }
+
+// Hands messages to the dead-letter exchange, if the queue has one; otherwise they are dropped.
+void dead_letter(self_ptr self, std::vector<message_ptr> msgs, const char* reason) {
+  auto& st = self->state;
+  if (msgs.empty() || !st.limits.dead_letter_exchange) return;
+  std::vector<message_ptr> out;
+  out.reserve(msgs.size());
+  for (auto& m : msgs) {
+    auto copy = std::make_shared<message>(*m);
+    auto& headers = copy->properties.headers;
+    if (find_field(headers, "x-first-death-queue") == nullptr) {
+      headers.push_back({"x-first-death-queue", field_value::of_text(st.spec.name)});
+      headers.push_back({"x-first-death-reason", field_value::of_text(reason)});
+      headers.push_back({"x-first-death-exchange", field_value::of_text(m->exchange)});
+    }
+    copy->exchange = *st.limits.dead_letter_exchange;
+    if (st.limits.dead_letter_routing_key) copy->routing_key = *st.limits.dead_letter_routing_key;
+    copy->mandatory = false;
+    out.push_back(std::move(copy));
+  }
+  self->send(st.vhost_actor, dead_atom::value, *st.limits.dead_letter_exchange, std::move(out));
+}
+
+// Drops expired messages from the head of the ready list (TTL applies at the head, as in
+// RabbitMQ: a message behind an unexpired one waits for it).
+void expire_head(self_ptr self, int64_t now) {
+  auto& st = self->state;
+  std::vector<message_ptr> gone;
+  while (!st.ready.empty() && expired(st.ready.front().expires_at, now)) {
+    gone.push_back(std::move(st.ready.front().msg));
+    st.ready.pop_front();
+  }
+  dead_letter(self, std::move(gone), "expired");
+}
+
+void schedule_tick(self_ptr self);
+
+// Puts handed-out messages back at the head of the ready list in their arrival order.
+void requeue(self_ptr self, std::vector<queue_state::pending_entry> entries) {
+  auto& st = self->state;
+  std::sort(entries.begin(), entries.end(),
+            [](const auto& a, const auto& b) { return a.seq > b.seq; });
+  for (auto& e : entries) st.ready.push_front({std::move(e.msg), e.seq, e.expires_at, true});
+}
+
+queue_state::consumer* find_consumer(queue_state& st, uint64_t key) {
+  for (auto& c : st.consumers)
+    if (c.key == key) return &c;
+  return nullptr;
+}
+
+// Takes a pending entry out, keeping its consumer's unacked count true.
+queue_state::pending_entry take_pending(queue_state& st,
+                                        std::unordered_map<uint64_t, queue_state::pending_entry>::iterator i) {
+  auto entry = std::move(i->second);
+  st.pending.erase(i);
+  if (auto* c = find_consumer(st, entry.consumer); c != nullptr && c->unacked > 0) --c->unacked;
+  return entry;
+}
+
+// Sends ready messages to consumers with credit, round-robin, one batch per consumer.
+void dispatch(self_ptr self) {
+  auto& st = self->state;
+  if (st.consumers.empty() || st.ready.empty()) return;
+  auto now = now_ms();
+  const size_t n = st.consumers.size();
+  std::vector<std::vector<queued_delivery>> out(n);
+  std::vector<message_ptr> expired_msgs;
+  size_t without_credit = 0;
+  while (!st.ready.empty() && without_credit < n) {
+    size_t idx = st.round_robin++ % n;
+    auto& c = st.consumers[idx];
+    if (c.credit == 0) {
+      ++without_credit;
+      continue;
+    }
+    without_credit = 0;
+    auto entry = std::move(st.ready.front());
+    st.ready.pop_front();
+    if (expired(entry.expires_at, now)) {
+      expired_msgs.push_back(std::move(entry.msg));
+      --st.round_robin;  // this consumer did not get a message; keep its turn
+      continue;
+    }
+    --c.credit;
+    auto id = ++st.next_delivery_id;
+    if (!c.spec.no_ack) {
+      st.pending.emplace(id, queue_state::pending_entry{entry.msg, entry.seq, entry.expires_at,
+                                                        c.spec.connection, c.key,
+                                                        c.spec.channel});
+      ++c.unacked;
+    }
+    out[idx].push_back({id, std::move(entry.msg), entry.redelivered});
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (out[i].empty()) continue;
+    const auto& c = st.consumers[i];
+    self->send(c.spec.connection, deliver_atom::value, c.spec.channel, c.spec.tag, c.spec.no_ack,
+               std::move(out[i]));
+  }
+  dead_letter(self, std::move(expired_msgs), "expired");
+}
+
+// The queue lost a consumer: tell the vhost when auto-delete or x-expires now applies.
+void after_consumer_left(self_ptr self) {
+  auto& st = self->state;
+  st.last_used_ms = now_ms();
+  if (st.consumers.empty() && st.had_consumer && st.spec.auto_delete)
+    self->send(st.vhost_actor, unused_atom::value, st.spec.name, caf::actor_cast<caf::actor>(self));
+  else
+    schedule_tick(self);
+}
+
+void watch(self_ptr self, const caf::actor& connection) {
+  if (connection && self->state.monitored.insert(connection.address()).second)
+    self->monitor(connection);
+}
+
+// Everything a connection (or one of its channels) held goes back; its consumers go.
+void release(self_ptr self, const caf::actor_addr& connection, std::optional<uint16_t> channel) {
+  auto& st = self->state;
+  auto matches = [&](const caf::actor& conn, uint16_t ch) {
+    return conn.address() == connection && (!channel || *channel == ch);
+  };
+  std::vector<queue_state::pending_entry> back;
+  for (auto i = st.pending.begin(); i != st.pending.end();) {
+    if (matches(i->second.connection, i->second.channel)) {
+      back.push_back(std::move(i->second));
+      i = st.pending.erase(i);
+    } else {
+      ++i;
+    }
+  }
+  requeue(self, std::move(back));
+  size_t before = st.consumers.size();
+  st.consumers.erase(std::remove_if(st.consumers.begin(), st.consumers.end(),
+                                    [&](const auto& c) {
+                                      return matches(c.spec.connection, c.spec.channel);
+                                    }),
+                     st.consumers.end());
+  if (st.consumers.size() != before) after_consumer_left(self);
+  dispatch(self);
+}
+
+void on_tick(self_ptr self) {
+  auto& st = self->state;
+  st.tick_scheduled = false;
+  auto now = now_ms();
+  expire_head(self, now);
+  if (st.limits.expires_ms && st.consumers.empty() &&
+      now - st.last_used_ms >= *st.limits.expires_ms) {
+    self->send(st.vhost_actor, unused_atom::value, st.spec.name, caf::actor_cast<caf::actor>(self));
+    return;
+  }
+  schedule_tick(self);
+}
+
+// Arms one timer for the next thing that can happen by itself: the head message expiring or the
+// queue expiring unused.
+void schedule_tick(self_ptr self) {
+  auto& st = self->state;
+  if (st.tick_scheduled) return;
+  int64_t next = 0;
+  if (!st.ready.empty() && st.ready.front().expires_at != 0) next = st.ready.front().expires_at + 1;
+  if (st.limits.expires_ms && st.consumers.empty()) {
+    int64_t at = st.last_used_ms + *st.limits.expires_ms;
+    next = next == 0 ? at : std::min(next, at);
+  }
+  if (next == 0) return;
+  st.tick_scheduled = true;
+  auto delay = std::max<int64_t>(next - now_ms(), 1);
+  self->delayed_send(self, std::chrono::milliseconds(delay), tick_atom::value);
+}
+
+int64_t expiry_for(const queue_state& st, const message& m, int64_t now) {
+  std::optional<int64_t> ttl = st.limits.message_ttl_ms;
+  std::optional<int64_t> per_message;
+  if (parse_expiration(m.properties.expiration, per_message).empty() && per_message)
+    ttl = ttl ? std::min(*ttl, *per_message) : *per_message;
+  return ttl ? now + *ttl : 0;
+}
+
+void enqueue(self_ptr self, publish_batch& batch) {
+  auto& st = self->state;
+  auto now = now_ms();
+  std::vector<uint64_t> acked, nacked;
+  std::vector<message_ptr> overflowed;
+  for (auto& item : batch.items) {
+    if (st.limits.max_length && st.ready.size() >= static_cast<size_t>(*st.limits.max_length)) {
+      if (st.limits.overflow == overflow_policy::reject_publish) {
+        if (item.seq != 0) nacked.push_back(item.seq);
+        continue;
+      }
+      if (st.ready.empty()) {  // x-max-length 0: nothing can be kept
+        overflowed.push_back(item.msg);
+        if (item.seq != 0) acked.push_back(item.seq);
+        continue;
+      }
+      overflowed.push_back(std::move(st.ready.front().msg));
+      st.ready.pop_front();
+    }
+    st.ready.push_back({item.msg, ++st.next_seq, expiry_for(st, *item.msg, now), false});
+    if (item.seq != 0) acked.push_back(item.seq);
+  }
+  if (batch.origin && (!acked.empty() || !nacked.empty()))
+    self->send(batch.origin, confirm_atom::value, batch.channel, std::move(acked),
+               std::move(nacked));
+  dead_letter(self, std::move(overflowed), "maxlen");
+  dispatch(self);
+  schedule_tick(self);
+}
+
+queue_info info_of(const queue_state& st) {
+  return {st.vhost, st.spec, st.ready.size(), st.pending.size(),
+          static_cast<uint32_t>(st.consumers.size())};
+}
+
+}  // namespace
+
+caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vhost,
+                          queue_spec spec, queue_limits limits, caf::actor vhost_actor) {
+  auto& st = self->state;
+  st.vhost = std::move(vhost);
+  st.spec = std::move(spec);
+  st.limits = std::move(limits);
+  st.vhost_actor = std::move(vhost_actor);
+  st.last_used_ms = now_ms();
+  schedule_tick(self);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    self->state.monitored.erase(dm.source);
+    release(self, dm.source, std::nullopt);
+  });
+  return {
+      [=](enqueue_atom, publish_batch& batch) { enqueue(self, batch); },
+      [=](consume_atom, consumer_spec& spec) -> caf::result<void> {
+        auto& st = self->state;
+        bool exclusive_held = std::any_of(st.consumers.begin(), st.consumers.end(),
+                                          [](const auto& c) { return c.spec.exclusive; });
+        if (exclusive_held)
+          return make_broker_error(reply_code::access_refused,
+                                   describe_queue(st) + " has an exclusive consumer");
+        if (spec.exclusive && !st.consumers.empty())
+          return make_broker_error(reply_code::access_refused,
+                                   "cannot consume exclusively from " + describe_queue(st) +
+                                       ": it has other consumers");
+        watch(self, spec.connection);
+        auto credit = spec.initial_credit;
+        st.consumers.push_back({++st.next_consumer_key, std::move(spec), credit, 0});
+        st.had_consumer = true;
+        st.last_used_ms = now_ms();
+        dispatch(self);
+        return caf::unit;
+      },
+      [=](cancel_atom, const caf::actor& conn, uint16_t channel, const std::string& tag) {
+        auto& st = self->state;
+        auto c = std::find_if(st.consumers.begin(), st.consumers.end(), [&](const auto& c) {
+          return c.spec.connection == conn && c.spec.channel == channel && c.spec.tag == tag;
+        });
+        if (c == st.consumers.end()) return;
+        auto key = c->key;
+        st.consumers.erase(c);
+        std::vector<queue_state::pending_entry> back;
+        for (auto i = st.pending.begin(); i != st.pending.end();) {
+          if (i->second.consumer == key) {
+            back.push_back(std::move(i->second));
+            i = st.pending.erase(i);
+          } else {
+            ++i;
+          }
+        }
+        requeue(self, std::move(back));
+        after_consumer_left(self);
+        dispatch(self);
+      },
+      [=](credit_atom, const caf::actor& conn, uint16_t channel, const std::string& tag,
+          uint32_t n) {
+        for (auto& c : self->state.consumers) {
+          if (c.spec.connection == conn && c.spec.channel == channel && c.spec.tag == tag) {
+            c.credit += n;
+            dispatch(self);
+            return;
+          }
+        }
+      },
+      [=](settle_atom, const caf::actor& conn, const std::vector<uint64_t>& ids, settle_kind kind) {
+        auto& st = self->state;
+        std::vector<queue_state::pending_entry> back;
+        std::vector<message_ptr> rejected;
+        for (auto id : ids) {
+          auto i = st.pending.find(id);
+          if (i == st.pending.end() || i->second.connection != conn) continue;
+          auto entry = take_pending(st, i);
+          if (kind == settle_kind::requeue)
+            back.push_back(std::move(entry));
+          else if (kind == settle_kind::reject)
+            rejected.push_back(std::move(entry.msg));
+        }
+        requeue(self, std::move(back));
+        dead_letter(self, std::move(rejected), "rejected");
+        dispatch(self);
+      },
+      [=](close_atom, const caf::actor& conn, uint16_t channel) {
+        release(self, conn.address(), channel);
+      },
+      [=](get_atom, const caf::actor& conn, uint16_t channel, bool no_ack) {
+        auto& st = self->state;
+        st.last_used_ms = now_ms();
+        expire_head(self, st.last_used_ms);
+        get_reply reply;
+        if (st.ready.empty()) return reply;
+        auto entry = std::move(st.ready.front());
+        st.ready.pop_front();
+        reply.found = true;
+        reply.delivery = {++st.next_delivery_id, entry.msg, entry.redelivered};
+        reply.remaining = static_cast<uint32_t>(st.ready.size());
+        if (!no_ack) {
+          watch(self, conn);
+          st.pending.emplace(reply.delivery.delivery_id,
+                             queue_state::pending_entry{std::move(entry.msg), entry.seq,
+                                                        entry.expires_at, conn, 0, channel});
+        }
+        schedule_tick(self);
+        return reply;
+      },
+      [=](purge_atom) {
+        auto& st = self->state;
+        auto n = static_cast<uint32_t>(st.ready.size());
+        st.ready.clear();
+        return n;
+      },
+      [=](delete_atom, bool if_unused, bool if_empty) -> caf::result<uint32_t> {
+        auto& st = self->state;
+        if (if_unused && !st.consumers.empty())
+          return make_broker_error(reply_code::precondition_failed,
+                                   describe_queue(st) + " has " +
+                                       std::to_string(st.consumers.size()) + " consumer(s)");
+        if (if_empty && !st.ready.empty())
+          return make_broker_error(reply_code::precondition_failed,
+                                   describe_queue(st) + " has " +
+                                       std::to_string(st.ready.size()) + " message(s) ready");
+        for (const auto& c : st.consumers)
+          self->send(c.spec.connection, cancelled_atom::value, c.spec.channel, c.spec.tag,
+                     describe_queue(st) + " was deleted");
+        auto n = static_cast<uint32_t>(st.ready.size());
+        self->quit();
+        return n;
+      },
+      [=](declare_atom) {
+        self->state.last_used_ms = now_ms();  // a redeclare counts as use for x-expires
+        return info_of(self->state);
+      },
+      [=](stats_atom) { return info_of(self->state); },
+      [=](consumers_atom) {
+        auto& st = self->state;
+        std::vector<consumer_info> out;
+        for (const auto& c : st.consumers)
+          out.push_back({st.vhost, st.spec.name, c.spec.tag, c.spec.channel,
+                         c.spec.connection_name, c.spec.no_ack, c.spec.exclusive, c.spec.prefetch,
+                         c.unacked});
+        return out;
+      },
+      [=](lookup_atom, const message_id& id) {
+        auto& st = self->state;
+        lookup_reply reply;
+        for (const auto& e : st.ready) {
+          if (e.msg->id == id) {
+            reply = {true, st.spec.name, "ready", {0, e.msg, e.redelivered}};
+            return reply;
+          }
+        }
+        for (const auto& [delivery_id, e] : st.pending) {
+          if (e.msg->id == id) {
+            reply = {true, st.spec.name, "unacked", {delivery_id, e.msg, true}};
+            return reply;
+          }
+        }
+        return reply;
+      },
+      [=](tick_atom) { on_tick(self); },
+  };
+}
+
+}  // namespace warren

@@ -1,0 +1,88 @@
+// Queue actor: owns a queue's ready list, its pending-ack map, its consumers and their credit.
+//
+// Messages (requests answer; the rest are one-way):
+//   (enqueue_atom, publish_batch)                      appends; confirms to batch.origin as
+//        (confirm_atom, channel, acked seqs, nacked seqs)
+//   (consume_atom, consumer_spec)               -> void        ACCESS_REFUSED if exclusivity clashes
+//   (cancel_atom, conn, channel, tag)           -> void        its unacked messages are requeued
+//   (credit_atom, conn, channel, tag, n)                       the consumer may take n more
+//   (settle_atom, conn, delivery ids, kind)                    ack / requeue / reject(dead-letter)
+//   (close_atom, conn, channel)                                a channel closed: drop its consumers,
+//                                                              requeue what it held
+//   (get_atom, conn, channel, no_ack)           -> get_reply
+//   (purge_atom)                                -> uint32     ready messages dropped
+//   (delete_atom, if_unused, if_empty)          -> uint32     then the actor quits
+//   (stats_atom)                                -> queue_info
+//   (declare_atom)                              -> queue_info  a redeclare: counts as use
+//   (consumers_atom)                            -> std::vector<consumer_info>
+//   (lookup_atom, message_id)                   -> lookup_reply
+// Outgoing: (deliver_atom, channel, tag, no_ack, deliveries) to consumers' connections;
+// (cancelled_atom, channel, tag, reason) when the queue goes; (unused_atom, name, self) to the
+// vhost when auto-delete or x-expires says the queue should go; (dead_atom, exchange, messages)
+// to the vhost for dead-lettering.
+//
+// Credit: a consumer starts with consumer_spec::initial_credit and is sent messages only while
+// it has credit left; its connection grants more as deliveries are acked (prefetch) or written
+// to the network (unlimited / no-ack). So no mailbox grows without bound on a slow consumer.
+#pragma once
+
+#include "actors/protocol.hpp"
+#include "actors/queue_arguments.hpp"
+
+#include <caf/actor_addr.hpp>
+#include <caf/behavior.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include <deque>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace warren {
+
+struct queue_state {
+  struct ready_entry {
+    message_ptr msg;
+    uint64_t seq;        // arrival order, kept across requeues
+    int64_t expires_at;  // steady clock ms; 0 = never
+    bool redelivered;
+  };
+  struct pending_entry {
+    message_ptr msg;
+    uint64_t seq;
+    int64_t expires_at;
+    caf::actor connection;
+    uint64_t consumer;  // consumer key, 0 for get
+    uint16_t channel;
+  };
+  struct consumer {
+    uint64_t key;
+    consumer_spec spec;
+    uint32_t credit;
+    uint32_t unacked;
+  };
+
+  std::string vhost;
+  queue_spec spec;
+  queue_limits limits;
+  caf::actor vhost_actor;
+
+  std::deque<ready_entry> ready;
+  std::unordered_map<uint64_t, pending_entry> pending;
+  std::vector<consumer> consumers;
+  size_t round_robin = 0;
+  uint64_t next_seq = 0;
+  uint64_t next_delivery_id = 0;
+  uint64_t next_consumer_key = 0;
+  bool had_consumer = false;
+  bool tick_scheduled = false;
+  int64_t last_used_ms = 0;
+  std::unordered_set<caf::actor_addr> monitored;
+
+  static inline const char* name = "queue";
+};
+
+caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vhost,
+                          queue_spec spec, queue_limits limits, caf::actor vhost_actor);
+
+}  // namespace warren

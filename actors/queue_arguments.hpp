@@ -1,0 +1,34 @@
+// Queue arguments (x-message-ttl, x-expires, x-max-length, x-overflow, x-dead-letter-exchange,
+// x-dead-letter-routing-key, x-queue-type), parsed once at declare time.
+//
+// Unknown arguments are kept and shown but have no effect, as in RabbitMQ; known ones with a
+// wrong type or value are refused with PRECONDITION_FAILED naming the argument.
+#pragma once
+
+#include "actors/message.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace warren {
+
+enum class overflow_policy : uint8_t { drop_head, reject_publish };
+
+struct queue_limits {
+  std::optional<int64_t> message_ttl_ms;
+  std::optional<int64_t> expires_ms;  // delete the queue after this long unused
+  std::optional<int64_t> max_length;
+  overflow_policy overflow = overflow_policy::drop_head;
+  std::optional<std::string> dead_letter_exchange;
+  std::optional<std::string> dead_letter_routing_key;
+};
+
+/// Parses `args` into `out`; on failure returns what is wrong (and `out` is unspecified).
+std::string parse_queue_arguments(const field_table& args, queue_limits& out);
+
+/// Per-message TTL from the `expiration` property; empty string = none. Returns what is wrong,
+/// or empty on success.
+std::string parse_expiration(const std::string& expiration, std::optional<int64_t>& ttl_ms);
+
+}  // namespace warren

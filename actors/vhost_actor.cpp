@@ -1,0 +1,487 @@
+#include "actors/vhost_actor.hpp"
+
+#include "actors/broker_error.hpp"
+#include "actors/exchange_actor.hpp"
+#include "actors/gather.hpp"
+#include "actors/headers_match.hpp"
+#include "actors/names.hpp"
+#include "actors/queue_actor.hpp"
+#include "actors/topic_trie.hpp"
+
+#include <caf/event_based_actor.hpp>
+#include <caf/response_promise.hpp>
+
+#include <memory>
+
+namespace warren {
+
+namespace {
+
+using self_ptr = caf::stateful_actor<vhost_state>*;
+
+std::string in_vhost(const vhost_state& st) { return " in vhost " + quote(st.vhost); }
+
+caf::error no_exchange(const vhost_state& st, const std::string& name) {
+  return make_broker_error(reply_code::not_found, "no exchange " + quote(name) + in_vhost(st));
+}
+
+caf::error no_queue(const vhost_state& st, const std::string& name) {
+  return make_broker_error(reply_code::not_found, "no queue " + quote(name) + in_vhost(st));
+}
+
+caf::error invalid(const std::string& problem) {
+  return make_broker_error(reply_code::precondition_failed, problem);
+}
+
+std::string canonical(const field_table& args) {
+  std::vector<std::string> parts;
+  for (const auto& f : args)
+    parts.push_back(f.key + '\x1f' + std::to_string(f.value.kind) + to_string(f.value));
+  std::sort(parts.begin(), parts.end());
+  std::string out;
+  for (auto& p : parts) out += p + '\x1e';
+  return out;
+}
+
+std::string binding_key(const binding_spec& b) {
+  return b.exchange + '\0' + b.queue + '\0' + b.key + '\0' + canonical(b.arguments);
+}
+
+
+// Fails with RESOURCE_LOCKED when `q` is exclusive to another connection.
+caf::error check_owner(const vhost_state& st, const vhost_state::queue_entry& q,
+                       const caf::actor& requester) {
+  if (q.owner && q.owner != requester)
+    return make_broker_error(reply_code::resource_locked,
+                             "cannot obtain exclusive access to locked queue " +
+                                 quote(q.spec.name) + in_vhost(st) +
+                                 "; it belongs to another connection");
+  return {};
+}
+
+template <class T>
+std::string inequivalent(const char* what, const std::string& name, const vhost_state& st,
+                         const char* field, const T& received, const T& current) {
+  return std::string("inequivalent arg '") + field + "' for " + what + " " + quote(name) +
+         in_vhost(st) + ": received '" + received + "' but current is '" + current + "'";
+}
+
+const char* yes_no(bool b) { return b ? "true" : "false"; }
+
+std::vector<caf::actor> queue_actors(const vhost_state& st) {
+  std::vector<caf::actor> out;
+  for (const auto& [name, q] : st.queues) out.push_back(q.actor);
+  return out;
+}
+
+void add_exchange(self_ptr self, exchange_spec spec, bool builtin) {
+  auto actor = self->spawn(exchange_actor, spec);
+  auto name = spec.name;
+  self->state.exchanges[name] = {std::move(spec), std::move(actor), builtin};
+}
+
+void remove_exchange(self_ptr self, const std::string& name);
+
+// Forgets the binding and, for an auto-delete exchange left without bindings, the exchange.
+void drop_binding(self_ptr self, const binding_spec& b) {
+  auto& st = self->state;
+  st.bindings.erase(binding_key(b));
+  auto e = st.exchanges.find(b.exchange);
+  if (e == st.exchanges.end() || !e->second.spec.auto_delete) return;
+  for (const auto& [key, other] : st.bindings)
+    if (other.exchange == b.exchange) return;
+  remove_exchange(self, b.exchange);
+}
+
+void remove_exchange(self_ptr self, const std::string& name) {
+  auto& st = self->state;
+  auto e = st.exchanges.find(name);
+  if (e == st.exchanges.end()) return;
+  for (auto i = st.bindings.begin(); i != st.bindings.end();)
+    i = i->second.exchange == name ? st.bindings.erase(i) : std::next(i);
+  self->send_exit(e->second.actor, caf::exit_reason::user_shutdown);
+  st.exchanges.erase(e);
+}
+
+// Removes a queue that has already stopped (or is stopping) from the registry.
+void forget_queue(self_ptr self, const std::string& name) {
+  auto& st = self->state;
+  auto q = st.queues.find(name);
+  if (q == st.queues.end()) return;
+  auto id = q->second.id;
+  std::vector<binding_spec> gone;
+  for (const auto& [key, b] : st.bindings)
+    if (b.queue == name) gone.push_back(b);
+  for (const auto& b : gone) {
+    if (auto e = st.exchanges.find(b.exchange); e != st.exchanges.end())
+      self->send(e->second.actor, unbind_q_atom::value, id);
+    drop_binding(self, b);
+  }
+  st.queues.erase(q);
+}
+
+// Deletes a queue unconditionally (exclusive owner gone, auto-delete, x-expires).
+void delete_queue_now(self_ptr self, const std::string& name) {
+  auto& st = self->state;
+  auto q = st.queues.find(name);
+  if (q == st.queues.end()) return;
+  self->send(q->second.actor, delete_atom::value, false, false);
+  forget_queue(self, name);
+}
+
+caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool passive) {
+  auto& st = self->state;
+  if (spec.name.empty()) {
+    if (passive) return caf::unit;
+    return make_broker_error(reply_code::access_refused,
+                             "operation not permitted on the default exchange");
+  }
+  if (auto problem = check_name("exchange name", spec.name); !problem.empty())
+    return invalid(problem);
+  auto existing = st.exchanges.find(spec.name);
+  if (passive) {
+    if (existing == st.exchanges.end()) return no_exchange(st, spec.name);
+    return caf::unit;
+  }
+  if (existing == st.exchanges.end()) {
+    if (is_reserved_name(spec.name))
+      return make_broker_error(reply_code::access_refused,
+                               "exchange name " + quote(spec.name) +
+                                   " uses the reserved prefix 'amq.'");
+    add_exchange(self, spec, false);
+    return caf::unit;
+  }
+  const auto& cur = existing->second.spec;
+  const char* what = "exchange";
+  if (cur.type != spec.type)
+    return invalid(inequivalent(what, spec.name, st, "type", std::string(to_string(spec.type)),
+                                std::string(to_string(cur.type))));
+  if (cur.durable != spec.durable)
+    return invalid(inequivalent(what, spec.name, st, "durable", std::string(yes_no(spec.durable)),
+                                std::string(yes_no(cur.durable))));
+  if (cur.auto_delete != spec.auto_delete)
+    return invalid(inequivalent(what, spec.name, st, "auto_delete",
+                                std::string(yes_no(spec.auto_delete)),
+                                std::string(yes_no(cur.auto_delete))));
+  if (cur.internal != spec.internal)
+    return invalid(inequivalent(what, spec.name, st, "internal", std::string(yes_no(spec.internal)),
+                                std::string(yes_no(cur.internal))));
+  if (!same_table(cur.arguments, spec.arguments))
+    return invalid("inequivalent arguments for exchange " + quote(spec.name) + in_vhost(st));
+  return caf::unit;
+}
+
+caf::result<void> delete_exchange(self_ptr self, const std::string& name, bool if_unused) {
+  auto& st = self->state;
+  if (name.empty() || is_reserved_name(name))
+    return make_broker_error(reply_code::access_refused,
+                             "exchange " + quote(name) + " belongs to the server and cannot be deleted");
+  if (st.exchanges.count(name) == 0) return no_exchange(st, name);
+  if (if_unused) {
+    for (const auto& [key, b] : st.bindings)
+      if (b.exchange == name)
+        return invalid("exchange " + quote(name) + in_vhost(st) + " is in use (it has bindings)");
+  }
+  remove_exchange(self, name);
+  return caf::unit;
+}
+
+caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool passive,
+                                      const caf::actor& requester) {
+  auto& st = self->state;
+  if (passive) {
+    auto q = st.queues.find(spec.name);
+    if (q == st.queues.end()) return no_queue(st, spec.name);
+    if (auto err = check_owner(st, q->second, requester)) return err;
+    auto rp = self->make_response_promise<queue_info>();
+    self->request(q->second.actor, caf::infinite, stats_atom::value)
+        .then([=](queue_info& info) mutable { rp.deliver(std::move(info)); },
+              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+    return rp;
+  }
+  if (spec.name.empty()) {
+    do {
+      spec.name = generated_name("amq.gen-");
+    } while (st.queues.count(spec.name) != 0);
+  } else {
+    if (auto problem = check_name("queue name", spec.name); !problem.empty())
+      return invalid(problem);
+    if (is_reserved_name(spec.name) && st.queues.count(spec.name) == 0)
+      return make_broker_error(reply_code::access_refused,
+                               "queue name " + quote(spec.name) + " uses the reserved prefix 'amq.'");
+  }
+  queue_limits limits;
+  if (auto problem = parse_queue_arguments(spec.arguments, limits); !problem.empty())
+    return invalid(problem + " (queue " + quote(spec.name) + in_vhost(st) + ")");
+  if (limits.dead_letter_routing_key && !limits.dead_letter_exchange)
+    return invalid("x-dead-letter-routing-key needs x-dead-letter-exchange (queue " +
+                   quote(spec.name) + in_vhost(st) + ")");
+  auto existing = st.queues.find(spec.name);
+  if (existing != st.queues.end()) {
+    auto& q = existing->second;
+    if (auto err = check_owner(st, q, requester)) return err;
+    const char* what = "queue";
+    if (q.spec.durable != spec.durable)
+      return invalid(inequivalent(what, spec.name, st, "durable", std::string(yes_no(spec.durable)),
+                                  std::string(yes_no(q.spec.durable))));
+    if (q.spec.exclusive != spec.exclusive)
+      return invalid(inequivalent(what, spec.name, st, "exclusive",
+                                  std::string(yes_no(spec.exclusive)),
+                                  std::string(yes_no(q.spec.exclusive))));
+    if (q.spec.auto_delete != spec.auto_delete)
+      return invalid(inequivalent(what, spec.name, st, "auto_delete",
+                                  std::string(yes_no(spec.auto_delete)),
+                                  std::string(yes_no(q.spec.auto_delete))));
+    if (!same_table(q.spec.arguments, spec.arguments))
+      return invalid("inequivalent arguments for queue " + quote(spec.name) + in_vhost(st));
+    auto rp = self->make_response_promise<queue_info>();
+    self->request(q.actor, caf::infinite, declare_atom::value)
+        .then([=](queue_info& info) mutable { rp.deliver(std::move(info)); },
+              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+    return rp;
+  }
+  vhost_state::queue_entry entry;
+  entry.spec = spec;
+  entry.id = ++st.next_queue_id;
+  entry.actor = self->spawn(queue_actor, st.vhost, spec, limits,
+                            caf::actor_cast<caf::actor>(self));
+  self->monitor(entry.actor);
+  if (spec.exclusive) {
+    entry.owner = requester;
+    self->monitor(requester);
+  }
+  // Every queue is bound to the default exchange by its own name.
+  binding_spec implicit{"", spec.name, spec.name, {}};
+  st.bindings[binding_key(implicit)] = implicit;
+  self->send(st.exchanges[""].actor, bind_atom::value, entry.id, entry.actor, spec.name,
+             field_table{});
+  st.queues[spec.name] = std::move(entry);
+  return queue_info{st.vhost, spec, 0, 0, 0};
+}
+
+caf::result<uint32_t> delete_queue(self_ptr self, const std::string& name, bool if_unused,
+                                   bool if_empty, const caf::actor& requester) {
+  auto& st = self->state;
+  auto q = st.queues.find(name);
+  if (q == st.queues.end()) return no_queue(st, name);
+  if (auto err = check_owner(st, q->second, requester)) return err;
+  auto rp = self->make_response_promise<uint32_t>();
+  auto actor = q->second.actor;
+  self->request(actor, caf::infinite, delete_atom::value, if_unused, if_empty)
+      .then(
+          [=](uint32_t dropped) mutable {
+            auto i = self->state.queues.find(name);
+            if (i != self->state.queues.end() && i->second.actor == actor) forget_queue(self, name);
+            rp.deliver(dropped);
+          },
+          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
+// Checks both ends of a binding; on success `queue` points at the queue entry.
+caf::error check_binding(self_ptr self, binding_spec& b, const caf::actor& requester,
+                         vhost_state::queue_entry*& queue) {
+  auto& st = self->state;
+  if (b.exchange.empty())
+    return make_broker_error(reply_code::access_refused,
+                             "operation not permitted on the default exchange");
+  if (auto problem = check_key("binding key", b.key); !problem.empty()) return invalid(problem);
+  auto e = st.exchanges.find(b.exchange);
+  if (e == st.exchanges.end()) return no_exchange(st, b.exchange);
+  auto q = st.queues.find(b.queue);
+  if (q == st.queues.end()) return no_queue(st, b.queue);
+  if (auto err = check_owner(st, q->second, requester)) return err;
+  if (e->second.spec.type == exchange_type::topic) {
+    if (auto problem = check_topic_binding_key(b.key); !problem.empty()) return invalid(problem);
+  }
+  if (e->second.spec.type == exchange_type::headers) {
+    if (auto problem = check_headers_binding(b.arguments); !problem.empty())
+      return invalid(problem);
+  }
+  queue = &q->second;
+  return {};
+}
+
+caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& requester) {
+  auto& st = self->state;
+  vhost_state::queue_entry* q = nullptr;
+  if (auto err = check_binding(self, b, requester, q)) return err;
+  auto key = binding_key(b);
+  if (st.bindings.count(key) != 0) return caf::unit;
+  st.bindings[key] = b;
+  auto rp = self->make_response_promise<void>();
+  self->request(st.exchanges[b.exchange].actor, caf::infinite, bind_atom::value, q->id, q->actor,
+                b.key, b.arguments)
+      .then([=](bool) mutable { static_cast<caf::response_promise&>(rp).deliver(caf::unit); },
+            [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
+caf::result<void> unbind(self_ptr self, binding_spec& b, const caf::actor& requester) {
+  auto& st = self->state;
+  vhost_state::queue_entry* q = nullptr;
+  if (auto err = check_binding(self, b, requester, q)) return err;
+  auto key = binding_key(b);
+  if (st.bindings.count(key) == 0) return caf::unit;  // unbinding twice is a no-op too
+  auto rp = self->make_response_promise<void>();
+  self->request(st.exchanges[b.exchange].actor, caf::infinite, unbind_atom::value, q->id, b.key,
+                b.arguments)
+      .then([=](bool) mutable { static_cast<caf::response_promise&>(rp).deliver(caf::unit); },
+            [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+  drop_binding(self, b);
+  return rp;
+}
+
+void stop_everything(self_ptr self) {
+  auto& st = self->state;
+  for (auto& [name, e] : st.exchanges) self->send_exit(e.actor, caf::exit_reason::user_shutdown);
+  for (auto& [name, q] : st.queues) {
+    self->demonitor(q.actor);
+    self->send_exit(q.actor, caf::exit_reason::user_shutdown);
+  }
+  st.exchanges.clear();
+  st.queues.clear();
+  st.bindings.clear();
+}
+
+}  // namespace
+
+caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string name) {
+  self->state.vhost = std::move(name);
+  add_exchange(self, {"", exchange_type::direct, true, false, false, {}}, true);
+  add_exchange(self, {"amq.direct", exchange_type::direct, true, false, false, {}}, true);
+  add_exchange(self, {"amq.fanout", exchange_type::fanout, true, false, false, {}}, true);
+  add_exchange(self, {"amq.topic", exchange_type::topic, true, false, false, {}}, true);
+  add_exchange(self, {"amq.headers", exchange_type::headers, true, false, false, {}}, true);
+  add_exchange(self, {"amq.match", exchange_type::headers, true, false, false, {}}, true);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& st = self->state;
+    std::vector<std::string> gone;
+    for (const auto& [qname, q] : st.queues) {
+      // An exclusive queue's connection closed, or a queue actor stopped on its own.
+      if ((q.owner && q.owner.address() == dm.source) || q.actor.address() == dm.source)
+        gone.push_back(qname);
+    }
+    for (const auto& qname : gone) delete_queue_now(self, qname);
+  });
+  self->set_exit_handler([=](caf::exit_msg& msg) {
+    stop_everything(self);
+    self->quit(msg.reason);
+  });
+  return {
+      [=](declare_atom, exchange_spec& spec, bool passive) {
+        return declare_exchange(self, spec, passive);
+      },
+      [=](delete_atom, exchanges_atom, const std::string& name, bool if_unused) {
+        return delete_exchange(self, name, if_unused);
+      },
+      [=](declare_atom, queue_spec& spec, bool passive, const caf::actor& requester) {
+        return declare_queue(self, spec, passive, requester);
+      },
+      [=](delete_atom, queues_atom, const std::string& name, bool if_unused, bool if_empty,
+          const caf::actor& requester) {
+        return delete_queue(self, name, if_unused, if_empty, requester);
+      },
+      [=](purge_atom, const std::string& name,
+          const caf::actor& requester) -> caf::result<uint32_t> {
+        auto& st = self->state;
+        auto q = st.queues.find(name);
+        if (q == st.queues.end()) return no_queue(st, name);
+        if (auto err = check_owner(st, q->second, requester)) return err;
+        auto rp = self->make_response_promise<uint32_t>();
+        self->request(q->second.actor, caf::infinite, purge_atom::value)
+            .then([=](uint32_t n) mutable { rp.deliver(n); },
+                  [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+        return rp;
+      },
+      [=](bind_atom, binding_spec& b, const caf::actor& requester) {
+        return bind(self, b, requester);
+      },
+      [=](unbind_atom, binding_spec& b, const caf::actor& requester) {
+        return unbind(self, b, requester);
+      },
+      [=](find_atom, exchanges_atom,
+          const std::string& name) -> caf::result<caf::actor, bool> {
+        auto& st = self->state;
+        auto e = st.exchanges.find(name);
+        if (e == st.exchanges.end()) return no_exchange(st, name);
+        return {e->second.actor, e->second.spec.internal};
+      },
+      [=](find_atom, queues_atom, const std::string& name,
+          const caf::actor& requester) -> caf::result<caf::actor> {
+        auto& st = self->state;
+        auto q = st.queues.find(name);
+        if (q == st.queues.end()) return no_queue(st, name);
+        if (auto err = check_owner(st, q->second, requester)) return err;
+        return q->second.actor;
+      },
+      [=](dead_atom, const std::string& exchange, std::vector<message_ptr>& msgs) {
+        auto& st = self->state;
+        auto e = st.exchanges.find(exchange);
+        if (e == st.exchanges.end()) return;  // a missing dead-letter exchange drops, as RabbitMQ
+        publish_batch batch;
+        for (auto& m : msgs) batch.items.push_back({std::move(m), 0});
+        self->send(e->second.actor, publish_atom::value, std::move(batch));
+      },
+      [=](unused_atom, const std::string& name, const caf::actor& queue) {
+        auto q = self->state.queues.find(name);
+        if (q != self->state.queues.end() && q->second.actor == queue) delete_queue_now(self, name);
+      },
+      [=](list_atom, exchanges_atom) {
+        std::vector<exchange_info> out;
+        for (const auto& [name, e] : self->state.exchanges)
+          out.push_back({self->state.vhost, e.spec});
+        return out;
+      },
+      [=](list_atom, bindings_atom) {
+        std::vector<binding_info> out;
+        for (const auto& [key, b] : self->state.bindings) out.push_back({self->state.vhost, b});
+        return out;
+      },
+      [=](list_atom, queues_atom) {
+        auto rp = self->make_response_promise<std::vector<queue_info>>();
+        gather<queue_info>(
+            queue_actors(self->state),
+            [=](const caf::actor& q) { return self->request(q, caf::infinite, stats_atom::value); },
+            [=](std::vector<queue_info> rows) mutable {
+              std::sort(rows.begin(), rows.end(),
+                        [](const auto& a, const auto& b) { return a.spec.name < b.spec.name; });
+              rp.deliver(std::move(rows));
+            });
+        return rp;
+      },
+      [=](list_atom, consumers_atom) {
+        auto rp = self->make_response_promise<std::vector<consumer_info>>();
+        gather<std::vector<consumer_info>>(
+            queue_actors(self->state),
+            [=](const caf::actor& q) {
+              return self->request(q, caf::infinite, consumers_atom::value);
+            },
+            [=](std::vector<std::vector<consumer_info>> parts) mutable {
+              std::vector<consumer_info> rows;
+              for (auto& p : parts) rows.insert(rows.end(), p.begin(), p.end());
+              rp.deliver(std::move(rows));
+            });
+        return rp;
+      },
+      [=](lookup_atom, const message_id& id) {
+        auto rp = self->make_response_promise<lookup_reply>();
+        gather<lookup_reply>(
+            queue_actors(self->state),
+            [=](const caf::actor& q) { return self->request(q, caf::infinite, lookup_atom::value, id); },
+            [=](std::vector<lookup_reply> replies) mutable {
+              lookup_reply answer;
+              for (auto& r : replies)
+                if (r.found) answer = std::move(r);
+              rp.deliver(std::move(answer));
+            });
+        return rp;
+      },
+      [=](shutdown_atom) {
+        stop_everything(self);
+        self->quit();
+      },
+  };
+}
+
+}  // namespace warren

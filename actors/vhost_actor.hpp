@@ -1,0 +1,58 @@
+// Vhost actor: the registry of one virtual host. Maps names to exchange and queue actors, holds
+// the bindings, and serializes declare / delete / bind so metadata stays consistent. Exchanges
+// and queues it spawns live as long as it does.
+//
+// Requests (from connection actors; `requester` is the asking connection, used for exclusive
+// queues):
+//   (declare_atom, exchange_spec, passive)                       -> void
+//   (delete_atom, exchanges_atom, name, if_unused)               -> void
+//   (declare_atom, queue_spec, passive, requester)               -> queue_info
+//   (delete_atom, queues_atom, name, if_unused, if_empty, req)   -> uint32 messages dropped
+//   (purge_atom, name, requester)                                -> uint32
+//   (bind_atom, binding_spec, requester) / (unbind_atom, ...)    -> void
+//   (find_atom, exchanges_atom, name)                            -> (exchange actor, internal)
+//   (find_atom, queues_atom, name, requester)                    -> queue actor
+//   (list_atom, exchanges_atom | queues_atom | bindings_atom | consumers_atom) -> rows
+//   (lookup_atom, message_id)                                    -> lookup_reply
+// One-way: (dead_atom, exchange, messages) routes dead letters; (unused_atom, name, queue)
+// deletes an auto-delete / expired queue; (shutdown_atom) stops everything in the vhost.
+#pragma once
+
+#include "actors/protocol.hpp"
+
+#include <caf/actor_addr.hpp>
+#include <caf/behavior.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include <map>
+#include <unordered_map>
+
+namespace warren {
+
+struct vhost_state {
+  struct exchange_entry {
+    exchange_spec spec;
+    caf::actor actor;
+    bool builtin = false;
+  };
+  struct queue_entry {
+    queue_spec spec;
+    uint64_t id = 0;
+    caf::actor actor;
+    caf::actor owner;  // exclusive queues only
+  };
+
+  std::string vhost;
+  std::map<std::string, exchange_entry> exchanges;
+  std::map<std::string, queue_entry> queues;
+  // Keyed by exchange, queue, key and canonical arguments so that binding twice is a no-op.
+  std::map<std::string, binding_spec> bindings;
+  uint64_t next_queue_id = 0;
+
+  static inline const char* name = "vhost";
+};
+
+caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string name);
+
+}  // namespace warren

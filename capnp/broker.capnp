@@ -1,0 +1,262 @@
+# Warren client API (Cap'n Proto RPC).
+#
+# A client dials the node (default port 5680), takes the bootstrap capability `Broker`, calls
+# `connect` and opens channels on the returned `Connection`. Thanks to promise pipelining,
+# `connect`, `openChannel` and a first declare can go out in one network round trip.
+#
+# Errors are Cap'n Proto exceptions whose description starts with an AMQP reply code name and a
+# colon, e.g. "NOT_FOUND: no queue 'orders' in vhost '/'". A channel-level error (NOT_FOUND,
+# ACCESS_REFUSED, RESOURCE_LOCKED, PRECONDITION_FAILED) closes that channel: later calls on it fail
+# with "CHANNEL_ERROR: channel is closed ...". Connection-level errors close the connection.
+#
+# Dropping a capability is meaningful: when a client releases its `Connection` (or its network
+# connection goes away) the broker closes the connection, cancels its consumers and returns every
+# unacknowledged message to its queue with `redelivered = true`. Releasing a `Channel` closes it.
+
+@0xe9125ff60f41049c;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("warren::rpc");
+
+# A typed value in a header table or an argument table (a subset of AMQP field values).
+struct Value {
+  union {
+    none @0 :Void;
+    bool @1 :Bool;
+    int @2 :Int64;
+    float @3 :Float64;
+    text @4 :Text;
+    bytes @5 :Data;
+  }
+}
+
+# One entry of a table (message headers, queue / exchange / binding arguments).
+struct Field {
+  key @0 :Text;
+  value @1 :Value;
+}
+
+# Message properties, as in AMQP's basic class. Unset text fields are empty.
+struct Properties {
+  persistent @0 :Bool;        # delivery_mode 2; stored on disk when its queue is durable
+  contentType @1 :Text;
+  contentEncoding @2 :Text;
+  headers @3 :List(Field);    # routed on by headers exchanges
+  priority @4 :UInt8;
+  correlationId @5 :Text;
+  replyTo @6 :Text;
+  expiration @7 :Text;        # per-message TTL in milliseconds, as decimal text
+  messageId @8 :Text;         # the application's own id; Warren's id is separate (see Delivery)
+  timestamp @9 :Int64;        # seconds since the epoch, 0 = unset
+  type @10 :Text;
+  userId @11 :Text;
+  appId @12 :Text;
+}
+
+# A message as the publisher hands it over.
+struct OutboundMessage {
+  exchange @0 :Text;          # "" is the default exchange: routing key = queue name
+  routingKey @1 :Text;        # at most 255 bytes, no control characters
+  mandatory @2 :Bool;         # if no queue takes it, report `returned` instead of dropping silently
+  properties @3 :Properties;
+  body @4 :Data;
+}
+
+# What became of one published message.
+struct PublishResult {
+  id @0 :Data;                # Warren's 16-byte message id (8 random bytes + 8-byte sequence)
+  outcome @1 :Outcome;
+  enum Outcome {
+    routed @0;                # every queue it was routed to has taken it (in confirm mode: the confirm)
+    returned @1;              # mandatory and no queue matched: returned to the publisher (NO_ROUTE 312)
+    dropped @2;               # not mandatory and no queue matched
+    rejected @3;              # a queue refused it (e.g. x-overflow reject-publish): a negative confirm
+  }
+}
+
+# A message handed to a consumer or returned by `get`.
+struct Delivery {
+  deliveryTag @0 :UInt64;     # per channel, increasing from 1; 0 for no-ack deliveries of `get`
+  consumerTag @1 :Text;       # empty for `get`
+  redelivered @2 :Bool;       # it may have been seen before (requeued, or its consumer went away)
+  exchange @3 :Text;
+  routingKey @4 :Text;
+  messageId @5 :Data;         # Warren's 16-byte id
+  properties @6 :Properties;
+  body @7 :Data;
+  messageCount @8 :UInt32;    # `get` only: messages still ready in the queue after this one
+}
+
+# The client's receiving end of a subscription, passed to `Channel.consume`.
+interface Consumer {
+  # Messages for this consumer, as many per call as its credit allows. The broker keeps only a
+  # bounded number of bytes in flight, so a slow consumer slows the queue, not memory.
+  deliver @0 (deliveries :List(Delivery)) -> stream;
+
+  # The broker ended the subscription (its queue was deleted, or the channel closed).
+  cancelled @1 (consumerTag :Text, reason :Text);
+}
+
+struct ExchangeInfo {
+  name @0 :Text;
+  vhost @1 :Text;
+  type @2 :Text;
+  durable @3 :Bool;
+  autoDelete @4 :Bool;
+  internal @5 :Bool;
+  arguments @6 :List(Field);
+}
+
+struct QueueInfo {
+  name @0 :Text;
+  vhost @1 :Text;
+  durable @2 :Bool;
+  exclusive @3 :Bool;
+  autoDelete @4 :Bool;
+  arguments @5 :List(Field);
+  messagesReady @6 :UInt64;
+  messagesUnacked @7 :UInt64;
+  consumers @8 :UInt32;
+}
+
+struct BindingInfo {
+  vhost @0 :Text;
+  exchange @1 :Text;
+  queue @2 :Text;
+  key @3 :Text;
+  arguments @4 :List(Field);
+}
+
+struct ConsumerInfo {
+  vhost @0 :Text;
+  queue @1 :Text;
+  consumerTag @2 :Text;
+  channel @3 :UInt16;
+  connection @4 :Text;        # client name of the connection
+  noAck @5 :Bool;
+  exclusive @6 :Bool;
+  prefetch @7 :UInt32;
+  unacked @8 :UInt32;
+}
+
+struct ConnectionInfo {
+  name @0 :Text;              # the client name given to `connect`
+  peer @1 :Text;              # remote address
+  vhost @2 :Text;
+  user @3 :Text;
+  channels @4 :UInt32;
+}
+
+# The bootstrap capability.
+interface Broker {
+  # Opens a connection to a virtual host. Fails with NOT_FOUND for an unknown vhost and
+  # ACCESS_REFUSED for bad credentials (empty user means `guest`).
+  connect @0 (vhost :Text, user :Text, password :Text, clientName :Text)
+      -> (connection :Connection);
+}
+
+interface Connection {
+  openChannel @0 () -> (channel :Channel);
+
+  # Closes every channel (requeueing unacked messages, cancelling consumers, deleting this
+  # connection's exclusive queues) and then the connection.
+  close @1 ();
+
+  # Administration. Lists are of this connection's vhost unless said otherwise.
+  addVhost @2 (name :Text);                      # idempotent
+  deleteVhost @3 (name :Text);                   # deletes everything in it; "/" included
+  listVhosts @4 () -> (names :List(Text));
+  listExchanges @5 () -> (exchanges :List(ExchangeInfo));
+  listQueues @6 () -> (queues :List(QueueInfo));
+  listBindings @7 () -> (bindings :List(BindingInfo));
+  listConsumers @8 () -> (consumers :List(ConsumerInfo));
+  listConnections @9 () -> (connections :List(ConnectionInfo));   # of every vhost
+}
+
+# An independent session on a connection: its own delivery tags, consumers, prefetch and
+# confirm mode. Calls on one channel are carried out in the order they were made.
+interface Channel {
+  # Declares an exchange. Idempotent for the same properties; PRECONDITION_FAILED when an
+  # exchange of that name exists with other ones. `passive` only checks that it exists.
+  # Types: direct, fanout, topic, headers. Names starting with "amq." are reserved.
+  exchangeDeclare @0 (name :Text, type :Text, durable :Bool, autoDelete :Bool, internal :Bool,
+                      passive :Bool, arguments :List(Field)) -> ();
+
+  # Deletes an exchange and its bindings. `ifUnused` refuses (PRECONDITION_FAILED) while bound.
+  exchangeDelete @1 (name :Text, ifUnused :Bool) -> ();
+
+  # Declares a queue. An empty name asks the server for a generated `amq.gen-...` name.
+  # Exclusive queues belong to this connection and go when it closes; auto-delete queues go when
+  # their last consumer does. Arguments understood: x-message-ttl, x-expires, x-max-length,
+  # x-overflow (drop-head | reject-publish), x-dead-letter-exchange, x-dead-letter-routing-key,
+  # x-queue-type (classic).
+  queueDeclare @2 (name :Text, durable :Bool, exclusive :Bool, autoDelete :Bool, passive :Bool,
+                   arguments :List(Field)) -> (name :Text, messageCount :UInt32,
+                                               consumerCount :UInt32);
+
+  # Deletes a queue; its consumers are cancelled. Returns how many ready messages were dropped.
+  queueDelete @3 (name :Text, ifUnused :Bool, ifEmpty :Bool) -> (messageCount :UInt32);
+
+  # Drops the ready messages of a queue (unacked ones stay). Returns how many were dropped.
+  queuePurge @4 (name :Text) -> (messageCount :UInt32);
+
+  queueBind @5 (queue :Text, exchange :Text, bindingKey :Text, arguments :List(Field)) -> ();
+  queueUnbind @6 (queue :Text, exchange :Text, bindingKey :Text, arguments :List(Field)) -> ();
+
+  # Publishes one message; returns once every queue it was routed to has taken it.
+  publish @7 (message :OutboundMessage) -> (result :PublishResult);
+
+  # Publishes many messages in one call (much cheaper per message). Results come in order.
+  # Keep a few batches in flight for throughput: the reply to a batch is its credit.
+  publishBatch @8 (messages :List(OutboundMessage)) -> (results :List(PublishResult));
+
+  # Subscribes `consumer` to a queue. An empty tag asks for a generated one. `prefetch` bounds
+  # unacknowledged deliveries to this consumer (0 = the channel's qos value; if that is 0 too,
+  # unlimited). `exclusive` refuses other consumers (ACCESS_REFUSED) while it lasts.
+  consume @9 (queue :Text, consumerTag :Text, noAck :Bool, exclusive :Bool, prefetch :UInt32,
+              consumer :Consumer) -> (consumerTag :Text);
+
+  # Ends a subscription; its unacked messages go back to the queue.
+  cancel @10 (consumerTag :Text) -> ();
+
+  # Pulls one message. `empty` when the queue has none ready.
+  get @11 (queue :Text, noAck :Bool) -> (result :GetResult);
+  struct GetResult {
+    union {
+      empty @0 :Void;
+      delivery @1 :Delivery;
+    }
+  }
+
+  # Settles deliveries of this channel. `multiple` covers every tag up to and including this one.
+  # A tag that is not outstanding is a PRECONDITION_FAILED channel error.
+  ack @12 (deliveryTag :UInt64, multiple :Bool) -> ();
+  nack @13 (deliveryTag :UInt64, multiple :Bool, requeue :Bool) -> ();
+  reject @14 (deliveryTag :UInt64, requeue :Bool) -> ();
+
+  # Default prefetch for consumers created later on this channel (0 = unlimited).
+  qos @15 (prefetch :UInt32) -> ();
+
+  # Confirm mode: a publish returns only once it is safe (on disk, for persistent messages in
+  # durable queues).
+  confirmSelect @16 () -> ();
+
+  # Finds a message still held by a queue of this vhost by Warren's id.
+  lookup @17 (messageId :Data) -> (result :LookupResult);
+  struct LookupResult {
+    union {
+      notFound @0 :Void;
+      found :group {
+        queue @1 :Text;
+        state @2 :Text;       # "ready" or "unacked"
+        delivery @3 :Delivery;
+      }
+    }
+  }
+
+  # Closes the channel: consumers cancelled, unacked messages requeued.
+  close @18 () -> ();
+
+  # Returns every unacked delivery of this channel to its queue (AMQP basic.recover, requeue).
+  recover @19 () -> ();
+}

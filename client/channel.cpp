@@ -1,0 +1,339 @@
+#include "client/channel.hpp"
+
+#include "client/client_runtime.hpp"
+#include "client/client_state.hpp"
+#include "client/client_wire.hpp"
+#include "net/wire_fields.hpp"
+
+namespace warren::client {
+
+namespace {
+
+/// Bytes of bodies per publishBatch call; bigger batches are split (the node reads at most
+/// 128 MiB per call, and smaller calls keep the pipeline moving).
+constexpr size_t max_batch_bytes = 4 << 20;
+constexpr size_t max_batch_messages = 5000;
+
+rpc::Channel::Client& cap_of(const std::shared_ptr<channel::state>& st) {
+  if (!st->cap) throw error("CHANNEL_ERROR", "the channel is closed");
+  return *st->cap;
+}
+
+void write_table_to(const field_table& t, capnp::List<rpc::Field>::Builder out) {
+  net::write_table(t, out);
+}
+
+// Receives deliveries on the kj thread and runs the user's callbacks on the worker thread. A
+// deliver call completes once its callbacks ran, which is what bounds the broker's in-flight
+// window for this consumer.
+class consumer_impl final : public rpc::Consumer::Server {
+ public:
+  consumer_impl(client_runtime* runtime, channel::message_handler on_message,
+                channel::cancel_handler on_cancel)
+      : runtime_(runtime),
+        on_message_(std::make_shared<channel::message_handler>(std::move(on_message))),
+        on_cancel_(std::make_shared<channel::cancel_handler>(std::move(on_cancel))) {}
+
+ protected:
+  kj::Promise<void> deliver(DeliverContext ctx) override {
+    std::vector<delivery> batch;
+    for (auto d : ctx.getParams().getDeliveries()) batch.push_back(read_delivery(d));
+    auto pair = kj::newPromiseAndCrossThreadFulfiller<void>();
+    auto done = std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<void>>>(kj::mv(pair.fulfiller));
+    auto handler = on_message_;
+    runtime_->run_on_worker([batch = std::move(batch), done, handler]() {
+      for (const auto& d : batch) {
+        try {
+          (*handler)(d);
+        } catch (...) {
+          // A throwing callback must not take the consumer down; the message stays unacked.
+        }
+      }
+      (*done)->fulfill();
+    });
+    return kj::mv(pair.promise);
+  }
+
+  kj::Promise<void> cancelled(CancelledContext ctx) override {
+    auto tag = net::text(ctx.getParams().getConsumerTag());
+    auto reason = net::text(ctx.getParams().getReason());
+    auto handler = on_cancel_;
+    if (*handler) runtime_->run_on_worker([handler, tag, reason]() { (*handler)(tag, reason); });
+    return kj::READY_NOW;
+  }
+
+ private:
+  client_runtime* runtime_;
+  std::shared_ptr<channel::message_handler> on_message_;
+  std::shared_ptr<channel::cancel_handler> on_cancel_;
+};
+
+}  // namespace
+
+channel::channel(std::shared_ptr<client_runtime> runtime, std::shared_ptr<state> st)
+    : runtime_(std::move(runtime)), state_(std::move(st)) {}
+
+channel::~channel() {
+  // Releasing the capability closes the channel on the broker (requeueing its unacked).
+  auto st = state_;
+  runtime_->fire([st]() {
+    st->cap = nullptr;
+    return kj::READY_NOW;
+  });
+}
+
+void channel::exchange_declare(const std::string& name, const std::string& type,
+                               const exchange_options& o) {
+  auto st = state_;
+  runtime_->call<void>([st, name, type, o]() {
+    auto req = cap_of(st).exchangeDeclareRequest();
+    req.setName(name);
+    req.setType(type);
+    req.setDurable(o.durable);
+    req.setAutoDelete(o.auto_delete);
+    req.setInternal(o.internal);
+    req.setPassive(o.passive);
+    write_table_to(o.arguments, req.initArguments(static_cast<unsigned>(o.arguments.size())));
+    return req.send().ignoreResult();
+  });
+}
+
+void channel::exchange_delete(const std::string& name, bool if_unused) {
+  auto st = state_;
+  runtime_->call<void>([st, name, if_unused]() {
+    auto req = cap_of(st).exchangeDeleteRequest();
+    req.setName(name);
+    req.setIfUnused(if_unused);
+    return req.send().ignoreResult();
+  });
+}
+
+declare_ok channel::queue_declare(const std::string& name, const queue_options& o) {
+  auto st = state_;
+  return runtime_->call<declare_ok>([st, name, o]() {
+    auto req = cap_of(st).queueDeclareRequest();
+    req.setName(name);
+    req.setDurable(o.durable);
+    req.setExclusive(o.exclusive);
+    req.setAutoDelete(o.auto_delete);
+    req.setPassive(o.passive);
+    write_table_to(o.arguments, req.initArguments(static_cast<unsigned>(o.arguments.size())));
+    return req.send().then([](capnp::Response<rpc::Channel::QueueDeclareResults>&& r) {
+      return declare_ok{net::text(r.getName()), r.getMessageCount(), r.getConsumerCount()};
+    });
+  });
+}
+
+uint32_t channel::queue_delete(const std::string& name, bool if_unused, bool if_empty) {
+  auto st = state_;
+  return runtime_->call<uint32_t>([st, name, if_unused, if_empty]() {
+    auto req = cap_of(st).queueDeleteRequest();
+    req.setName(name);
+    req.setIfUnused(if_unused);
+    req.setIfEmpty(if_empty);
+    return req.send().then([](capnp::Response<rpc::Channel::QueueDeleteResults>&& r) {
+      return r.getMessageCount();
+    });
+  });
+}
+
+uint32_t channel::queue_purge(const std::string& name) {
+  auto st = state_;
+  return runtime_->call<uint32_t>([st, name]() {
+    auto req = cap_of(st).queuePurgeRequest();
+    req.setName(name);
+    return req.send().then([](capnp::Response<rpc::Channel::QueuePurgeResults>&& r) {
+      return r.getMessageCount();
+    });
+  });
+}
+
+void channel::queue_bind(const std::string& queue, const std::string& exchange,
+                         const std::string& key, const field_table& arguments) {
+  auto st = state_;
+  runtime_->call<void>([st, queue, exchange, key, arguments]() {
+    auto req = cap_of(st).queueBindRequest();
+    req.setQueue(queue);
+    req.setExchange(exchange);
+    req.setBindingKey(key);
+    write_table_to(arguments, req.initArguments(static_cast<unsigned>(arguments.size())));
+    return req.send().ignoreResult();
+  });
+}
+
+void channel::queue_unbind(const std::string& queue, const std::string& exchange,
+                           const std::string& key, const field_table& arguments) {
+  auto st = state_;
+  runtime_->call<void>([st, queue, exchange, key, arguments]() {
+    auto req = cap_of(st).queueUnbindRequest();
+    req.setQueue(queue);
+    req.setExchange(exchange);
+    req.setBindingKey(key);
+    write_table_to(arguments, req.initArguments(static_cast<unsigned>(arguments.size())));
+    return req.send().ignoreResult();
+  });
+}
+
+publish_result channel::publish(const outbound_message& message) {
+  auto st = state_;
+  return runtime_->call<publish_result>([st, &message]() {
+    auto req = cap_of(st).publishRequest();
+    write_outbound(message, req.initMessage());
+    return req.send().then([](capnp::Response<rpc::Channel::PublishResults>&& r) {
+      return read_publish_result(r.getResult());
+    });
+  });
+}
+
+std::future<std::vector<publish_result>> channel::publish_batch(
+    std::vector<outbound_message> messages) {
+  auto st = state_;
+  auto shared = std::make_shared<std::vector<outbound_message>>(std::move(messages));
+  return runtime_->call_async<std::vector<publish_result>>([st, shared]() {
+    auto& msgs = *shared;
+    auto parts = kj::heapArrayBuilder<kj::Promise<std::vector<publish_result>>>(
+        msgs.size() / max_batch_messages + msgs.size() / 64 + 1);
+    size_t first = 0;
+    while (first < msgs.size()) {
+      size_t last = first, bytes = 0;
+      while (last < msgs.size() && last - first < max_batch_messages &&
+             (last == first || bytes + msgs[last].body.size() <= max_batch_bytes))
+        bytes += msgs[last++].body.size();
+      auto req = cap_of(st).publishBatchRequest();
+      auto list = req.initMessages(static_cast<unsigned>(last - first));
+      for (size_t i = first; i < last; ++i)
+        write_outbound(msgs[i], list[static_cast<unsigned>(i - first)]);
+      parts.add(req.send().then([](capnp::Response<rpc::Channel::PublishBatchResults>&& r) {
+        std::vector<publish_result> out;
+        out.reserve(r.getResults().size());
+        for (auto x : r.getResults()) out.push_back(read_publish_result(x));
+        return out;
+      }));
+      first = last;
+    }
+    return kj::joinPromises(parts.finish()).then(
+        [shared](kj::Array<std::vector<publish_result>>&& chunks) {
+          std::vector<publish_result> all;
+          all.reserve(shared->size());
+          for (auto& c : chunks) all.insert(all.end(), c.begin(), c.end());
+          return all;
+        });
+  });
+}
+
+std::string channel::consume(const std::string& queue, const consume_options& o,
+                             message_handler on_message, cancel_handler on_cancel) {
+  auto st = state_;
+  auto* rt = runtime_.get();
+  return runtime_->call<std::string>(
+      [st, rt, queue, o, on_message = std::move(on_message), on_cancel = std::move(on_cancel)]() mutable {
+        auto req = cap_of(st).consumeRequest();
+        req.setQueue(queue);
+        req.setConsumerTag(o.tag);
+        req.setNoAck(o.no_ack);
+        req.setExclusive(o.exclusive);
+        req.setPrefetch(o.prefetch);
+        req.setConsumer(kj::heap<consumer_impl>(rt, std::move(on_message), std::move(on_cancel)));
+        return req.send().then([](capnp::Response<rpc::Channel::ConsumeResults>&& r) {
+          return net::text(r.getConsumerTag());
+        });
+      });
+}
+
+void channel::cancel(const std::string& consumer_tag) {
+  auto st = state_;
+  runtime_->call<void>([st, consumer_tag]() {
+    auto req = cap_of(st).cancelRequest();
+    req.setConsumerTag(consumer_tag);
+    return req.send().ignoreResult();
+  });
+}
+
+std::optional<delivery> channel::get(const std::string& queue, bool no_ack) {
+  auto st = state_;
+  return runtime_->call<std::optional<delivery>>([st, queue, no_ack]() {
+    auto req = cap_of(st).getRequest();
+    req.setQueue(queue);
+    req.setNoAck(no_ack);
+    return req.send().then([](capnp::Response<rpc::Channel::GetResults>&& r) {
+      auto result = r.getResult();
+      if (result.isEmpty()) return std::optional<delivery>{};
+      return std::optional<delivery>{read_delivery(result.getDelivery())};
+    });
+  });
+}
+
+void channel::settle(uint64_t tag, bool multiple, int kind) {
+  auto st = state_;
+  runtime_->fire([st, tag, multiple, kind]() -> kj::Promise<void> {
+    if (!st->cap) return kj::READY_NOW;
+    if (kind == 0) {
+      auto req = st->cap->ackRequest();
+      req.setDeliveryTag(tag);
+      req.setMultiple(multiple);
+      return req.send().ignoreResult();
+    }
+    auto req = st->cap->nackRequest();
+    req.setDeliveryTag(tag);
+    req.setMultiple(multiple);
+    req.setRequeue(kind == 1);
+    return req.send().ignoreResult();
+  });
+}
+
+void channel::ack(uint64_t delivery_tag, bool multiple) { settle(delivery_tag, multiple, 0); }
+
+void channel::nack(uint64_t delivery_tag, bool multiple, bool requeue) {
+  settle(delivery_tag, multiple, requeue ? 1 : 2);
+}
+
+void channel::reject(uint64_t delivery_tag, bool requeue) {
+  settle(delivery_tag, false, requeue ? 1 : 2);
+}
+
+void channel::qos(uint32_t prefetch) {
+  auto st = state_;
+  runtime_->call<void>([st, prefetch]() {
+    auto req = cap_of(st).qosRequest();
+    req.setPrefetch(prefetch);
+    return req.send().ignoreResult();
+  });
+}
+
+void channel::confirm_select() {
+  auto st = state_;
+  runtime_->call<void>([st]() { return cap_of(st).confirmSelectRequest().send().ignoreResult(); });
+}
+
+void channel::recover() {
+  auto st = state_;
+  runtime_->call<void>([st]() { return cap_of(st).recoverRequest().send().ignoreResult(); });
+}
+
+std::optional<lookup_result> channel::lookup(const message_id& id) {
+  auto st = state_;
+  return runtime_->call<std::optional<lookup_result>>([st, id]() {
+    auto req = cap_of(st).lookupRequest();
+    req.setMessageId(kj::arrayPtr(id.bytes.data(), id.bytes.size()));
+    return req.send().then([](capnp::Response<rpc::Channel::LookupResults>&& r) {
+      auto result = r.getResult();
+      if (result.isNotFound()) return std::optional<lookup_result>{};
+      auto found = result.getFound();
+      return std::optional<lookup_result>{lookup_result{
+          net::text(found.getQueue()), net::text(found.getState()),
+          read_delivery(found.getDelivery())}};
+    });
+  });
+}
+
+void channel::close() {
+  if (closed_) return;
+  closed_ = true;
+  auto st = state_;
+  runtime_->call<void>([st]() -> kj::Promise<void> {
+    if (!st->cap) return kj::READY_NOW;
+    return st->cap->closeRequest().send().then([st](auto&&) { st->cap = nullptr; });
+  });
+}
+
+}  // namespace warren::client

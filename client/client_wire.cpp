@@ -1,0 +1,79 @@
+#include "client/client_wire.hpp"
+
+#include "net/wire_fields.hpp"
+
+namespace warren::client {
+
+using net::bytes;
+using net::bytes_of;
+using net::text;
+
+delivery read_delivery(rpc::Delivery::Reader in) {
+  delivery d;
+  d.delivery_tag = in.getDeliveryTag();
+  d.consumer_tag = text(in.getConsumerTag());
+  d.redelivered = in.getRedelivered();
+  d.exchange = text(in.getExchange());
+  d.routing_key = text(in.getRoutingKey());
+  message_id_from_bytes(bytes(in.getMessageId()), d.id);
+  d.properties = net::read_properties(in.getProperties());
+  d.body = bytes(in.getBody());
+  d.message_count = in.getMessageCount();
+  return d;
+}
+
+void write_outbound(const outbound_message& m, rpc::OutboundMessage::Builder out) {
+  out.setExchange(m.exchange);
+  out.setRoutingKey(m.routing_key);
+  out.setMandatory(m.mandatory);
+  net::write_properties(m.properties, out.initProperties());
+  out.setBody(bytes_of(m.body));
+}
+
+publish_result read_publish_result(rpc::PublishResult::Reader in) {
+  publish_result r;
+  message_id_from_bytes(bytes(in.getId()), r.id);
+  r.outcome = static_cast<publish_outcome>(in.getOutcome());
+  return r;
+}
+
+exchange_row read_exchange_row(rpc::ExchangeInfo::Reader in) {
+  return {text(in.getName()), text(in.getVhost()), text(in.getType()), in.getDurable(),
+          in.getAutoDelete(), in.getInternal(), net::read_table(in.getArguments())};
+}
+
+queue_row read_queue_row(rpc::QueueInfo::Reader in) {
+  return {text(in.getName()),       text(in.getVhost()),
+          in.getDurable(),          in.getExclusive(),
+          in.getAutoDelete(),       net::read_table(in.getArguments()),
+          in.getMessagesReady(),    in.getMessagesUnacked(),
+          in.getConsumers()};
+}
+
+binding_row read_binding_row(rpc::BindingInfo::Reader in) {
+  return {text(in.getVhost()), text(in.getExchange()), text(in.getQueue()), text(in.getKey()),
+          net::read_table(in.getArguments())};
+}
+
+consumer_row read_consumer_row(rpc::ConsumerInfo::Reader in) {
+  return {text(in.getVhost()), text(in.getQueue()), text(in.getConsumerTag()),
+          text(in.getConnection()), in.getChannel(), in.getNoAck(), in.getExclusive(),
+          in.getPrefetch(), in.getUnacked()};
+}
+
+connection_row read_connection_row(rpc::ConnectionInfo::Reader in) {
+  return {text(in.getName()), text(in.getPeer()), text(in.getVhost()), text(in.getUser()),
+          in.getChannels()};
+}
+
+const char* to_string(publish_outcome o) {
+  switch (o) {
+    case publish_outcome::routed: return "routed";
+    case publish_outcome::returned: return "returned";
+    case publish_outcome::dropped: return "dropped";
+    case publish_outcome::rejected: return "rejected";
+  }
+  return "routed";
+}
+
+}  // namespace warren::client

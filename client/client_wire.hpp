@@ -1,0 +1,19 @@
+// Conversions between the client's plain types and the Cap'n Proto API (private to the client).
+#pragma once
+
+#include "broker.capnp.h"
+#include "client/types.hpp"
+
+namespace warren::client {
+
+delivery read_delivery(rpc::Delivery::Reader in);
+void write_outbound(const outbound_message& m, rpc::OutboundMessage::Builder out);
+publish_result read_publish_result(rpc::PublishResult::Reader in);
+
+exchange_row read_exchange_row(rpc::ExchangeInfo::Reader in);
+queue_row read_queue_row(rpc::QueueInfo::Reader in);
+binding_row read_binding_row(rpc::BindingInfo::Reader in);
+consumer_row read_consumer_row(rpc::ConsumerInfo::Reader in);
+connection_row read_connection_row(rpc::ConnectionInfo::Reader in);
+
+}  // namespace warren::client

@@ -1,0 +1,125 @@
+#include "client/connection.hpp"
+
+#include "client/channel.hpp"
+#include "client/client_runtime.hpp"
+#include "client/client_state.hpp"
+#include "client/client_wire.hpp"
+
+namespace warren::client {
+
+namespace {
+
+rpc::Connection::Client& cap_of(const std::shared_ptr<connection::state>& st) {
+  if (!st->cap) throw error("CHANNEL_ERROR", "the connection is closed");
+  return *st->cap;
+}
+
+}  // namespace
+
+std::unique_ptr<connection> connection::open(const connect_options& options) {
+  std::unique_ptr<connection> c(new connection());
+  c->runtime_ = std::make_shared<client_runtime>(options.host, options.port);
+  c->state_ = std::make_shared<state>();
+  auto* rt = c->runtime_.get();
+  auto st = c->state_;
+  rt->call<void>([rt, st, options]() {
+    auto req = rt->broker().connectRequest();
+    req.setVhost(options.vhost);
+    req.setUser(options.user);
+    req.setPassword(options.password);
+    req.setClientName(options.client_name);
+    return req.send().then([st](capnp::Response<rpc::Broker::ConnectResults>&& r) {
+      st->cap = kj::heap<rpc::Connection::Client>(r.getConnection());
+    });
+  });
+  return c;
+}
+
+connection::~connection() {
+  try {
+    close();
+  } catch (const error&) {
+    // Closing a connection whose node is gone has nothing left to do.
+  }
+}
+
+void connection::close() {
+  if (closed_) return;
+  closed_ = true;
+  auto st = state_;
+  runtime_->call<void>([st]() -> kj::Promise<void> {
+    if (!st->cap) return kj::READY_NOW;
+    auto done = st->cap->closeRequest().send().ignoreResult();
+    return done.then([st]() { st->cap = nullptr; },
+                     [st](kj::Exception&&) { st->cap = nullptr; });
+  });
+}
+
+std::unique_ptr<channel> connection::open_channel() {
+  auto st = state_;
+  auto ch = std::make_shared<channel::state>();
+  runtime_->call<void>([st, ch]() {
+    return cap_of(st).openChannelRequest().send().then(
+        [ch](capnp::Response<rpc::Connection::OpenChannelResults>&& r) {
+          ch->cap = kj::heap<rpc::Channel::Client>(r.getChannel());
+        });
+  });
+  return std::unique_ptr<channel>(new channel(runtime_, ch));
+}
+
+void connection::add_vhost(const std::string& name) {
+  auto st = state_;
+  runtime_->call<void>([st, name]() {
+    auto req = cap_of(st).addVhostRequest();
+    req.setName(name);
+    return req.send().ignoreResult();
+  });
+}
+
+void connection::delete_vhost(const std::string& name) {
+  auto st = state_;
+  runtime_->call<void>([st, name]() {
+    auto req = cap_of(st).deleteVhostRequest();
+    req.setName(name);
+    return req.send().ignoreResult();
+  });
+}
+
+std::vector<std::string> connection::list_vhosts() {
+  auto st = state_;
+  return runtime_->call<std::vector<std::string>>([st]() {
+    return cap_of(st).listVhostsRequest().send().then(
+        [](capnp::Response<rpc::Connection::ListVhostsResults>&& r) {
+          std::vector<std::string> out;
+          for (auto n : r.getNames()) out.emplace_back(n.cStr(), n.size());
+          return out;
+        });
+  });
+}
+
+#define WARREN_LIST(method, Request, Results, getter, row_type, reader)                   \
+  std::vector<row_type> connection::method() {                                            \
+    auto st = state_;                                                                     \
+    return runtime_->call<std::vector<row_type>>([st]() {                                 \
+      return cap_of(st).Request().send().then([](capnp::Response<Results>&& r) {          \
+        std::vector<row_type> out;                                                        \
+        for (auto row : r.getter()) out.push_back(reader(row));                           \
+        return out;                                                                       \
+      });                                                                                 \
+    });                                                                                   \
+  }
+
+WARREN_LIST(list_exchanges, listExchangesRequest, rpc::Connection::ListExchangesResults,
+            getExchanges, exchange_row, read_exchange_row)
+WARREN_LIST(list_queues, listQueuesRequest, rpc::Connection::ListQueuesResults, getQueues,
+            queue_row, read_queue_row)
+WARREN_LIST(list_bindings, listBindingsRequest, rpc::Connection::ListBindingsResults,
+            getBindings, binding_row, read_binding_row)
+WARREN_LIST(list_consumers, listConsumersRequest, rpc::Connection::ListConsumersResults,
+            getConsumers, consumer_row, read_consumer_row)
+WARREN_LIST(list_connections, listConnectionsRequest, rpc::Connection::ListConnectionsResults,
+            getConnections, connection_row, read_connection_row)
+
+#undef WARREN_LIST
+
+}  // namespace warren::client

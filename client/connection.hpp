@@ -1,0 +1,60 @@
+// warren::client::connection: a connection to a warren-node over Cap'n Proto RPC.
+//
+// Thread-safe: any thread may call any method; calls block until the broker answers and throw
+// warren::client::error on failure (code() = "NOT_FOUND", "DISCONNECTED", ...). Consumer
+// callbacks run on one worker thread per connection. Destroying the connection closes it: the
+// broker requeues every message this connection had not acknowledged.
+#pragma once
+
+#include "client/types.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace warren::client {
+
+class channel;
+class client_runtime;
+
+struct connect_options {
+  std::string host = "127.0.0.1";
+  uint16_t port = 5680;
+  std::string vhost = "/";
+  std::string user;  // empty: guest
+  std::string password;
+  std::string client_name = "warren-client";
+};
+
+class connection {
+ public:
+  static std::unique_ptr<connection> open(const connect_options& options);
+  ~connection();
+
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  std::unique_ptr<channel> open_channel();
+
+  /// Closes the connection (idempotent). Later calls fail with CHANNEL_ERROR / DISCONNECTED.
+  void close();
+
+  void add_vhost(const std::string& name);
+  void delete_vhost(const std::string& name);
+  std::vector<std::string> list_vhosts();
+  std::vector<exchange_row> list_exchanges();
+  std::vector<queue_row> list_queues();
+  std::vector<binding_row> list_bindings();
+  std::vector<consumer_row> list_consumers();
+  std::vector<connection_row> list_connections();
+
+  struct state;  // kj-thread side, shared with channels
+
+ private:
+  connection() = default;
+  std::shared_ptr<client_runtime> runtime_;
+  std::shared_ptr<state> state_;
+  bool closed_ = false;
+};
+
+}  // namespace warren::client

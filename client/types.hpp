@@ -1,0 +1,113 @@
+// Plain types of the client API: what you publish, what you receive, what listings return.
+#pragma once
+
+#include "actors/message.hpp"
+#include "actors/message_id.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace warren::client {
+
+using warren::field;
+using warren::field_table;
+using warren::field_value;
+using warren::message_id;
+using warren::message_properties;
+
+struct outbound_message {
+  std::string exchange;  // "" = default exchange (routing key = queue name)
+  std::string routing_key;
+  std::string body;
+  message_properties properties;
+  bool mandatory = false;
+};
+
+enum class publish_outcome { routed, returned, dropped, rejected };
+const char* to_string(publish_outcome o);
+
+struct publish_result {
+  message_id id;
+  publish_outcome outcome = publish_outcome::routed;
+};
+
+struct delivery {
+  uint64_t delivery_tag = 0;
+  std::string consumer_tag;
+  bool redelivered = false;
+  std::string exchange;
+  std::string routing_key;
+  message_id id;
+  message_properties properties;
+  std::string body;
+  uint32_t message_count = 0;  // get only
+};
+
+struct lookup_result {
+  std::string queue;
+  std::string state;  // "ready" | "unacked"
+  delivery message;
+};
+
+struct exchange_options {
+  bool durable = false;
+  bool auto_delete = false;
+  bool internal = false;
+  bool passive = false;
+  field_table arguments;
+};
+
+struct queue_options {
+  bool durable = false;
+  bool exclusive = false;
+  bool auto_delete = false;
+  bool passive = false;
+  field_table arguments;
+};
+
+struct declare_ok {
+  std::string name;
+  uint32_t message_count = 0;
+  uint32_t consumer_count = 0;
+};
+
+struct consume_options {
+  std::string tag;  // empty: the broker generates one
+  bool no_ack = false;
+  bool exclusive = false;
+  uint32_t prefetch = 0;  // 0: the channel's qos value
+};
+
+struct exchange_row {
+  std::string name, vhost, type;
+  bool durable = false, auto_delete = false, internal = false;
+  field_table arguments;
+};
+
+struct queue_row {
+  std::string name, vhost;
+  bool durable = false, exclusive = false, auto_delete = false;
+  field_table arguments;
+  uint64_t messages_ready = 0, messages_unacked = 0;
+  uint32_t consumers = 0;
+};
+
+struct binding_row {
+  std::string vhost, exchange, queue, key;
+  field_table arguments;
+};
+
+struct consumer_row {
+  std::string vhost, queue, consumer_tag, connection;
+  uint16_t channel = 0;
+  bool no_ack = false, exclusive = false;
+  uint32_t prefetch = 0, unacked = 0;
+};
+
+struct connection_row {
+  std::string name, peer, vhost, user;
+  uint32_t channels = 0;
+};
+
+}  // namespace warren::client

@@ -1,0 +1,49 @@
+#include "net/loop_bridge.hpp"
+
+namespace warren::net {
+
+loop_bridge::loop_bridge() = default;
+
+void loop_bridge::post(std::function<void()> fn) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (closed_) return;
+  queue_.push_back(std::move(fn));
+  if (wake_armed_) {
+    wake_armed_ = false;
+    wake_->fulfill();
+  }
+}
+
+kj::Promise<void> loop_bridge::wait_for_work() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (!queue_.empty() || closed_) return kj::READY_NOW;
+  auto pair = kj::newPromiseAndCrossThreadFulfiller<void>();
+  wake_ = kj::mv(pair.fulfiller);
+  wake_armed_ = true;
+  return kj::mv(pair.promise);
+}
+
+kj::Promise<void> loop_bridge::run() {
+  return wait_for_work().then([this]() -> kj::Promise<void> {
+    std::vector<std::function<void()>> work;
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      if (closed_) return kj::READY_NOW;
+      work.swap(queue_);
+    }
+    for (auto& fn : work) fn();
+    return run();
+  });
+}
+
+void loop_bridge::close() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  closed_ = true;
+  queue_.clear();
+  if (wake_armed_) {
+    wake_armed_ = false;
+    wake_->fulfill();
+  }
+}
+
+}  // namespace warren::net

@@ -1,0 +1,556 @@
+#include "net/rpc_server.hpp"
+
+#include "actors/log.hpp"
+#include "actors/names.hpp"
+#include "net/rpc_session.hpp"
+#include "net/wire_convert.hpp"
+
+#include <capnp/rpc-twoparty.h>
+#include <caf/send.hpp>
+#include <kj/async-io.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <future>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+namespace warren::net {
+
+namespace {
+
+/// Largest message the server reads from a client: bounds memory per call.
+constexpr uint64_t max_message_words = 16 * 1024 * 1024;  // 128 MiB
+
+class channel_impl final : public rpc::Channel::Server {
+ public:
+  channel_impl(std::shared_ptr<rpc_session> session, uint16_t id)
+      : session_(std::move(session)), id_(id) {}
+
+  ~channel_impl() noexcept(false) {
+    if (!closed_) caf::anon_send(session_->actor(), close_atom::value, uint64_t{0}, id_);
+  }
+
+ protected:
+  kj::Promise<void> exchangeDeclare(ExchangeDeclareContext ctx) override {
+    auto p = ctx.getParams();
+    exchange_spec spec;
+    spec.name = text(p.getName());
+    bool passive = p.getPassive();
+    auto type = text(p.getType());
+    if (!passive && !parse_exchange_type(type, spec.type))
+      throw_failure({reply_code::command_invalid,
+                     "unknown exchange type " + quote(type) +
+                         "; use direct, fanout, topic or headers"});
+    spec.durable = p.getDurable();
+    spec.auto_delete = p.getAutoDelete();
+    spec.internal = p.getInternal();
+    spec.arguments = read_table(p.getArguments());
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), declare_atom::value, r, id_, std::move(spec), passive);
+           }).ignoreResult();
+  }
+
+  kj::Promise<void> exchangeDelete(ExchangeDeleteContext ctx) override {
+    auto p = ctx.getParams();
+    auto name = text(p.getName());
+    bool if_unused = p.getIfUnused();
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), delete_atom::value, exchanges_atom::value, r, id_, name,
+                            if_unused);
+           }).ignoreResult();
+  }
+
+  kj::Promise<void> queueDeclare(QueueDeclareContext ctx) override {
+    auto p = ctx.getParams();
+    queue_spec spec;
+    spec.name = text(p.getName());
+    spec.durable = p.getDurable();
+    spec.exclusive = p.getExclusive();
+    spec.auto_delete = p.getAutoDelete();
+    spec.arguments = read_table(p.getArguments());
+    bool passive = p.getPassive();
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), declare_atom::value, r, id_, std::move(spec), passive);
+           })
+        .then([ctx](caf::message m) mutable {
+          const auto& info = m.get_as<queue_info>(0);
+          auto res = ctx.getResults();
+          res.setName(info.spec.name);
+          res.setMessageCount(static_cast<uint32_t>(info.ready));
+          res.setConsumerCount(info.consumers);
+        });
+  }
+
+  kj::Promise<void> queueDelete(QueueDeleteContext ctx) override {
+    auto p = ctx.getParams();
+    auto name = text(p.getName());
+    bool if_unused = p.getIfUnused(), if_empty = p.getIfEmpty();
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), delete_atom::value, queues_atom::value, r, id_, name,
+                            if_unused, if_empty);
+           })
+        .then([ctx](caf::message m) mutable {
+          ctx.getResults().setMessageCount(m.get_as<uint32_t>(0));
+        });
+  }
+
+  kj::Promise<void> queuePurge(QueuePurgeContext ctx) override {
+    auto name = text(ctx.getParams().getName());
+    return ask([&](uint64_t r) { caf::anon_send(actor(), purge_atom::value, r, id_, name); })
+        .then([ctx](caf::message m) mutable {
+          ctx.getResults().setMessageCount(m.get_as<uint32_t>(0));
+        });
+  }
+
+  kj::Promise<void> queueBind(QueueBindContext ctx) override {
+    auto p = ctx.getParams();
+    binding_spec b{text(p.getExchange()), text(p.getQueue()), text(p.getBindingKey()),
+                   read_table(p.getArguments())};
+    return ask([&](uint64_t r) { caf::anon_send(actor(), bind_atom::value, r, id_, std::move(b)); })
+        .ignoreResult();
+  }
+
+  kj::Promise<void> queueUnbind(QueueUnbindContext ctx) override {
+    auto p = ctx.getParams();
+    binding_spec b{text(p.getExchange()), text(p.getQueue()), text(p.getBindingKey()),
+                   read_table(p.getArguments())};
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), unbind_atom::value, r, id_, std::move(b));
+           }).ignoreResult();
+  }
+
+  kj::Promise<void> publish(PublishContext ctx) override {
+    std::vector<message_ptr> msgs{read_outbound(ctx.getParams().getMessage())};
+    auto id = msgs.front()->id;
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), publish_atom::value, r, id_, std::move(msgs));
+           })
+        .then([ctx, id](caf::message m) mutable {
+          const auto& outcomes = m.get_as<std::vector<uint8_t>>(0);
+          auto res = ctx.getResults().initResult();
+          res.setId(kj::arrayPtr(id.bytes.data(), id.bytes.size()));
+          res.setOutcome(static_cast<rpc::PublishResult::Outcome>(outcomes.at(0)));
+        });
+  }
+
+  kj::Promise<void> publishBatch(PublishBatchContext ctx) override {
+    auto in = ctx.getParams().getMessages();
+    std::vector<message_ptr> msgs;
+    msgs.reserve(in.size());
+    for (auto m : in) msgs.push_back(read_outbound(m));
+    std::vector<message_id> ids;
+    ids.reserve(msgs.size());
+    for (const auto& m : msgs) ids.push_back(m->id);
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), publish_atom::value, r, id_, std::move(msgs));
+           })
+        .then([ctx, ids = std::move(ids)](caf::message m) mutable {
+          const auto& outcomes = m.get_as<std::vector<uint8_t>>(0);
+          auto list = ctx.getResults().initResults(static_cast<unsigned>(ids.size()));
+          for (unsigned i = 0; i < ids.size(); ++i) {
+            list[i].setId(kj::arrayPtr(ids[i].bytes.data(), ids[i].bytes.size()));
+            list[i].setOutcome(static_cast<rpc::PublishResult::Outcome>(outcomes.at(i)));
+          }
+        });
+  }
+
+  kj::Promise<void> consume(ConsumeContext ctx) override {
+    auto p = ctx.getParams();
+    auto queue = text(p.getQueue());
+    auto tag = text(p.getConsumerTag());
+    bool no_ack = p.getNoAck(), exclusive = p.getExclusive();
+    uint32_t prefetch = p.getPrefetch();
+    if (tag.empty()) tag = generated_name("amq.ctag-");
+    // Deliveries can reach this loop before the consume reply does, so the capability is
+    // registered first and withdrawn if the broker refuses.
+    bool added = session_->add_consumer(id_, tag, p.getConsumer());
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), consume_atom::value, r, id_, queue, tag, no_ack, exclusive,
+                            prefetch);
+           })
+        .then(
+            [ctx, tag](caf::message) mutable -> kj::Promise<void> {
+              ctx.getResults().setConsumerTag(tag);
+              return kj::READY_NOW;
+            },
+            [this, tag, added](kj::Exception&& e) -> kj::Promise<void> {
+              if (added) session_->remove_consumer(id_, tag);
+              return kj::mv(e);
+            });
+  }
+
+  kj::Promise<void> cancel(CancelContext ctx) override {
+    auto tag = text(ctx.getParams().getConsumerTag());
+    return ask([&](uint64_t r) { caf::anon_send(actor(), cancel_atom::value, r, id_, tag); })
+        .ignoreResult();
+  }
+
+  kj::Promise<void> get(GetContext ctx) override {
+    auto p = ctx.getParams();
+    auto queue = text(p.getQueue());
+    bool no_ack = p.getNoAck();
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), get_atom::value, r, id_, queue, no_ack);
+           })
+        .then([ctx](caf::message m) mutable {
+          auto res = ctx.getResults().initResult();
+          if (m.empty()) {
+            res.setEmpty();
+            return;
+          }
+          write_delivery(m.get_as<delivery>(0), {}, res.initDelivery());
+        });
+  }
+
+  kj::Promise<void> ack(AckContext ctx) override {
+    auto p = ctx.getParams();
+    return settle(p.getDeliveryTag(), p.getMultiple(), settle_kind::ack);
+  }
+
+  kj::Promise<void> nack(NackContext ctx) override {
+    auto p = ctx.getParams();
+    return settle(p.getDeliveryTag(), p.getMultiple(),
+                  p.getRequeue() ? settle_kind::requeue : settle_kind::reject);
+  }
+
+  kj::Promise<void> reject(RejectContext ctx) override {
+    auto p = ctx.getParams();
+    return settle(p.getDeliveryTag(), false,
+                  p.getRequeue() ? settle_kind::requeue : settle_kind::reject);
+  }
+
+  kj::Promise<void> qos(QosContext ctx) override {
+    uint32_t prefetch = ctx.getParams().getPrefetch();
+    return ask([&](uint64_t r) { caf::anon_send(actor(), qos_atom::value, r, id_, prefetch); })
+        .ignoreResult();
+  }
+
+  kj::Promise<void> confirmSelect(ConfirmSelectContext) override {
+    return ask([&](uint64_t r) { caf::anon_send(actor(), confirm_atom::value, r, id_); })
+        .ignoreResult();
+  }
+
+  kj::Promise<void> lookup(LookupContext ctx) override {
+    auto raw = ctx.getParams().getMessageId();
+    message_id id;
+    if (!message_id_from_bytes(
+            std::string_view(reinterpret_cast<const char*>(raw.begin()), raw.size()), id))
+      throw_failure({reply_code::syntax_error,
+                     "a message id is 16 bytes, got " + std::to_string(raw.size())});
+    return ask([&](uint64_t r) { caf::anon_send(actor(), lookup_atom::value, r, id_, id); })
+        .then([ctx](caf::message m) mutable {
+          const auto& reply = m.get_as<lookup_reply>(0);
+          auto res = ctx.getResults().initResult();
+          if (!reply.found) {
+            res.setNotFound();
+            return;
+          }
+          auto found = res.initFound();
+          found.setQueue(reply.queue);
+          found.setState(reply.state);
+          delivery d{0, reply.delivery.redelivered, reply.delivery.msg, 0};
+          write_delivery(d, {}, found.initDelivery());
+        });
+  }
+
+  kj::Promise<void> close(CloseContext) override {
+    closed_ = true;
+    return ask([&](uint64_t r) { caf::anon_send(actor(), close_atom::value, r, id_); })
+        .ignoreResult();
+  }
+
+  kj::Promise<void> recover(RecoverContext) override {
+    return ask([&](uint64_t r) { caf::anon_send(actor(), recover_atom::value, r, id_); })
+        .ignoreResult();
+  }
+
+ private:
+  const caf::actor& actor() const { return session_->actor(); }
+
+  template <class Send>
+  kj::Promise<caf::message> ask(Send&& send) {
+    return session_->request(std::forward<Send>(send));
+  }
+
+  kj::Promise<void> settle(uint64_t tag, bool multiple, settle_kind kind) {
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), settle_atom::value, r, id_, tag, multiple, kind);
+           }).ignoreResult();
+  }
+
+  std::shared_ptr<rpc_session> session_;
+  uint16_t id_;
+  bool closed_ = false;
+};
+
+class connection_impl final : public rpc::Connection::Server {
+ public:
+  explicit connection_impl(std::shared_ptr<rpc_session> session) : session_(std::move(session)) {}
+
+ protected:
+  kj::Promise<void> openChannel(OpenChannelContext ctx) override {
+    auto id = session_->allocate_channel();
+    if (id == 0)
+      throw_failure({reply_code::resource_error, "this connection has used all 65535 channels"});
+    return ask([&](uint64_t r) { caf::anon_send(actor(), open_atom::value, r, id); })
+        .then([this, ctx, id](caf::message) mutable {
+          ctx.getResults().setChannel(kj::heap<channel_impl>(session_, id));
+        });
+  }
+
+  kj::Promise<void> close(CloseContext) override {
+    return ask([&](uint64_t r) { caf::anon_send(actor(), close_atom::value, r); }).ignoreResult();
+  }
+
+  kj::Promise<void> addVhost(AddVhostContext ctx) override {
+    auto name = text(ctx.getParams().getName());
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), declare_atom::value, vhost_atom::value, r, name);
+           }).ignoreResult();
+  }
+
+  kj::Promise<void> deleteVhost(DeleteVhostContext ctx) override {
+    auto name = text(ctx.getParams().getName());
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), delete_atom::value, vhost_atom::value, r, name);
+           }).ignoreResult();
+  }
+
+  kj::Promise<void> listVhosts(ListVhostsContext ctx) override {
+    return ask([&](uint64_t r) { caf::anon_send(actor(), list_atom::value, vhost_atom::value, r); })
+        .then([ctx](caf::message m) mutable {
+          const auto& names = m.get_as<std::vector<std::string>>(0);
+          auto list = ctx.getResults().initNames(static_cast<unsigned>(names.size()));
+          for (unsigned i = 0; i < names.size(); ++i) list.set(i, names[i]);
+        });
+  }
+
+  kj::Promise<void> listExchanges(ListExchangesContext ctx) override {
+    return list<exchange_info>(exchanges_atom::value, [ctx](const auto& rows) mutable {
+      auto out = ctx.getResults().initExchanges(static_cast<unsigned>(rows.size()));
+      for (unsigned i = 0; i < rows.size(); ++i) write_exchange(rows[i], out[i]);
+    });
+  }
+
+  kj::Promise<void> listQueues(ListQueuesContext ctx) override {
+    return list<queue_info>(queues_atom::value, [ctx](const auto& rows) mutable {
+      auto out = ctx.getResults().initQueues(static_cast<unsigned>(rows.size()));
+      for (unsigned i = 0; i < rows.size(); ++i) write_queue(rows[i], out[i]);
+    });
+  }
+
+  kj::Promise<void> listBindings(ListBindingsContext ctx) override {
+    return list<binding_info>(bindings_atom::value, [ctx](const auto& rows) mutable {
+      auto out = ctx.getResults().initBindings(static_cast<unsigned>(rows.size()));
+      for (unsigned i = 0; i < rows.size(); ++i) write_binding(rows[i], out[i]);
+    });
+  }
+
+  kj::Promise<void> listConsumers(ListConsumersContext ctx) override {
+    return list<consumer_info>(consumers_atom::value, [ctx](const auto& rows) mutable {
+      auto out = ctx.getResults().initConsumers(static_cast<unsigned>(rows.size()));
+      for (unsigned i = 0; i < rows.size(); ++i) write_consumer(rows[i], out[i]);
+    });
+  }
+
+  kj::Promise<void> listConnections(ListConnectionsContext ctx) override {
+    return list<connection_info>(conns_atom::value, [ctx](const auto& rows) mutable {
+      auto out = ctx.getResults().initConnections(static_cast<unsigned>(rows.size()));
+      for (unsigned i = 0; i < rows.size(); ++i) write_connection(rows[i], out[i]);
+    });
+  }
+
+ private:
+  const caf::actor& actor() const { return session_->actor(); }
+
+  template <class Send>
+  kj::Promise<caf::message> ask(Send&& send) {
+    return session_->request(std::forward<Send>(send));
+  }
+
+  template <class Row, class Atom, class Write>
+  kj::Promise<void> list(Atom what, Write write) {
+    return ask([&](uint64_t r) { caf::anon_send(actor(), list_atom::value, what, r); })
+        .then([write](caf::message m) mutable { write(m.get_as<std::vector<Row>>(0)); });
+  }
+
+  std::shared_ptr<rpc_session> session_;
+};
+
+class broker_impl final : public rpc::Broker::Server {
+ public:
+  broker_impl(caf::actor_system& system, caf::actor node, std::shared_ptr<loop_bridge> bridge,
+              std::string peer)
+      : system_(system), node_(std::move(node)), bridge_(std::move(bridge)), peer_(std::move(peer)) {}
+
+ protected:
+  kj::Promise<void> connect(ConnectContext ctx) override {
+    auto p = ctx.getParams();
+    client_hello hello{text(p.getVhost()), text(p.getUser()), text(p.getPassword()),
+                       text(p.getClientName()), peer_};
+    if (hello.client_name.empty()) hello.client_name = peer_;
+    auto session = rpc_session::create(system_, node_, bridge_, std::move(hello));
+    return session
+        ->request([&](uint64_t r) { caf::anon_send(session->actor(), open_atom::value, r); })
+        .then([ctx, session](caf::message) mutable {
+          ctx.getResults().setConnection(kj::heap<connection_impl>(session));
+        });
+  }
+
+ private:
+  caf::actor_system& system_;
+  caf::actor node_;
+  std::shared_ptr<loop_bridge> bridge_;
+  std::string peer_;
+};
+
+// One accepted TCP connection and the RPC system serving it.
+struct served_client {
+  served_client(kj::Own<kj::AsyncIoStream>&& s, capnp::Capability::Client bootstrap,
+                capnp::ReaderOptions options)
+      : stream(kj::mv(s)),
+        network(*stream, capnp::rpc::twoparty::Side::SERVER, options),
+        rpc(capnp::makeRpcServer(network, kj::mv(bootstrap))) {}
+
+  kj::Own<kj::AsyncIoStream> stream;
+  capnp::TwoPartyVatNetwork network;
+  capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc;
+};
+
+std::string peer_name(kj::AsyncIoStream& stream) {
+  sockaddr_storage addr{};
+  unsigned len = sizeof addr;
+  try {
+    stream.getpeername(reinterpret_cast<sockaddr*>(&addr), &len);
+  } catch (...) {
+    return "unknown";
+  }
+  char host[INET6_ADDRSTRLEN] = "?";
+  uint16_t port = 0;
+  if (addr.ss_family == AF_INET) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&addr);
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+    port = ntohs(in->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    auto* in = reinterpret_cast<sockaddr_in6*>(&addr);
+    inet_ntop(AF_INET6, &in->sin6_addr, host, sizeof host);
+    port = ntohs(in->sin6_port);
+  }
+  return std::string(host) + ":" + std::to_string(port);
+}
+
+}  // namespace
+
+struct rpc_server::impl : public kj::TaskSet::ErrorHandler {
+  impl(caf::actor_system& system, caf::actor node) : system(system), node(std::move(node)) {}
+
+  caf::actor_system& system;
+  caf::actor node;
+  std::thread thread;
+  std::mutex mutex;
+  kj::CrossThreadPromiseFulfiller<void>* stop_signal = nullptr;  // owned by the kj thread
+  bool stop_requested = false;
+
+  void taskFailed(kj::Exception&& e) override {
+    log(log_level::debug, "rpc", std::string("client connection ended: ") + e.getDescription().cStr());
+  }
+
+  kj::Promise<void> accept_loop(kj::ConnectionReceiver& listener, kj::TaskSet& clients,
+                                const std::shared_ptr<loop_bridge>& bridge) {
+    return listener.accept().then([this, &listener, &clients, bridge](kj::Own<kj::AsyncIoStream> stream) {
+      int one = 1;
+      try {
+        stream->setsockopt(IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      } catch (...) {
+      }
+      auto peer = peer_name(*stream);
+      capnp::ReaderOptions options;
+      options.traversalLimitInWords = max_message_words;
+      auto client = kj::heap<served_client>(
+          kj::mv(stream), kj::heap<broker_impl>(system, node, bridge, peer), options);
+      auto& network = client->network;
+      clients.add(network.onDisconnect().attach(kj::mv(client)));
+      return accept_loop(listener, clients, bridge);
+    });
+  }
+
+  void run(std::string bind, uint16_t port, std::promise<uint16_t>& ready) {
+    kj::Own<kj::CrossThreadPromiseFulfiller<void>> stop_owner;
+    try {
+      auto io = kj::setupAsyncIo();
+      auto bridge = std::make_shared<loop_bridge>();
+      kj::TaskSet background(*this);
+      background.add(bridge->run());
+      kj::Own<kj::ConnectionReceiver> listener;
+      try {
+        auto addr = io.provider->getNetwork().parseAddress(bind, port).wait(io.waitScope);
+        listener = addr->listen();
+      } catch (const kj::Exception& e) {
+        throw std::runtime_error("cannot listen on " + bind + ":" + std::to_string(port) + ": " +
+                                 e.getDescription().cStr());
+      }
+      auto stop = kj::newPromiseAndCrossThreadFulfiller<void>();
+      {
+        std::lock_guard<std::mutex> guard(mutex);
+        stop_owner = kj::mv(stop.fulfiller);
+        stop_signal = stop_owner.get();
+        if (stop_requested) stop_signal->fulfill();
+      }
+      ready.set_value(static_cast<uint16_t>(listener->getPort()));
+      {
+        kj::TaskSet clients(*this);
+        background.add(accept_loop(*listener, clients, bridge));
+        stop.promise.wait(io.waitScope);
+        // Leaving this scope drops every client: sessions close their connection actors.
+      }
+      bridge->close();
+      std::lock_guard<std::mutex> guard(mutex);
+      stop_signal = nullptr;
+    } catch (...) {
+      {
+        std::lock_guard<std::mutex> guard(mutex);
+        stop_signal = nullptr;
+      }
+      try {
+        ready.set_exception(std::current_exception());
+      } catch (const std::future_error&) {
+        log(log_level::error, "rpc", "the RPC server thread failed after start-up");
+      }
+    }
+  }
+};
+
+rpc_server::rpc_server(caf::actor_system& system, caf::actor node)
+    : impl_(std::make_unique<impl>(system, std::move(node))) {}
+
+rpc_server::~rpc_server() { stop(); }
+
+uint16_t rpc_server::start(const std::string& bind_address, uint16_t port) {
+  std::promise<uint16_t> ready;
+  auto bound = ready.get_future();
+  impl_->thread = std::thread([this, bind_address, port, &ready] {
+    impl_->run(bind_address, port, ready);
+  });
+  try {
+    return bound.get();
+  } catch (...) {
+    impl_->thread.join();
+    throw;
+  }
+}
+
+void rpc_server::stop() {
+  {
+    std::lock_guard<std::mutex> guard(impl_->mutex);
+    impl_->stop_requested = true;
+    if (impl_->stop_signal != nullptr) impl_->stop_signal->fulfill();
+  }
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+}  // namespace warren::net

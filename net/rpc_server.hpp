@@ -1,0 +1,35 @@
+// rpc_server: the Cap'n Proto front door. Listens on a TCP address, serves the `Broker`
+// bootstrap capability to every client, and runs the kj event loop on its own thread.
+//
+// start() returns once the socket listens (with the port, useful when 0 was asked for) or throws
+// std::runtime_error naming the address that could not be used. stop() may be called from any
+// thread (a signal-waiting main thread, typically); it drops every client connection, whose
+// connection actors then requeue what those clients held, and joins the thread.
+#pragma once
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace warren::net {
+
+class rpc_server {
+ public:
+  rpc_server(caf::actor_system& system, caf::actor node);
+  ~rpc_server();
+
+  rpc_server(const rpc_server&) = delete;
+  rpc_server& operator=(const rpc_server&) = delete;
+
+  uint16_t start(const std::string& bind_address, uint16_t port);
+  void stop();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace warren::net

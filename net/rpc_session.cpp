@@ -1,0 +1,152 @@
+#include "net/rpc_session.hpp"
+
+#include "actors/connection_actor.hpp"
+#include "net/wire_convert.hpp"
+
+#include <caf/send.hpp>
+
+namespace warren::net {
+
+namespace {
+
+/// Largest body bytes put into one deliver call; bigger batches are split so one call never
+/// holds more than about this much.
+constexpr size_t max_deliver_bytes = 1 << 20;
+
+// The connection actor's way back: every event becomes a function posted to the kj loop, where
+// it finds the session if it still exists.
+class rpc_link final : public client_link {
+ public:
+  rpc_link(std::shared_ptr<loop_bridge> bridge, std::weak_ptr<rpc_session> session)
+      : bridge_(std::move(bridge)), session_(std::move(session)) {}
+
+  void reply(uint64_t request, caf::error error, caf::message result) override {
+    on_loop([=](rpc_session& s) mutable { s.complete(request, std::move(error), std::move(result)); });
+  }
+  void deliver(uint16_t channel, const std::string& tag, std::vector<delivery> batch) override {
+    on_loop([=](rpc_session& s) mutable { s.deliver(channel, tag, std::move(batch)); });
+  }
+  void consumer_cancelled(uint16_t channel, const std::string& tag,
+                          const std::string& reason) override {
+    on_loop([=](rpc_session& s) { s.consumer_cancelled(channel, tag, reason); });
+  }
+  void channel_closed(uint16_t channel, const broker_failure&) override {
+    on_loop([=](rpc_session& s) { s.channel_closed(channel); });
+  }
+  void connection_closed(const broker_failure& reason) override {
+    on_loop([=](rpc_session& s) { s.actor_gone(reason); });
+  }
+
+ private:
+  template <class F>
+  void on_loop(F f) {
+    bridge_->post([session = session_, f = std::move(f)]() mutable {
+      if (auto s = session.lock()) f(*s);
+    });
+  }
+
+  std::shared_ptr<loop_bridge> bridge_;
+  std::weak_ptr<rpc_session> session_;
+};
+
+}  // namespace
+
+rpc_session::rpc_session(std::shared_ptr<loop_bridge> bridge)
+    : bridge_(std::move(bridge)), tasks_(*this) {}
+
+std::shared_ptr<rpc_session> rpc_session::create(caf::actor_system& system, caf::actor node,
+                                                 std::shared_ptr<loop_bridge> bridge,
+                                                 client_hello hello) {
+  std::shared_ptr<rpc_session> session(new rpc_session(bridge));
+  auto link = std::make_shared<rpc_link>(bridge, session);
+  session->actor_ = system.spawn(connection_actor, std::move(node), link, std::move(hello));
+  // When the actor stops for any reason, calls still waiting on it must not hang.
+  std::weak_ptr<rpc_session> weak = session;
+  session->actor_->attach_functor([bridge, weak]() {
+    bridge->post([weak]() {
+      if (auto s = weak.lock())
+        s->actor_gone({reply_code::connection_forced, "the connection was closed by the broker"});
+    });
+  });
+  return session;
+}
+
+rpc_session::~rpc_session() {
+  if (actor_) caf::anon_send(actor_, close_atom::value, uint64_t{0});
+}
+
+bool rpc_session::add_consumer(uint16_t channel, const std::string& tag,
+                               rpc::Consumer::Client consumer) {
+  return consumers_.emplace(std::make_pair(channel, tag), kj::mv(consumer)).second;
+}
+
+void rpc_session::remove_consumer(uint16_t channel, const std::string& tag) {
+  consumers_.erase({channel, tag});
+}
+
+void rpc_session::complete(uint64_t request, caf::error error, caf::message result) {
+  auto i = pending_.find(request);
+  if (i == pending_.end()) return;
+  auto fulfiller = kj::mv(i->second);
+  pending_.erase(i);
+  if (error)
+    fulfiller->reject(to_exception(describe(error)));
+  else
+    fulfiller->fulfill(kj::mv(result));
+}
+
+void rpc_session::deliver(uint16_t channel, const std::string& tag, std::vector<delivery> batch) {
+  auto c = consumers_.find({channel, tag});
+  if (c == consumers_.end()) return;  // cancelled meanwhile: unacked ones were requeued
+  size_t first = 0;
+  while (first < batch.size()) {
+    size_t last = first, bytes = 0;
+    while (last < batch.size() && (last == first || bytes < max_deliver_bytes))
+      bytes += batch[last++].msg->body.size();
+    auto req = c->second.deliverRequest();
+    auto list = req.initDeliveries(static_cast<unsigned>(last - first));
+    for (size_t i = first; i < last; ++i)
+      write_delivery(batch[i], tag, list[static_cast<unsigned>(i - first)]);
+    auto n = static_cast<uint32_t>(last - first);
+    auto actor = actor_;
+    tasks_.add(req.send().then([actor, channel, tag, n]() {
+      caf::anon_send(actor, flushed_atom::value, channel, tag, n);
+    }));
+    first = last;
+  }
+}
+
+void rpc_session::consumer_cancelled(uint16_t channel, const std::string& tag,
+                                     const std::string& reason) {
+  auto c = consumers_.find({channel, tag});
+  if (c == consumers_.end()) return;
+  auto req = c->second.cancelledRequest();
+  req.setConsumerTag(tag);
+  req.setReason(reason);
+  tasks_.add(req.send().ignoreResult());
+  consumers_.erase(c);
+}
+
+void rpc_session::channel_closed(uint16_t channel) {
+  for (auto i = consumers_.begin(); i != consumers_.end();)
+    i = i->first.first == channel ? consumers_.erase(i) : std::next(i);
+}
+
+void rpc_session::actor_gone(broker_failure reason) {
+  if (gone_) return;
+  gone_ = true;
+  gone_reason_ = std::move(reason);
+  auto pending = kj::mv(pending_);
+  pending_.clear();
+  for (auto& [id, fulfiller] : pending) fulfiller->reject(to_exception(gone_reason_));
+  consumers_.clear();
+}
+
+void rpc_session::taskFailed(kj::Exception&&) {
+  // A deliver or cancelled call failed: the client is gone or broken. Its connection is torn
+  // down when its capabilities are released; nothing to do here.
+}
+
+kj::Exception rpc_session::to_exception(const broker_failure& f) { return net::to_exception(f); }
+
+}  // namespace warren::net

@@ -1,0 +1,81 @@
+// rpc_session: the kj-side half of one client connection over Cap'n Proto.
+//
+// It owns the connection actor's handle, matches replies to outstanding calls by request id,
+// holds the consumers' capabilities and streams deliveries to them. It lives on the kj thread;
+// the connection actor reaches it only through rpc_link (a client_link) which posts onto the
+// loop. When the last Cap'n Proto reference to the connection goes (client closed, or its
+// socket died) the session is destroyed and the connection actor is told to close, which
+// requeues everything the client had not acknowledged.
+#pragma once
+
+#include "actors/client_link.hpp"
+#include "actors/protocol.hpp"
+#include "broker.capnp.h"
+#include "net/loop_bridge.hpp"
+
+#include <caf/actor_system.hpp>
+#include <kj/async.h>
+
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+namespace warren::net {
+
+class rpc_session : public std::enable_shared_from_this<rpc_session>,
+                    public kj::TaskSet::ErrorHandler {
+ public:
+  /// kj thread. Spawns the connection actor; open() must succeed before use.
+  static std::shared_ptr<rpc_session> create(caf::actor_system& system, caf::actor node,
+                                             std::shared_ptr<loop_bridge> bridge,
+                                             client_hello hello);
+  ~rpc_session();
+
+  rpc_session(const rpc_session&) = delete;
+  rpc_session& operator=(const rpc_session&) = delete;
+
+  const caf::actor& actor() const { return actor_; }
+
+  /// Sends a request to the connection actor: `send(request_id)` must send one message that
+  /// carries the id. The promise resolves with the actor's answer, or rejects with the broker
+  /// error ("NOT_FOUND: ...").
+  template <class Send>
+  kj::Promise<caf::message> request(Send&& send) {
+    if (gone_) return to_exception(gone_reason_);
+    auto id = ++next_request_;
+    auto pair = kj::newPromiseAndFulfiller<caf::message>();
+    pending_.emplace(id, kj::mv(pair.fulfiller));
+    send(id);
+    return kj::mv(pair.promise);
+  }
+
+  uint16_t allocate_channel() { return ++next_channel_; }
+
+  /// Registers a consumer capability; false (and nothing changes) when the tag is taken.
+  bool add_consumer(uint16_t channel, const std::string& tag, rpc::Consumer::Client consumer);
+  void remove_consumer(uint16_t channel, const std::string& tag);
+
+  // --- called on the kj thread through rpc_link -------------------------------------------
+  void complete(uint64_t request, caf::error error, caf::message result);
+  void deliver(uint16_t channel, const std::string& tag, std::vector<delivery> batch);
+  void consumer_cancelled(uint16_t channel, const std::string& tag, const std::string& reason);
+  void channel_closed(uint16_t channel);
+  void actor_gone(broker_failure reason);
+
+ private:
+  rpc_session(std::shared_ptr<loop_bridge> bridge);
+  void taskFailed(kj::Exception&& exception) override;
+  static kj::Exception to_exception(const broker_failure& f);
+
+  std::shared_ptr<loop_bridge> bridge_;
+  caf::actor actor_;
+  uint64_t next_request_ = 0;
+  uint16_t next_channel_ = 0;
+  std::unordered_map<uint64_t, kj::Own<kj::PromiseFulfiller<caf::message>>> pending_;
+  std::map<std::pair<uint16_t, std::string>, rpc::Consumer::Client> consumers_;
+  bool gone_ = false;
+  broker_failure gone_reason_;
+  kj::TaskSet tasks_;
+};
+
+}  // namespace warren::net

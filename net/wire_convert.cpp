@@ -1,0 +1,93 @@
+#include "net/wire_convert.hpp"
+
+#include <kj/exception.h>
+
+namespace warren::net {
+
+
+message_ptr read_outbound(rpc::OutboundMessage::Reader in) {
+  auto m = std::make_shared<message>();
+  m->id = next_message_id();
+  m->exchange = text(in.getExchange());
+  m->routing_key = text(in.getRoutingKey());
+  m->mandatory = in.getMandatory();
+  m->properties = read_properties(in.getProperties());
+  auto body = in.getBody();
+  m->body.assign(reinterpret_cast<const char*>(body.begin()), body.size());
+  return m;
+}
+
+void write_delivery(const delivery& d, const std::string& consumer_tag, rpc::Delivery::Builder out) {
+  out.setDeliveryTag(d.tag);
+  if (!consumer_tag.empty()) out.setConsumerTag(consumer_tag);
+  out.setRedelivered(d.redelivered);
+  const auto& m = *d.msg;
+  out.setExchange(m.exchange);
+  out.setRoutingKey(m.routing_key);
+  out.setMessageId(kj::arrayPtr(m.id.bytes.data(), m.id.bytes.size()));
+  write_properties(m.properties, out.initProperties());
+  out.setBody(bytes_of(m.body));
+  out.setMessageCount(d.message_count);
+}
+
+void write_exchange(const exchange_info& info, rpc::ExchangeInfo::Builder out) {
+  out.setName(info.spec.name);
+  out.setVhost(info.vhost);
+  out.setType(to_string(info.spec.type));
+  out.setDurable(info.spec.durable);
+  out.setAutoDelete(info.spec.auto_delete);
+  out.setInternal(info.spec.internal);
+  write_table(info.spec.arguments,
+              out.initArguments(static_cast<unsigned>(info.spec.arguments.size())));
+}
+
+void write_queue(const queue_info& info, rpc::QueueInfo::Builder out) {
+  out.setName(info.spec.name);
+  out.setVhost(info.vhost);
+  out.setDurable(info.spec.durable);
+  out.setExclusive(info.spec.exclusive);
+  out.setAutoDelete(info.spec.auto_delete);
+  write_table(info.spec.arguments,
+              out.initArguments(static_cast<unsigned>(info.spec.arguments.size())));
+  out.setMessagesReady(info.ready);
+  out.setMessagesUnacked(info.unacked);
+  out.setConsumers(info.consumers);
+}
+
+void write_binding(const binding_info& info, rpc::BindingInfo::Builder out) {
+  out.setVhost(info.vhost);
+  out.setExchange(info.spec.exchange);
+  out.setQueue(info.spec.queue);
+  out.setKey(info.spec.key);
+  write_table(info.spec.arguments,
+              out.initArguments(static_cast<unsigned>(info.spec.arguments.size())));
+}
+
+void write_consumer(const consumer_info& info, rpc::ConsumerInfo::Builder out) {
+  out.setVhost(info.vhost);
+  out.setQueue(info.queue);
+  out.setConsumerTag(info.tag);
+  out.setChannel(info.channel);
+  out.setConnection(info.connection_name);
+  out.setNoAck(info.no_ack);
+  out.setExclusive(info.exclusive);
+  out.setPrefetch(info.prefetch);
+  out.setUnacked(info.unacked);
+}
+
+void write_connection(const connection_info& info, rpc::ConnectionInfo::Builder out) {
+  out.setName(info.name);
+  out.setPeer(info.peer);
+  out.setVhost(info.vhost);
+  out.setUser(info.user);
+  out.setChannels(info.channels);
+}
+
+kj::Exception to_exception(const broker_failure& failure) {
+  return kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__,
+                       kj::heapString(to_string(failure)));
+}
+
+void throw_failure(const broker_failure& failure) { kj::throwFatalException(to_exception(failure)); }
+
+}  // namespace warren::net

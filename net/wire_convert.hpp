@@ -1,0 +1,30 @@
+// Conversions between the Cap'n Proto API types (capnp/broker.capnp) and the broker's own.
+// Readers validate only what the schema cannot express; names and keys are checked by the
+// actors, so both front doors share one set of rules.
+#pragma once
+
+#include "actors/client_link.hpp"
+#include "actors/protocol.hpp"
+#include "broker.capnp.h"
+#include "net/wire_fields.hpp"
+
+namespace warren::net {
+
+/// A fresh broker message (with a new id) from what the publisher sent.
+message_ptr read_outbound(rpc::OutboundMessage::Reader in);
+
+void write_delivery(const delivery& d, const std::string& consumer_tag, rpc::Delivery::Builder out);
+
+void write_exchange(const exchange_info& info, rpc::ExchangeInfo::Builder out);
+void write_queue(const queue_info& info, rpc::QueueInfo::Builder out);
+void write_binding(const binding_info& info, rpc::BindingInfo::Builder out);
+void write_consumer(const consumer_info& info, rpc::ConsumerInfo::Builder out);
+void write_connection(const connection_info& info, rpc::ConnectionInfo::Builder out);
+
+/// Throws a kj exception whose description is "CODE_NAME: text" (the API's error format).
+[[noreturn]] void throw_failure(const broker_failure& failure);
+
+/// The same, as a kj::Exception value (for rejecting promises).
+kj::Exception to_exception(const broker_failure& failure);
+
+}  // namespace warren::net

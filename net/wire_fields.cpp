@@ -1,0 +1,81 @@
+#include "net/wire_fields.hpp"
+
+namespace warren::net {
+
+field_table read_table(capnp::List<rpc::Field>::Reader list) {
+  field_table out;
+  out.reserve(list.size());
+  for (auto f : list) {
+    field entry;
+    entry.key = text(f.getKey());
+    auto v = f.getValue();
+    switch (v.which()) {
+      case rpc::Value::NONE: break;
+      case rpc::Value::BOOL: entry.value = field_value::of_bool(v.getBool()); break;
+      case rpc::Value::INT: entry.value = field_value::of_int(v.getInt()); break;
+      case rpc::Value::FLOAT: entry.value = field_value::of_double(v.getFloat()); break;
+      case rpc::Value::TEXT: entry.value = field_value::of_text(text(v.getText())); break;
+      case rpc::Value::BYTES: {
+        auto d = v.getBytes();
+        entry.value = field_value::of_bytes(std::string(reinterpret_cast<const char*>(d.begin()), d.size()));
+        break;
+      }
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+void write_table(const field_table& table, capnp::List<rpc::Field>::Builder list) {
+  for (unsigned i = 0; i < table.size(); ++i) {
+    auto f = list[i];
+    f.setKey(table[i].key);
+    auto v = f.initValue();
+    const auto& x = table[i].value;
+    switch (x.kind) {
+      case field_value::none: v.setNone(); break;
+      case field_value::boolean: v.setBool(x.b); break;
+      case field_value::integer: v.setInt(x.i); break;
+      case field_value::floating: v.setFloat(x.d); break;
+      case field_value::text: v.setText(x.s); break;
+      case field_value::bytes: v.setBytes(bytes_of(x.s)); break;
+    }
+  }
+}
+
+message_properties read_properties(rpc::Properties::Reader in) {
+  message_properties p;
+  p.persistent = in.getPersistent();
+  p.content_type = text(in.getContentType());
+  p.content_encoding = text(in.getContentEncoding());
+  p.headers = read_table(in.getHeaders());
+  p.priority = in.getPriority();
+  p.correlation_id = text(in.getCorrelationId());
+  p.reply_to = text(in.getReplyTo());
+  p.expiration = text(in.getExpiration());
+  p.message_id = text(in.getMessageId());
+  p.timestamp = in.getTimestamp();
+  p.type = text(in.getType());
+  p.user_id = text(in.getUserId());
+  p.app_id = text(in.getAppId());
+  return p;
+}
+
+void write_properties(const message_properties& p, rpc::Properties::Builder out) {
+  out.setPersistent(p.persistent);
+  if (!p.content_type.empty()) out.setContentType(p.content_type);
+  if (!p.content_encoding.empty()) out.setContentEncoding(p.content_encoding);
+  if (!p.headers.empty())
+    write_table(p.headers, out.initHeaders(static_cast<unsigned>(p.headers.size())));
+  out.setPriority(p.priority);
+  if (!p.correlation_id.empty()) out.setCorrelationId(p.correlation_id);
+  if (!p.reply_to.empty()) out.setReplyTo(p.reply_to);
+  if (!p.expiration.empty()) out.setExpiration(p.expiration);
+  if (!p.message_id.empty()) out.setMessageId(p.message_id);
+  out.setTimestamp(p.timestamp);
+  if (!p.type.empty()) out.setType(p.type);
+  if (!p.user_id.empty()) out.setUserId(p.user_id);
+  if (!p.app_id.empty()) out.setAppId(p.app_id);
+}
+
+}  // namespace warren::net
