@@ -1,5 +1,8 @@
 #include "actors/connection_actor.hpp"
 
+#include "actors/actor_defaults.hpp"
+
+#include "actors/log.hpp"
 #include "actors/names.hpp"
 
 #include <caf/event_based_actor.hpp>
@@ -130,7 +133,9 @@ void route_run(self_ptr self, uint16_t id, const std::shared_ptr<channel_state::
               finish_publish(self, c->second, seqs[k]);
             }
           },
-          [=](caf::error&) {
+          [=](caf::error& err) {
+            log(log_level::debug, "connection",
+                "routing failed: " + to_string(describe(err)) + " / " + caf::to_string(err));
             // The exchange went away before routing: nobody took these messages.
             auto c = self->state.channels.find(id);
             if (c == self->state.channels.end() || !c->second.open) return;
@@ -278,6 +283,7 @@ void close_connection(self_ptr self) {
 
 caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf::actor node,
                                std::shared_ptr<client_link> link, client_hello hello) {
+  install_actor_defaults(self, "connection");
   auto& st = self->state;
   st.node = std::move(node);
   st.link = std::move(link);

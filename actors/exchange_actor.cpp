@@ -1,10 +1,18 @@
 #include "actors/exchange_actor.hpp"
 
+#include "actors/actor_defaults.hpp"
+
+#include "actors/log.hpp"
+
 namespace warren {
 
 caf::behavior exchange_actor(caf::stateful_actor<exchange_state>* self, exchange_spec spec) {
+  install_actor_defaults(self, "exchange");
   self->state.table = routing_table(spec.type);
   self->state.spec = std::move(spec);
+  self->attach_functor([=](const caf::error& reason) {
+    log(log_level::debug, "exchange", "exchange stopped: " + caf::to_string(reason));
+  });
   return {
       [=](bind_atom, uint64_t queue_id, caf::actor queue, const std::string& key,
           const field_table& args) {

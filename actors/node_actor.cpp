@@ -1,5 +1,7 @@
 #include "actors/node_actor.hpp"
 
+#include "actors/actor_defaults.hpp"
+
 #include "actors/broker_error.hpp"
 #include "actors/gather.hpp"
 #include "actors/log.hpp"
@@ -21,6 +23,7 @@ void add_vhost(self_ptr self, const std::string& name) {
 }  // namespace
 
 caf::behavior node_actor(caf::stateful_actor<node_state>* self) {
+  install_actor_defaults(self, "node");
   add_vhost(self, "/");
   self->state.users["guest"] = "guest";
   self->set_down_handler([=](caf::down_msg& dm) { self->state.connections.erase(dm.source); });

@@ -1,5 +1,7 @@
 #include "actors/queue_actor.hpp"
 
+#include "actors/actor_defaults.hpp"
+
 #include "actors/broker_error.hpp"
 #include "actors/names.hpp"
 
@@ -243,6 +245,7 @@ queue_info info_of(const queue_state& st) {
 
 caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vhost,
                           queue_spec spec, queue_limits limits, caf::actor vhost_actor) {
+  install_actor_defaults(self, "queue");
   auto& st = self->state;
   st.vhost = std::move(vhost);
   st.spec = std::move(spec);

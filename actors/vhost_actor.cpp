@@ -1,5 +1,7 @@
 #include "actors/vhost_actor.hpp"
 
+#include "actors/actor_defaults.hpp"
+
 #include "actors/broker_error.hpp"
 #include "actors/exchange_actor.hpp"
 #include "actors/gather.hpp"
@@ -10,6 +12,7 @@
 
 #include <caf/event_based_actor.hpp>
 #include <caf/response_promise.hpp>
+#include <caf/send.hpp>
 
 #include <memory>
 
@@ -125,7 +128,7 @@ void delete_queue_now(self_ptr self, const std::string& name) {
   auto& st = self->state;
   auto q = st.queues.find(name);
   if (q == st.queues.end()) return;
-  self->send(q->second.actor, delete_atom::value, false, false);
+  caf::anon_send(q->second.actor, delete_atom::value, false, false);  // no answer wanted
   forget_queue(self, name);
 }
 
@@ -253,8 +256,9 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
   // Every queue is bound to the default exchange by its own name.
   binding_spec implicit{"", spec.name, spec.name, {}};
   st.bindings[binding_key(implicit)] = implicit;
-  self->send(st.exchanges[""].actor, bind_atom::value, entry.id, entry.actor, spec.name,
-             field_table{});
+  // anon_send: the exchange answers bind requests, and this one needs no answer.
+  caf::anon_send(st.exchanges[""].actor, bind_atom::value, entry.id, entry.actor, spec.name,
+                 field_table{});
   st.queues[spec.name] = std::move(entry);
   return queue_info{st.vhost, spec, 0, 0, 0};
 }
@@ -347,6 +351,7 @@ void stop_everything(self_ptr self) {
 }  // namespace
 
 caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string name) {
+  install_actor_defaults(self, "vhost");
   self->state.vhost = std::move(name);
   add_exchange(self, {"", exchange_type::direct, true, false, false, {}}, true);
   add_exchange(self, {"amq.direct", exchange_type::direct, true, false, false, {}}, true);
@@ -421,7 +426,7 @@ caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string na
         if (e == st.exchanges.end()) return;  // a missing dead-letter exchange drops, as RabbitMQ
         publish_batch batch;
         for (auto& m : msgs) batch.items.push_back({std::move(m), 0});
-        self->send(e->second.actor, publish_atom::value, std::move(batch));
+        caf::anon_send(e->second.actor, publish_atom::value, std::move(batch));  // no answer wanted
       },
       [=](unused_atom, const std::string& name, const caf::actor& queue) {
         auto q = self->state.queues.find(name);

@@ -1,0 +1,402 @@
+// warrenctl: the command-line client of a warren-node. See the README for the command list.
+// Exit codes: 0 success, 1 the broker (or the connection) reported an error, 2 usage error.
+// Errors are printed to stderr as "error: CODE: text".
+#include "apps/warrenctl_output.hpp"
+#include "client/channel.hpp"
+#include "client/client_error.hpp"
+#include "client/connection.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <iostream>
+#include <mutex>
+
+using namespace warren::client;
+using nlohmann::json;
+
+namespace {
+
+struct usage_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// "KEY=VALUE" into a table entry; the value is typed: integer, true/false, else text.
+field parse_assignment(const std::string& text, const char* what) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw usage_error(std::string(what) + " '" + text + "' is not KEY=VALUE");
+  field f;
+  f.key = text.substr(0, eq);
+  auto value = text.substr(eq + 1);
+  int64_t n = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (!value.empty() && ec == std::errc() && end == value.data() + value.size())
+    f.value = field_value::of_int(n);
+  else if (value == "true" || value == "false")
+    f.value = field_value::of_bool(value == "true");
+  else
+    f.value = field_value::of_text(value);
+  return f;
+}
+
+field_table parse_assignments(const std::vector<std::string>& items, const char* what) {
+  field_table out;
+  for (const auto& item : items) out.push_back(parse_assignment(item, what));
+  return out;
+}
+
+void print_message(const delivery& d, bool as_json) {
+  if (as_json)
+    std::cout << warrenctl::dump_json(warrenctl::to_json(d)) << '\n';
+  else
+    std::cout << d.body << '\n';
+}
+
+struct options {
+  connect_options connect;
+  bool json = false;
+};
+
+// publish: one message from --body, or one per stdin line with a window of batches in flight.
+int publish(channel& ch, const std::string& exchange, const std::string& key,
+            const std::optional<std::string>& body, bool persistent,
+            const std::vector<std::string>& headers, bool mandatory, bool as_json) {
+  ch.confirm_select();
+  outbound_message proto;
+  proto.exchange = exchange;
+  proto.routing_key = key;
+  proto.mandatory = mandatory;
+  proto.properties.persistent = persistent;
+  proto.properties.headers = parse_assignments(headers, "header");
+  size_t returned = 0, rejected = 0, dropped = 0;
+  auto report = [&](const std::vector<publish_result>& results) {
+    for (const auto& r : results) {
+      auto id = warren::to_string(r.id);
+      if (as_json)
+        std::cout << warrenctl::dump_json(json{{"message_id", id}, {"outcome", to_string(r.outcome)}})
+                  << '\n';
+      else if (r.outcome == publish_outcome::routed)
+        std::cout << id << '\n';
+      else
+        std::cout << id << '\t' << to_string(r.outcome) << '\n';
+      returned += r.outcome == publish_outcome::returned;
+      rejected += r.outcome == publish_outcome::rejected;
+      dropped += r.outcome == publish_outcome::dropped;
+    }
+  };
+  if (body) {
+    proto.body = *body;
+    report({ch.publish(proto)});
+  } else {
+    constexpr size_t batch_size = 2000;  // messages per call
+    constexpr size_t window = 4;          // calls in flight
+    std::deque<std::future<std::vector<publish_result>>> in_flight;
+    std::vector<outbound_message> batch;
+    std::string line;
+    auto flush = [&] {
+      if (batch.empty()) return;
+      in_flight.push_back(ch.publish_batch(std::move(batch)));
+      batch.clear();
+      while (in_flight.size() >= window) {
+        report(in_flight.front().get());
+        in_flight.pop_front();
+      }
+    };
+    while (std::getline(std::cin, line)) {
+      auto m = proto;
+      m.body = std::move(line);
+      batch.push_back(std::move(m));
+      if (batch.size() == batch_size) flush();
+    }
+    flush();
+    while (!in_flight.empty()) {
+      report(in_flight.front().get());
+      in_flight.pop_front();
+    }
+  }
+  std::cout.flush();
+  if (returned + rejected + dropped > 0)
+    std::cerr << "warning: " << returned << " returned (no route, mandatory), " << dropped
+              << " dropped (no route), " << rejected << " rejected by a queue\n";
+  return returned + rejected > 0 ? 1 : 0;
+}
+
+int get(channel& ch, const std::string& queue, size_t count, bool no_ack, bool requeue,
+        bool as_json) {
+  uint64_t last_tag = 0;
+  for (size_t i = 0; i < count; ++i) {
+    auto d = ch.get(queue, no_ack);
+    if (!d) break;
+    print_message(*d, as_json);
+    last_tag = d->delivery_tag;
+  }
+  if (!no_ack && last_tag != 0) {
+    if (requeue)
+      ch.nack(last_tag, true, true);
+    else
+      ch.ack(last_tag, true);
+    ch.qos(0);  // a waiting call: makes sure the settle reached the broker before we exit
+  }
+  return 0;
+}
+
+int consume(channel& ch, const std::string& queue, size_t count, uint32_t prefetch, bool no_ack,
+            double timeout, bool as_json) {
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::deque<delivery> inbox;
+  bool cancelled = false;
+  std::string cancel_reason;
+  consume_options o;
+  o.no_ack = no_ack;
+  o.prefetch = prefetch;
+  ch.consume(
+      queue, o,
+      [&](const delivery& d) {
+        std::lock_guard<std::mutex> guard(mutex);
+        inbox.push_back(d);
+        if (inbox.size() == 1) ready.notify_one();  // the reader only waits on an empty inbox
+      },
+      [&](const std::string&, const std::string& reason) {
+        std::lock_guard<std::mutex> guard(mutex);
+        cancelled = true;
+        cancel_reason = reason;
+        ready.notify_one();
+      });
+  size_t seen = 0;
+  uint64_t unacked_upto = 0;
+  size_t unacked = 0;
+  auto ack_now = [&] {
+    if (!no_ack && unacked > 0) ch.ack(unacked_upto, true);
+    unacked = 0;
+  };
+  std::unique_lock<std::mutex> lock(mutex);
+  while (count == 0 || seen < count) {
+    auto have = [&] { return !inbox.empty() || cancelled; };
+    if (inbox.empty()) {
+      // Settle what was printed once the stream pauses (not on every gap, which would return
+      // credit a few messages at a time and shrink the broker's delivery batches).
+      if (!ready.wait_for(lock, std::chrono::milliseconds(5), have)) {
+        lock.unlock();
+        ack_now();
+        std::cout.flush();
+        lock.lock();
+        if (timeout > 0) {
+          if (!ready.wait_for(lock, std::chrono::duration<double>(timeout), have)) break;
+        } else {
+          ready.wait(lock, have);
+        }
+      }
+    }
+    if (inbox.empty() && cancelled) {
+      std::cerr << "consumer cancelled by the broker: " << cancel_reason << '\n';
+      break;
+    }
+    auto d = std::move(inbox.front());
+    inbox.pop_front();
+    lock.unlock();
+    print_message(d, as_json);
+    ++seen;
+    unacked_upto = d.delivery_tag;
+    // Acks go out in groups (ack with `multiple`): each message is acked, one call per group.
+    if (++unacked >= std::max<uint32_t>(1, prefetch / 4)) ack_now();
+    lock.lock();
+  }
+  lock.unlock();
+  ack_now();
+  std::cout.flush();
+  ch.close();  // deliveries beyond --count were not acked and go back to the queue
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::ios::sync_with_stdio(false);
+  options opt;
+  CLI::App app{"warrenctl: manage and use a warren-node"};
+  app.add_option("--host", opt.connect.host, "node address")->capture_default_str();
+  app.add_option("--port", opt.connect.port, "node RPC port")->capture_default_str();
+  app.add_option("--vhost", opt.connect.vhost, "virtual host")->capture_default_str();
+  app.add_option("--user", opt.connect.user, "user name (default guest)");
+  app.add_option("--password", opt.connect.password, "password");
+  app.add_flag("--json", opt.json, "machine-readable output");
+  app.require_subcommand(1);
+
+  std::string name, type, exchange, queue, key, message_id_text, what;
+  std::vector<std::string> args, headers;
+  std::optional<std::string> body;
+  bool durable = false, auto_delete = false, internal = false, exclusive = false;
+  bool if_unused = false, if_empty = false, persistent = false, mandatory = false;
+  bool no_ack = false, requeue = false;
+  size_t count = 0;
+  uint32_t prefetch = 1000;
+  double timeout = 0;
+
+  auto* declare_exchange = app.add_subcommand("declare-exchange", "declare an exchange");
+  declare_exchange->add_option("NAME", name)->required();
+  declare_exchange->add_option("--type", type, "direct|fanout|topic|headers")->required();
+  declare_exchange->add_flag("--durable", durable);
+  declare_exchange->add_flag("--auto-delete", auto_delete);
+  declare_exchange->add_flag("--internal", internal);
+  declare_exchange->add_option("--arg", args, "KEY=VALUE argument");
+
+  auto* delete_exchange = app.add_subcommand("delete-exchange", "delete an exchange");
+  delete_exchange->add_option("NAME", name)->required();
+  delete_exchange->add_flag("--if-unused", if_unused);
+
+  auto* declare_queue = app.add_subcommand("declare-queue", "declare a queue (\"\" = server-named)");
+  declare_queue->add_option("NAME", name)->required();
+  declare_queue->add_flag("--durable", durable);
+  declare_queue->add_flag("--exclusive", exclusive);
+  declare_queue->add_flag("--auto-delete", auto_delete);
+  declare_queue->add_option("--arg", args, "KEY=VALUE argument, e.g. x-max-length=1000");
+
+  auto* delete_queue = app.add_subcommand("delete-queue", "delete a queue");
+  delete_queue->add_option("NAME", name)->required();
+  delete_queue->add_flag("--if-unused", if_unused);
+  delete_queue->add_flag("--if-empty", if_empty);
+
+  auto* purge_queue = app.add_subcommand("purge-queue", "drop a queue's ready messages");
+  purge_queue->add_option("NAME", name)->required();
+
+  CLI::App* bind_commands[2];
+  const char* bind_names[2] = {"bind", "unbind"};
+  for (int i = 0; i < 2; ++i) {
+    auto* c = app.add_subcommand(bind_names[i], std::string(bind_names[i]) + " a queue to an exchange");
+    c->add_option("EXCHANGE", exchange)->required();
+    c->add_option("QUEUE", queue)->required();
+    c->add_option("--key", key, "binding key");
+    c->add_option("--arg", args, "KEY=VALUE binding argument (headers exchanges)");
+    bind_commands[i] = c;
+  }
+
+  auto* publish_cmd = app.add_subcommand(
+      "publish", "publish --body, or one message per line of standard input");
+  publish_cmd->add_option("EXCHANGE", exchange)->required();
+  publish_cmd->add_option("ROUTING_KEY", key)->required();
+  publish_cmd->add_option("--body", body, "message body");
+  publish_cmd->add_flag("--persistent", persistent);
+  publish_cmd->add_option("--header", headers, "K=V header");
+  publish_cmd->add_flag("--mandatory", mandatory);
+
+  auto* get_cmd = app.add_subcommand("get", "fetch messages; acks them unless told otherwise");
+  get_cmd->add_option("QUEUE", queue)->required();
+  get_cmd->add_option("--count", count, "how many (default 1)");
+  auto* get_no_ack = get_cmd->add_flag("--no-ack", no_ack);
+  get_cmd->add_flag("--requeue", requeue, "put them back afterwards")->excludes(get_no_ack);
+
+  auto* consume_cmd = app.add_subcommand("consume", "subscribe and print messages, acking each");
+  consume_cmd->add_option("QUEUE", queue)->required();
+  consume_cmd->add_option("--count", count, "stop after N messages");
+  consume_cmd->add_option("--prefetch", prefetch, "unacked messages in flight")->capture_default_str();
+  consume_cmd->add_flag("--no-ack", no_ack);
+  consume_cmd->add_option("--timeout", timeout, "stop after SECONDS without a message");
+
+  auto* list_cmd = app.add_subcommand("list", "list vhosts|exchanges|queues|bindings|consumers|connections");
+  list_cmd->add_option("WHAT", what)
+      ->required()
+      ->check(CLI::IsMember({"vhosts", "exchanges", "queues", "bindings", "consumers", "connections"}));
+
+  auto* add_vhost = app.add_subcommand("add-vhost", "add a virtual host");
+  add_vhost->add_option("NAME", name)->required();
+  auto* delete_vhost = app.add_subcommand("delete-vhost", "delete a virtual host and all in it");
+  delete_vhost->add_option("NAME", name)->required();
+
+  auto* lookup_cmd = app.add_subcommand("lookup", "find a message still held by a queue");
+  lookup_cmd->add_option("MESSAGE_ID", message_id_text)->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+
+  try {
+    opt.connect.client_name = "warrenctl";
+    auto conn = connection::open(opt.connect);
+    auto cmd = app.get_subcommands().front();
+    if (cmd == add_vhost) {
+      conn->add_vhost(name);
+    } else if (cmd == delete_vhost) {
+      conn->delete_vhost(name);
+    } else if (cmd == list_cmd) {
+      if (what == "vhosts") warrenctl::print_list(conn->list_vhosts(), opt.json);
+      if (what == "exchanges") warrenctl::print_list(conn->list_exchanges(), opt.json);
+      if (what == "queues") warrenctl::print_list(conn->list_queues(), opt.json);
+      if (what == "bindings") warrenctl::print_list(conn->list_bindings(), opt.json);
+      if (what == "consumers") warrenctl::print_list(conn->list_consumers(), opt.json);
+      if (what == "connections") warrenctl::print_list(conn->list_connections(), opt.json);
+    } else {
+      auto ch = conn->open_channel();
+      if (cmd == declare_exchange) {
+        exchange_options o{durable, auto_delete, internal, false, parse_assignments(args, "argument")};
+        ch->exchange_declare(name, type, o);
+      } else if (cmd == delete_exchange) {
+        ch->exchange_delete(name, if_unused);
+      } else if (cmd == declare_queue) {
+        queue_options o{durable, exclusive, auto_delete, false, parse_assignments(args, "argument")};
+        auto ok = ch->queue_declare(name, o);
+        if (opt.json)
+          std::cout << warrenctl::dump_json(json{{"name", ok.name},
+                                                 {"messages", ok.message_count},
+                                                 {"consumers", ok.consumer_count}})
+                    << '\n';
+        else
+          std::cout << ok.name << '\n';
+      } else if (cmd == delete_queue) {
+        auto n = ch->queue_delete(name, if_unused, if_empty);
+        if (opt.json) std::cout << json{{"messages", n}}.dump() << '\n';
+      } else if (cmd == purge_queue) {
+        auto n = ch->queue_purge(name);
+        if (opt.json)
+          std::cout << json{{"messages", n}}.dump() << '\n';
+        else
+          std::cout << n << " message(s) purged\n";
+      } else if (cmd == bind_commands[0]) {
+        ch->queue_bind(queue, exchange, key, parse_assignments(args, "argument"));
+      } else if (cmd == bind_commands[1]) {
+        ch->queue_unbind(queue, exchange, key, parse_assignments(args, "argument"));
+      } else if (cmd == publish_cmd) {
+        return publish(*ch, exchange, key, body, persistent, headers, mandatory, opt.json);
+      } else if (cmd == get_cmd) {
+        return get(*ch, queue, count == 0 ? 1 : count, no_ack, requeue, opt.json);
+      } else if (cmd == consume_cmd) {
+        return consume(*ch, queue, count, prefetch, no_ack, timeout, opt.json);
+      } else if (cmd == lookup_cmd) {
+        warren::message_id id;
+        if (!warren::parse_message_id(message_id_text, id))
+          throw usage_error("'" + message_id_text + "' is not a message id (32 hex digits)");
+        auto found = ch->lookup(id);
+        if (!found) {
+          std::cerr << "error: NOT_FOUND: no message " << message_id_text << " in vhost '"
+                    << opt.connect.vhost << "'\n";
+          return 1;
+        }
+        if (opt.json) {
+          auto j = warrenctl::to_json(found->message);
+          j["queue"] = found->queue;
+          j["state"] = found->state;
+          std::cout << warrenctl::dump_json(j) << '\n';
+        } else {
+          std::cout << "queue: " << found->queue << "\nstate: " << found->state
+                    << "\nexchange: " << found->message.exchange
+                    << "\nrouting_key: " << found->message.routing_key
+                    << "\nbody: " << found->message.body << '\n';
+        }
+      }
+    }
+  } catch (const usage_error& e) {
+    std::cerr << "error: " << e.what() << '\n';
+    return 2;
+  } catch (const error& e) {
+    std::cerr << "error: " << e.code() << ": " << e.text() << '\n';
+    return 1;
+  }
+  return 0;
+}

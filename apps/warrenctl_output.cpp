@@ -1,0 +1,196 @@
+#include "apps/warrenctl_output.hpp"
+
+#include <algorithm>
+#include <iostream>
+
+namespace warrenctl {
+
+using namespace warren::client;
+using nlohmann::json;
+
+namespace {
+
+std::string yes_no(bool b) { return b ? "yes" : "no"; }
+
+}  // namespace
+
+std::string dump_json(const json& j) {
+  // Bodies and headers are bytes: invalid UTF-8 is replaced rather than aborting the output.
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+void print_table(const table& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (width.size() <= i) width.push_back(0);
+      width[i] = std::max(width[i], row[i].size());
+    }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    std::cout << line << '\n';
+  }
+}
+
+json to_json(const field_value& v) {
+  switch (v.kind) {
+    case field_value::none: return nullptr;
+    case field_value::boolean: return v.b;
+    case field_value::integer: return v.i;
+    case field_value::floating: return v.d;
+    case field_value::text: return v.s;
+    case field_value::bytes: return json::binary(std::vector<uint8_t>(v.s.begin(), v.s.end()));
+  }
+  return nullptr;
+}
+
+json to_json(const field_table& t) {
+  json out = json::object();
+  for (const auto& f : t) out[f.key] = to_json(f.value);
+  return out;
+}
+
+std::string table_text(const field_table& t) {
+  std::string out;
+  for (const auto& f : t) {
+    if (!out.empty()) out += ",";
+    out += f.key + "=" + warren::to_string(f.value);
+  }
+  return out;
+}
+
+json to_json(const delivery& d) {
+  json props = json::object();
+  const auto& p = d.properties;
+  props["persistent"] = p.persistent;
+  if (!p.content_type.empty()) props["content_type"] = p.content_type;
+  if (!p.content_encoding.empty()) props["content_encoding"] = p.content_encoding;
+  if (p.priority != 0) props["priority"] = p.priority;
+  if (!p.correlation_id.empty()) props["correlation_id"] = p.correlation_id;
+  if (!p.reply_to.empty()) props["reply_to"] = p.reply_to;
+  if (!p.expiration.empty()) props["expiration"] = p.expiration;
+  if (!p.message_id.empty()) props["app_message_id"] = p.message_id;
+  if (p.timestamp != 0) props["timestamp"] = p.timestamp;
+  if (!p.type.empty()) props["type"] = p.type;
+  if (!p.user_id.empty()) props["user_id"] = p.user_id;
+  if (!p.app_id.empty()) props["app_id"] = p.app_id;
+  return json{{"body", d.body},
+              {"exchange", d.exchange},
+              {"routing_key", d.routing_key},
+              {"redelivered", d.redelivered},
+              {"message_id", warren::to_string(d.id)},
+              {"delivery_tag", d.delivery_tag},
+              {"headers", to_json(p.headers)},
+              {"properties", props}};
+}
+
+void print_list(const std::vector<std::string>& vhosts, bool as_json) {
+  if (as_json) {
+    json out = json::array();
+    for (const auto& v : vhosts) out.push_back(json{{"name", v}});
+    std::cout << dump_json(out) << '\n';
+    return;
+  }
+  table rows{{"name"}};
+  for (const auto& v : vhosts) rows.push_back({v});
+  print_table(rows);
+}
+
+void print_list(const std::vector<exchange_row>& list, bool as_json) {
+  if (as_json) {
+    json out = json::array();
+    for (const auto& e : list)
+      out.push_back(json{{"name", e.name}, {"vhost", e.vhost}, {"type", e.type},
+                         {"durable", e.durable}, {"auto_delete", e.auto_delete},
+                         {"internal", e.internal}, {"arguments", to_json(e.arguments)}});
+    std::cout << dump_json(out) << '\n';
+    return;
+  }
+  table rows{{"name", "type", "durable", "auto_delete", "internal", "arguments"}};
+  for (const auto& e : list)
+    rows.push_back({e.name.empty() ? "(default)" : e.name, e.type, yes_no(e.durable),
+                    yes_no(e.auto_delete), yes_no(e.internal), table_text(e.arguments)});
+  print_table(rows);
+}
+
+void print_list(const std::vector<queue_row>& list, bool as_json) {
+  if (as_json) {
+    json out = json::array();
+    for (const auto& q : list)
+      out.push_back(json{{"name", q.name},
+                         {"vhost", q.vhost},
+                         {"durable", q.durable},
+                         {"exclusive", q.exclusive},
+                         {"auto_delete", q.auto_delete},
+                         {"arguments", to_json(q.arguments)},
+                         {"messages_ready", q.messages_ready},
+                         {"messages_unacked", q.messages_unacked},
+                         {"consumers", q.consumers}});
+    std::cout << dump_json(out) << '\n';
+    return;
+  }
+  table rows{{"name", "durable", "exclusive", "auto_delete", "ready", "unacked", "consumers",
+              "arguments"}};
+  for (const auto& q : list)
+    rows.push_back({q.name, yes_no(q.durable), yes_no(q.exclusive), yes_no(q.auto_delete),
+                    std::to_string(q.messages_ready), std::to_string(q.messages_unacked),
+                    std::to_string(q.consumers), table_text(q.arguments)});
+  print_table(rows);
+}
+
+void print_list(const std::vector<binding_row>& list, bool as_json) {
+  if (as_json) {
+    json out = json::array();
+    for (const auto& b : list)
+      out.push_back(json{{"vhost", b.vhost}, {"exchange", b.exchange}, {"queue", b.queue},
+                         {"key", b.key}, {"arguments", to_json(b.arguments)}});
+    std::cout << dump_json(out) << '\n';
+    return;
+  }
+  table rows{{"exchange", "queue", "key", "arguments"}};
+  for (const auto& b : list)
+    rows.push_back({b.exchange.empty() ? "(default)" : b.exchange, b.queue, b.key,
+                    table_text(b.arguments)});
+  print_table(rows);
+}
+
+void print_list(const std::vector<consumer_row>& list, bool as_json) {
+  if (as_json) {
+    json out = json::array();
+    for (const auto& c : list)
+      out.push_back(json{{"vhost", c.vhost}, {"queue", c.queue}, {"consumer_tag", c.consumer_tag},
+                         {"channel", c.channel}, {"connection", c.connection},
+                         {"no_ack", c.no_ack}, {"exclusive", c.exclusive},
+                         {"prefetch", c.prefetch}, {"unacked", c.unacked}});
+    std::cout << dump_json(out) << '\n';
+    return;
+  }
+  table rows{{"queue", "consumer_tag", "channel", "connection", "no_ack", "exclusive", "prefetch",
+              "unacked"}};
+  for (const auto& c : list)
+    rows.push_back({c.queue, c.consumer_tag, std::to_string(c.channel), c.connection,
+                    yes_no(c.no_ack), yes_no(c.exclusive), std::to_string(c.prefetch),
+                    std::to_string(c.unacked)});
+  print_table(rows);
+}
+
+void print_list(const std::vector<connection_row>& list, bool as_json) {
+  if (as_json) {
+    json out = json::array();
+    for (const auto& c : list)
+      out.push_back(json{{"name", c.name}, {"peer", c.peer}, {"vhost", c.vhost}, {"user", c.user},
+                         {"channels", c.channels}});
+    std::cout << dump_json(out) << '\n';
+    return;
+  }
+  table rows{{"name", "peer", "vhost", "user", "channels"}};
+  for (const auto& c : list)
+    rows.push_back({c.name, c.peer, c.vhost, c.user, std::to_string(c.channels)});
+  print_table(rows);
+}
+
+}  // namespace warrenctl
