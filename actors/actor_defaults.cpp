@@ -8,7 +8,8 @@ namespace warren {
 
 void install_actor_defaults(caf::scheduled_actor* self, const char* component) {
   self->set_default_handler([component](caf::scheduled_actor* s, caf::message_view& x) {
-    log(log_level::warn, component, "dropped an unexpected message: " + caf::to_string(x.content()));
+    log(log_level::warn, component,
+        "dropped an unexpected message: " + caf::to_string(x.content()));
     return caf::drop(s, x);
   });
   self->set_error_handler([component](caf::scheduled_actor*, caf::error& err) {

@@ -4,6 +4,7 @@
 
 #include "actors/log.hpp"
 #include "actors/names.hpp"
+#include "actors/queue_arguments.hpp"
 
 #include <caf/event_based_actor.hpp>
 
@@ -15,8 +16,9 @@ namespace {
 
 using self_ptr = caf::stateful_actor<connection_state>*;
 
-caf::actor self_handle(self_ptr self) { return caf::actor_cast<caf::actor>(self); }
-
+caf::actor self_handle(self_ptr self) {
+  return caf::actor_cast<caf::actor>(self);
+}
 
 void touch_queue(channel_state& ch, const caf::actor& queue) {
   if (std::find(ch.queues_touched.begin(), ch.queues_touched.end(), queue) ==
@@ -35,8 +37,8 @@ void close_channel(self_ptr self, uint16_t id, broker_failure reason) {
   std::vector<std::shared_ptr<channel_state::publish_call>> calls;
   for (auto& [seq, p] : ch.pending)
     if (std::find(calls.begin(), calls.end(), p.call) == calls.end()) calls.push_back(p.call);
-  auto closed = make_broker_error(reply_code::channel_error,
-                                  "channel " + std::to_string(id) + " closed: " + to_string(reason));
+  auto closed = make_broker_error(
+      reply_code::channel_error, "channel " + std::to_string(id) + " closed: " + to_string(reason));
   for (const auto& call : calls) st.link->reply(call->request, closed, {});
   for (const auto& q : ch.publish_backlog) st.link->reply(q.request, closed, {});
   channel_state tombstone;
@@ -69,12 +71,12 @@ channel_state* open_channel(self_ptr self, uint64_t request, uint16_t id) {
     return nullptr;
   }
   if (!i->second.open) {
-    st.link->reply(request,
-                   make_broker_error(reply_code::channel_error,
-                                     "channel " + std::to_string(id) +
-                                         " is closed after an error: " +
-                                         to_string(i->second.closed_because)),
-                   {});
+    st.link->reply(
+        request,
+        make_broker_error(reply_code::channel_error,
+                          "channel " + std::to_string(id) +
+                              " is closed after an error: " + to_string(i->second.closed_because)),
+        {});
     return nullptr;
   }
   return &i->second;
@@ -207,15 +209,14 @@ void drain_publishes(self_ptr self, uint16_t id) {
     for (const auto& m : call_req.msgs) {
       if (st.exchanges[m->exchange].internal) {
         fail(self, call_req.request, id,
-             make_broker_error(reply_code::access_refused,
-                               "cannot publish to internal exchange " + quote(m->exchange) +
-                                   " in vhost " + quote(st.hello.vhost)));
+             make_broker_error(reply_code::access_refused, "cannot publish to internal exchange " +
+                                                               quote(m->exchange) + " in vhost " +
+                                                               quote(st.hello.vhost)));
         return;
       }
     }
     auto call = std::make_shared<channel_state::publish_call>(channel_state::publish_call{
-        call_req.request, std::vector<uint8_t>(call_req.msgs.size()),
-        call_req.msgs.size()});
+        call_req.request, std::vector<uint8_t>(call_req.msgs.size()), call_req.msgs.size()});
     if (call_req.msgs.empty()) {
       st.link->reply(call->request, {}, caf::make_message(std::vector<uint8_t>{}));
       continue;
@@ -230,6 +231,25 @@ void drain_publishes(self_ptr self, uint16_t id) {
       }
     }
   }
+}
+
+// What is wrong with a publish call's messages, or empty. Checked before anything is routed so
+// a bad message in a batch leaves the whole batch unpublished.
+std::string check_publish(const std::vector<message_ptr>& msgs) {
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    const auto& m = *msgs[i];
+    std::string problem;
+    if (!m.exchange.empty()) problem = check_name("exchange name", m.exchange);
+    if (problem.empty()) problem = check_key("routing key", m.routing_key);
+    if (problem.empty()) {
+      std::optional<int64_t> ttl;
+      problem = parse_expiration(m.properties.expiration, ttl);
+    }
+    if (!problem.empty())
+      return msgs.size() == 1 ? problem
+                              : "message " + std::to_string(i) + " of the batch: " + problem;
+  }
+  return {};
 }
 
 void grant_credit(self_ptr self, uint16_t id, channel_state& ch, const std::string& tag,
@@ -359,7 +379,8 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
       // --- declarations ----------------------------------------------------------------------
       [=](declare_atom, uint64_t request, uint16_t id, exchange_spec& spec, bool passive) {
         if (open_channel(self, request, id))
-          relay(self, request, id, self->state.vhost, declare_atom::value, std::move(spec), passive);
+          relay(self, request, id, self->state.vhost, declare_atom::value, std::move(spec),
+                passive);
       },
       [=](delete_atom, exchanges_atom, uint64_t request, uint16_t id, std::string& name,
           bool if_unused) {
@@ -397,6 +418,10 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
       // --- publishing ------------------------------------------------------------------------
       [=](publish_atom, uint64_t request, uint16_t id, std::vector<message_ptr>& msgs) {
         if (auto* ch = open_channel(self, request, id)) {
+          if (auto problem = check_publish(msgs); !problem.empty()) {
+            fail(self, request, id, make_broker_error(reply_code::precondition_failed, problem));
+            return;
+          }
           ch->publish_backlog.push_back({request, std::move(msgs)});
           drain_publishes(self, id);
         }
@@ -430,9 +455,9 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         }
         if (ch->consumers.count(tag) != 0) {
           fail(self, request, id,
-               make_broker_error(reply_code::not_allowed,
-                                 "consumer tag " + quote(tag) + " is already in use on channel " +
-                                     std::to_string(id)));
+               make_broker_error(reply_code::not_allowed, "consumer tag " + quote(tag) +
+                                                              " is already in use on channel " +
+                                                              std::to_string(id)));
           return;
         }
         if (prefetch == 0) prefetch = ch->default_prefetch;
@@ -443,8 +468,13 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
                       self_handle(self))
             .then(
                 [=](caf::actor& q) {
-                  consumer_spec spec{self_handle(self), self->state.hello.client_name, id, tag,
-                                     no_ack, exclusive, prefetch,
+                  consumer_spec spec{self_handle(self),
+                                     self->state.hello.client_name,
+                                     id,
+                                     tag,
+                                     no_ack,
+                                     exclusive,
+                                     prefetch,
                                      prefetch > 0 ? prefetch : unlimited_consumer_window};
                   self->request(q, caf::infinite, consume_atom::value, std::move(spec))
                       .then(
@@ -500,7 +530,8 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         out.reserve(batch.size());
         for (auto& d : batch) {
           auto tag_no = ++ch.next_delivery_tag;
-          if (!no_ack) ch.unacked.emplace(tag_no, channel_state::unacked_entry{queue, d.delivery_id, tag});
+          if (!no_ack)
+            ch.unacked.emplace(tag_no, channel_state::unacked_entry{queue, d.delivery_id, tag});
           out.push_back({tag_no, d.redelivered, std::move(d.msg), 0});
         }
         self->state.link->deliver(id, tag, std::move(out));

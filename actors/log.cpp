@@ -1,10 +1,10 @@
 #include "actors/log.hpp"
 
+#include <unistd.h>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <unistd.h>
 
 namespace warren {
 
@@ -14,10 +14,14 @@ std::atomic<int> current_level{static_cast<int>(log_level::info)};
 
 const char* level_name(log_level level) {
   switch (level) {
-    case log_level::error: return "ERROR";
-    case log_level::warn: return "WARN ";
-    case log_level::info: return "INFO ";
-    case log_level::debug: return "DEBUG";
+    case log_level::error:
+      return "ERROR";
+    case log_level::warn:
+      return "WARN ";
+    case log_level::info:
+      return "INFO ";
+    case log_level::debug:
+      return "DEBUG";
   }
   return "INFO ";
 }
@@ -25,17 +29,26 @@ const char* level_name(log_level level) {
 }  // namespace
 
 bool parse_log_level(std::string_view text, log_level& out) {
-  if (text == "error") out = log_level::error;
-  else if (text == "warn") out = log_level::warn;
-  else if (text == "info") out = log_level::info;
-  else if (text == "debug") out = log_level::debug;
-  else return false;
+  if (text == "error")
+    out = log_level::error;
+  else if (text == "warn")
+    out = log_level::warn;
+  else if (text == "info")
+    out = log_level::info;
+  else if (text == "debug")
+    out = log_level::debug;
+  else
+    return false;
   return true;
 }
 
-void set_log_level(log_level level) { current_level = static_cast<int>(level); }
+void set_log_level(log_level level) {
+  current_level = static_cast<int>(level);
+}
 
-bool log_enabled(log_level level) { return static_cast<int>(level) <= current_level.load(); }
+bool log_enabled(log_level level) {
+  return static_cast<int>(level) <= current_level.load();
+}
 
 void log(log_level level, std::string_view component, std::string_view text) {
   if (!log_enabled(level)) return;

@@ -8,28 +8,38 @@ namespace warren {
 bool operator==(const field_value& a, const field_value& b) {
   if (a.kind != b.kind) return false;
   switch (a.kind) {
-    case field_value::none: return true;
-    case field_value::boolean: return a.b == b.b;
-    case field_value::integer: return a.i == b.i;
-    case field_value::floating: return a.d == b.d;
+    case field_value::none:
+      return true;
+    case field_value::boolean:
+      return a.b == b.b;
+    case field_value::integer:
+      return a.i == b.i;
+    case field_value::floating:
+      return a.d == b.d;
     case field_value::text:
-    case field_value::bytes: return a.s == b.s;
+    case field_value::bytes:
+      return a.s == b.s;
   }
   return false;
 }
 
 std::string to_string(const field_value& v) {
   switch (v.kind) {
-    case field_value::none: return "<none>";
-    case field_value::boolean: return v.b ? "true" : "false";
-    case field_value::integer: return std::to_string(v.i);
+    case field_value::none:
+      return "<none>";
+    case field_value::boolean:
+      return v.b ? "true" : "false";
+    case field_value::integer:
+      return std::to_string(v.i);
     case field_value::floating: {
       std::ostringstream out;
       out << v.d;
       return out.str();
     }
-    case field_value::text: return v.s;
-    case field_value::bytes: return "<" + std::to_string(v.s.size()) + " bytes>";
+    case field_value::text:
+      return v.s;
+    case field_value::bytes:
+      return "<" + std::to_string(v.s.size()) + " bytes>";
   }
   return {};
 }

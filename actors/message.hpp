@@ -23,11 +23,36 @@ struct field_value {
   double d = 0;
   std::string s;  // text or bytes
 
-  static field_value of_bool(bool v) { field_value x; x.kind = boolean; x.b = v; return x; }
-  static field_value of_int(int64_t v) { field_value x; x.kind = integer; x.i = v; return x; }
-  static field_value of_double(double v) { field_value x; x.kind = floating; x.d = v; return x; }
-  static field_value of_text(std::string v) { field_value x; x.kind = text; x.s = std::move(v); return x; }
-  static field_value of_bytes(std::string v) { field_value x; x.kind = bytes; x.s = std::move(v); return x; }
+  static field_value of_bool(bool v) {
+    field_value x;
+    x.kind = boolean;
+    x.b = v;
+    return x;
+  }
+  static field_value of_int(int64_t v) {
+    field_value x;
+    x.kind = integer;
+    x.i = v;
+    return x;
+  }
+  static field_value of_double(double v) {
+    field_value x;
+    x.kind = floating;
+    x.d = v;
+    return x;
+  }
+  static field_value of_text(std::string v) {
+    field_value x;
+    x.kind = text;
+    x.s = std::move(v);
+    return x;
+  }
+  static field_value of_bytes(std::string v) {
+    field_value x;
+    x.kind = bytes;
+    x.s = std::move(v);
+    return x;
+  }
 
   friend bool operator==(const field_value& a, const field_value& b);
   friend bool operator!=(const field_value& a, const field_value& b) { return !(a == b); }

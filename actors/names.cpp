@@ -12,7 +12,11 @@ constexpr size_t max_length = 255;
 // Length of the UTF-8 sequence starting at s[i], or 0 when it is malformed.
 size_t utf8_sequence_length(std::string_view s, size_t i) {
   auto lead = static_cast<unsigned char>(s[i]);
-  size_t len = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
+  size_t len = lead < 0x80           ? 1
+               : (lead >> 5) == 0x6  ? 2
+               : (lead >> 4) == 0xE  ? 3
+               : (lead >> 3) == 0x1E ? 4
+                                     : 0;
   if (len == 0 || i + len > s.size()) return 0;
   for (size_t k = 1; k < len; ++k)
     if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return 0;
@@ -48,11 +52,12 @@ std::string check_key(std::string_view what, std::string_view key) {
   return check_characters(what, key);
 }
 
-bool is_reserved_name(std::string_view name) { return name.substr(0, 4) == "amq."; }
+bool is_reserved_name(std::string_view name) {
+  return name.substr(0, 4) == "amq.";
+}
 
 std::string generated_name(std::string_view prefix) {
-  static const char alphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
   thread_local std::mt19937_64 engine{std::random_device{}()};
   std::string name(prefix);
   for (int i = 0; i < 22; ++i) name += alphabet[engine() % 64];

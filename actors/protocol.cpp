@@ -4,10 +4,14 @@ namespace warren {
 
 const char* to_string(exchange_type t) {
   switch (t) {
-    case exchange_type::direct: return "direct";
-    case exchange_type::fanout: return "fanout";
-    case exchange_type::topic: return "topic";
-    case exchange_type::headers: return "headers";
+    case exchange_type::direct:
+      return "direct";
+    case exchange_type::fanout:
+      return "fanout";
+    case exchange_type::topic:
+      return "topic";
+    case exchange_type::headers:
+      return "headers";
   }
   return "direct";
 }
@@ -25,9 +29,12 @@ bool parse_exchange_type(const std::string& text, exchange_type& out) {
 
 std::string to_string(settle_kind k) {
   switch (k) {
-    case settle_kind::ack: return "ack";
-    case settle_kind::requeue: return "requeue";
-    case settle_kind::reject: return "reject";
+    case settle_kind::ack:
+      return "ack";
+    case settle_kind::requeue:
+      return "requeue";
+    case settle_kind::reject:
+      return "reject";
   }
   return "ack";
 }

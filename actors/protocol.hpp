@@ -223,8 +223,8 @@ typename Inspector::result_type inspect(Inspector& f, binding_info& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, consumer_info& x) {
-  return f(x.vhost, x.queue, x.tag, x.channel, x.connection_name, x.no_ack, x.exclusive,
-           x.prefetch, x.unacked);
+  return f(x.vhost, x.queue, x.tag, x.channel, x.connection_name, x.no_ack, x.exclusive, x.prefetch,
+           x.unacked);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, connection_info& x) {

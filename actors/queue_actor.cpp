@@ -23,7 +23,9 @@ std::string describe_queue(const queue_state& st) {
   return "queue " + quote(st.spec.name) + " in vhost " + quote(st.vhost);
 }
 
-bool expired(int64_t expires_at, int64_t now) { return expires_at != 0 && expires_at < now; }
+bool expired(int64_t expires_at, int64_t now) {
+  return expires_at != 0 && expires_at < now;
+}
 
 // Hands messages to the dead-letter exchange, if the queue has one; otherwise they are dropped.
 void dead_letter(self_ptr self, std::vector<message_ptr> msgs, const char* reason) {
@@ -76,8 +78,8 @@ queue_state::consumer* find_consumer(queue_state& st, uint64_t key) {
 }
 
 // Takes a pending entry out, keeping its consumer's unacked count true.
-queue_state::pending_entry take_pending(queue_state& st,
-                                        std::unordered_map<uint64_t, queue_state::pending_entry>::iterator i) {
+queue_state::pending_entry take_pending(
+    queue_state& st, std::unordered_map<uint64_t, queue_state::pending_entry>::iterator i) {
   auto entry = std::move(i->second);
   st.pending.erase(i);
   if (auto* c = find_consumer(st, entry.consumer); c != nullptr && c->unacked > 0) --c->unacked;
@@ -112,8 +114,7 @@ void dispatch(self_ptr self) {
     auto id = ++st.next_delivery_id;
     if (!c.spec.no_ack) {
       st.pending.emplace(id, queue_state::pending_entry{entry.msg, entry.seq, entry.expires_at,
-                                                        c.spec.connection, c.key,
-                                                        c.spec.channel});
+                                                        c.spec.connection, c.key, c.spec.channel});
       ++c.unacked;
     }
     out[idx].push_back({id, std::move(entry.msg), entry.redelivered});
@@ -159,11 +160,10 @@ void release(self_ptr self, const caf::actor_addr& connection, std::optional<uin
   }
   requeue(self, std::move(back));
   size_t before = st.consumers.size();
-  st.consumers.erase(std::remove_if(st.consumers.begin(), st.consumers.end(),
-                                    [&](const auto& c) {
-                                      return matches(c.spec.connection, c.spec.channel);
-                                    }),
-                     st.consumers.end());
+  st.consumers.erase(
+      std::remove_if(st.consumers.begin(), st.consumers.end(),
+                     [&](const auto& c) { return matches(c.spec.connection, c.spec.channel); }),
+      st.consumers.end());
   if (st.consumers.size() != before) after_consumer_left(self);
   dispatch(self);
 }
@@ -267,9 +267,9 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
           return make_broker_error(reply_code::access_refused,
                                    describe_queue(st) + " has an exclusive consumer");
         if (spec.exclusive && !st.consumers.empty())
-          return make_broker_error(reply_code::access_refused,
-                                   "cannot consume exclusively from " + describe_queue(st) +
-                                       ": it has other consumers");
+          return make_broker_error(
+              reply_code::access_refused,
+              "cannot consume exclusively from " + describe_queue(st) + ": it has other consumers");
         watch(self, spec.connection);
         auto credit = spec.initial_credit;
         st.consumers.push_back({++st.next_consumer_key, std::move(spec), credit, 0});
@@ -358,13 +358,13 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
       [=](delete_atom, bool if_unused, bool if_empty) -> caf::result<uint32_t> {
         auto& st = self->state;
         if (if_unused && !st.consumers.empty())
-          return make_broker_error(reply_code::precondition_failed,
-                                   describe_queue(st) + " has " +
-                                       std::to_string(st.consumers.size()) + " consumer(s)");
+          return make_broker_error(
+              reply_code::precondition_failed,
+              describe_queue(st) + " has " + std::to_string(st.consumers.size()) + " consumer(s)");
         if (if_empty && !st.ready.empty())
-          return make_broker_error(reply_code::precondition_failed,
-                                   describe_queue(st) + " has " +
-                                       std::to_string(st.ready.size()) + " message(s) ready");
+          return make_broker_error(
+              reply_code::precondition_failed,
+              describe_queue(st) + " has " + std::to_string(st.ready.size()) + " message(s) ready");
         for (const auto& c : st.consumers)
           self->send(c.spec.connection, cancelled_atom::value, c.spec.channel, c.spec.tag,
                      describe_queue(st) + " was deleted");
@@ -381,9 +381,8 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
         auto& st = self->state;
         std::vector<consumer_info> out;
         for (const auto& c : st.consumers)
-          out.push_back({st.vhost, st.spec.name, c.spec.tag, c.spec.channel,
-                         c.spec.connection_name, c.spec.no_ack, c.spec.exclusive, c.spec.prefetch,
-                         c.unacked});
+          out.push_back({st.vhost, st.spec.name, c.spec.tag, c.spec.channel, c.spec.connection_name,
+                         c.spec.no_ack, c.spec.exclusive, c.spec.prefetch, c.unacked});
         return out;
       },
       [=](lookup_atom, const message_id& id) {

@@ -3,11 +3,12 @@
 // Messages (requests answer; the rest are one-way):
 //   (enqueue_atom, publish_batch)                      appends; confirms to batch.origin as
 //        (confirm_atom, channel, acked seqs, nacked seqs)
-//   (consume_atom, consumer_spec)               -> void        ACCESS_REFUSED if exclusivity clashes
-//   (cancel_atom, conn, channel, tag)           -> void        its unacked messages are requeued
-//   (credit_atom, conn, channel, tag, n)                       the consumer may take n more
-//   (settle_atom, conn, delivery ids, kind)                    ack / requeue / reject(dead-letter)
-//   (close_atom, conn, channel)                                a channel closed: drop its consumers,
+//   (consume_atom, consumer_spec)               -> void        ACCESS_REFUSED if exclusivity
+//   clashes (cancel_atom, conn, channel, tag)           -> void        its unacked messages are
+//   requeued (credit_atom, conn, channel, tag, n)                       the consumer may take n
+//   more (settle_atom, conn, delivery ids, kind)                    ack / requeue /
+//   reject(dead-letter) (close_atom, conn, channel)                                a channel
+//   closed: drop its consumers,
 //                                                              requeue what it held
 //   (get_atom, conn, channel, no_ack)           -> get_reply
 //   (purge_atom)                                -> uint32     ready messages dropped

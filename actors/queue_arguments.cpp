@@ -49,7 +49,8 @@ std::string parse_queue_arguments(const field_table& args, queue_limits& out) {
         problem = check_name("dead-letter exchange name", *out.dead_letter_exchange);
     } else if (f.key == "x-dead-letter-routing-key") {
       problem = text(f, out.dead_letter_routing_key);
-      if (problem.empty()) problem = check_key("dead-letter routing key", *out.dead_letter_routing_key);
+      if (problem.empty())
+        problem = check_key("dead-letter routing key", *out.dead_letter_routing_key);
     } else if (f.key == "x-queue-type") {
       if (f.value.kind != field_value::text || f.value.s != "classic")
         problem = "argument 'x-queue-type' " + quote(to_string(f.value)) +

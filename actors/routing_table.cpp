@@ -15,10 +15,17 @@ bool routing_table::add(queue_id queue, const std::string& key, const field_tabl
   list.push_back({key, arguments});
   ++count_;
   switch (type_) {
-    case exchange_type::direct: direct_[key].push_back(queue); break;
-    case exchange_type::fanout: break;  // by_queue_ is the fanout set
-    case exchange_type::topic: topic_.insert(key, queue); break;
-    case exchange_type::headers: headers_.emplace_back(arguments, queue); break;
+    case exchange_type::direct:
+      direct_[key].push_back(queue);
+      break;
+    case exchange_type::fanout:
+      break;  // by_queue_ is the fanout set
+    case exchange_type::topic:
+      topic_.insert(key, queue);
+      break;
+    case exchange_type::headers:
+      headers_.emplace_back(arguments, queue);
+      break;
   }
   return true;
 }
@@ -40,11 +47,12 @@ bool routing_table::remove(queue_id queue, const std::string& key, const field_t
       if (ids.empty()) direct_.erase(key);
       break;
     }
-    case exchange_type::fanout: break;
+    case exchange_type::fanout:
+      break;
     case exchange_type::topic: {
       // The trie holds (key, queue) once even if bound with several argument tables.
-      bool still_bound = std::any_of(list.begin(), list.end(),
-                                     [&](const bound& x) { return x.key == key; });
+      bool still_bound =
+          std::any_of(list.begin(), list.end(), [&](const bound& x) { return x.key == key; });
       if (!still_bound) topic_.erase(key, queue);
       break;
     }

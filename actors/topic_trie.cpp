@@ -93,8 +93,9 @@ bool topic_trie::erase(std::string_view binding_key, destination dest) {
   at->destinations.erase(i);
   for (auto p = path.rbegin(); p != path.rend(); ++p) {
     auto [parent, word] = *p;
-    std::unique_ptr<node>* slot =
-        word == "*" ? &parent->star : word == "#" ? &parent->hash : &parent->words.find(word)->second;
+    std::unique_ptr<node>* slot = word == "*"   ? &parent->star
+                                  : word == "#" ? &parent->hash
+                                                : &parent->words.find(word)->second;
     if (!(*slot)->empty()) break;
     if (word == "*" || word == "#")
       slot->reset();
@@ -129,6 +130,8 @@ void topic_trie::match(std::string_view routing_key, std::vector<destination>& o
   out.insert(out.end(), found.begin(), found.end());
 }
 
-bool topic_trie::empty() const { return root_->empty(); }
+bool topic_trie::empty() const {
+  return root_->empty();
+}
 
 }  // namespace warren

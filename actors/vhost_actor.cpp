@@ -22,7 +22,9 @@ namespace {
 
 using self_ptr = caf::stateful_actor<vhost_state>*;
 
-std::string in_vhost(const vhost_state& st) { return " in vhost " + quote(st.vhost); }
+std::string in_vhost(const vhost_state& st) {
+  return " in vhost " + quote(st.vhost);
+}
 
 caf::error no_exchange(const vhost_state& st, const std::string& name) {
   return make_broker_error(reply_code::not_found, "no exchange " + quote(name) + in_vhost(st));
@@ -50,7 +52,6 @@ std::string binding_key(const binding_spec& b) {
   return b.exchange + '\0' + b.queue + '\0' + b.key + '\0' + canonical(b.arguments);
 }
 
-
 // Fails with RESOURCE_LOCKED when `q` is exclusive to another connection.
 caf::error check_owner(const vhost_state& st, const vhost_state::queue_entry& q,
                        const caf::actor& requester) {
@@ -69,7 +70,9 @@ std::string inequivalent(const char* what, const std::string& name, const vhost_
          in_vhost(st) + ": received '" + received + "' but current is '" + current + "'";
 }
 
-const char* yes_no(bool b) { return b ? "true" : "false"; }
+const char* yes_no(bool b) {
+  return b ? "true" : "false";
+}
 
 std::vector<caf::actor> queue_actors(const vhost_state& st) {
   std::vector<caf::actor> out;
@@ -148,9 +151,8 @@ caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool pass
   }
   if (existing == st.exchanges.end()) {
     if (is_reserved_name(spec.name))
-      return make_broker_error(reply_code::access_refused,
-                               "exchange name " + quote(spec.name) +
-                                   " uses the reserved prefix 'amq.'");
+      return make_broker_error(reply_code::access_refused, "exchange name " + quote(spec.name) +
+                                                               " uses the reserved prefix 'amq.'");
     add_exchange(self, spec, false);
     return caf::unit;
   }
@@ -177,8 +179,9 @@ caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool pass
 caf::result<void> delete_exchange(self_ptr self, const std::string& name, bool if_unused) {
   auto& st = self->state;
   if (name.empty() || is_reserved_name(name))
-    return make_broker_error(reply_code::access_refused,
-                             "exchange " + quote(name) + " belongs to the server and cannot be deleted");
+    return make_broker_error(
+        reply_code::access_refused,
+        "exchange " + quote(name) + " belongs to the server and cannot be deleted");
   if (st.exchanges.count(name) == 0) return no_exchange(st, name);
   if (if_unused) {
     for (const auto& [key, b] : st.bindings)
@@ -210,8 +213,8 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
     if (auto problem = check_name("queue name", spec.name); !problem.empty())
       return invalid(problem);
     if (is_reserved_name(spec.name) && st.queues.count(spec.name) == 0)
-      return make_broker_error(reply_code::access_refused,
-                               "queue name " + quote(spec.name) + " uses the reserved prefix 'amq.'");
+      return make_broker_error(reply_code::access_refused, "queue name " + quote(spec.name) +
+                                                               " uses the reserved prefix 'amq.'");
   }
   queue_limits limits;
   if (auto problem = parse_queue_arguments(spec.arguments, limits); !problem.empty())
@@ -246,8 +249,7 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
   vhost_state::queue_entry entry;
   entry.spec = spec;
   entry.id = ++st.next_queue_id;
-  entry.actor = self->spawn(queue_actor, st.vhost, spec, limits,
-                            caf::actor_cast<caf::actor>(self));
+  entry.actor = self->spawn(queue_actor, st.vhost, spec, limits, caf::actor_cast<caf::actor>(self));
   self->monitor(entry.actor);
   if (spec.exclusive) {
     entry.owner = requester;
@@ -405,8 +407,7 @@ caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string na
       [=](unbind_atom, binding_spec& b, const caf::actor& requester) {
         return unbind(self, b, requester);
       },
-      [=](find_atom, exchanges_atom,
-          const std::string& name) -> caf::result<caf::actor, bool> {
+      [=](find_atom, exchanges_atom, const std::string& name) -> caf::result<caf::actor, bool> {
         auto& st = self->state;
         auto e = st.exchanges.find(name);
         if (e == st.exchanges.end()) return no_exchange(st, name);
@@ -473,7 +474,9 @@ caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string na
         auto rp = self->make_response_promise<lookup_reply>();
         gather<lookup_reply>(
             queue_actors(self->state),
-            [=](const caf::actor& q) { return self->request(q, caf::infinite, lookup_atom::value, id); },
+            [=](const caf::actor& q) {
+              return self->request(q, caf::infinite, lookup_atom::value, id);
+            },
             [=](std::vector<lookup_reply> replies) mutable {
               lookup_reply answer;
               for (auto& r : replies)

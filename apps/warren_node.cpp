@@ -10,9 +10,9 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/send.hpp>
 
+#include <pthread.h>
 #include <csignal>
 #include <cstdlib>
-#include <pthread.h>
 
 namespace {
 
@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
 
   caf::actor_system_config cfg;
-  cfg.set("scheduler.policy", opt.scheduler == "sharing" ? caf::atom("sharing") : caf::atom("stealing"));
+  cfg.set("scheduler.policy",
+          opt.scheduler == "sharing" ? caf::atom("sharing") : caf::atom("stealing"));
   cfg.set("scheduler.max-threads", opt.workers);
   caf::actor_system system{cfg};
   auto node = system.spawn(warren::node_actor);

@@ -77,7 +77,8 @@ int publish(channel& ch, const std::string& exchange, const std::string& key,
     for (const auto& r : results) {
       auto id = warren::to_string(r.id);
       if (as_json)
-        std::cout << warrenctl::dump_json(json{{"message_id", id}, {"outcome", to_string(r.outcome)}})
+        std::cout << warrenctl::dump_json(
+                         json{{"message_id", id}, {"outcome", to_string(r.outcome)}})
                   << '\n';
       else if (r.outcome == publish_outcome::routed)
         std::cout << id << '\n';
@@ -93,7 +94,7 @@ int publish(channel& ch, const std::string& exchange, const std::string& key,
     report({ch.publish(proto)});
   } else {
     constexpr size_t batch_size = 2000;  // messages per call
-    constexpr size_t window = 4;          // calls in flight
+    constexpr size_t window = 4;         // calls in flight
     std::deque<std::future<std::vector<publish_result>>> in_flight;
     std::vector<outbound_message> batch;
     std::string line;
@@ -249,7 +250,8 @@ int main(int argc, char** argv) {
   delete_exchange->add_option("NAME", name)->required();
   delete_exchange->add_flag("--if-unused", if_unused);
 
-  auto* declare_queue = app.add_subcommand("declare-queue", "declare a queue (\"\" = server-named)");
+  auto* declare_queue =
+      app.add_subcommand("declare-queue", "declare a queue (\"\" = server-named)");
   declare_queue->add_option("NAME", name)->required();
   declare_queue->add_flag("--durable", durable);
   declare_queue->add_flag("--exclusive", exclusive);
@@ -267,7 +269,8 @@ int main(int argc, char** argv) {
   CLI::App* bind_commands[2];
   const char* bind_names[2] = {"bind", "unbind"};
   for (int i = 0; i < 2; ++i) {
-    auto* c = app.add_subcommand(bind_names[i], std::string(bind_names[i]) + " a queue to an exchange");
+    auto* c =
+        app.add_subcommand(bind_names[i], std::string(bind_names[i]) + " a queue to an exchange");
     c->add_option("EXCHANGE", exchange)->required();
     c->add_option("QUEUE", queue)->required();
     c->add_option("--key", key, "binding key");
@@ -275,8 +278,8 @@ int main(int argc, char** argv) {
     bind_commands[i] = c;
   }
 
-  auto* publish_cmd = app.add_subcommand(
-      "publish", "publish --body, or one message per line of standard input");
+  auto* publish_cmd =
+      app.add_subcommand("publish", "publish --body, or one message per line of standard input");
   publish_cmd->add_option("EXCHANGE", exchange)->required();
   publish_cmd->add_option("ROUTING_KEY", key)->required();
   publish_cmd->add_option("--body", body, "message body");
@@ -293,14 +296,17 @@ int main(int argc, char** argv) {
   auto* consume_cmd = app.add_subcommand("consume", "subscribe and print messages, acking each");
   consume_cmd->add_option("QUEUE", queue)->required();
   consume_cmd->add_option("--count", count, "stop after N messages");
-  consume_cmd->add_option("--prefetch", prefetch, "unacked messages in flight")->capture_default_str();
+  consume_cmd->add_option("--prefetch", prefetch, "unacked messages in flight")
+      ->capture_default_str();
   consume_cmd->add_flag("--no-ack", no_ack);
   consume_cmd->add_option("--timeout", timeout, "stop after SECONDS without a message");
 
-  auto* list_cmd = app.add_subcommand("list", "list vhosts|exchanges|queues|bindings|consumers|connections");
+  auto* list_cmd =
+      app.add_subcommand("list", "list vhosts|exchanges|queues|bindings|consumers|connections");
   list_cmd->add_option("WHAT", what)
       ->required()
-      ->check(CLI::IsMember({"vhosts", "exchanges", "queues", "bindings", "consumers", "connections"}));
+      ->check(
+          CLI::IsMember({"vhosts", "exchanges", "queues", "bindings", "consumers", "connections"}));
 
   auto* add_vhost = app.add_subcommand("add-vhost", "add a virtual host");
   add_vhost->add_option("NAME", name)->required();
@@ -335,12 +341,14 @@ int main(int argc, char** argv) {
     } else {
       auto ch = conn->open_channel();
       if (cmd == declare_exchange) {
-        exchange_options o{durable, auto_delete, internal, false, parse_assignments(args, "argument")};
+        exchange_options o{durable, auto_delete, internal, false,
+                           parse_assignments(args, "argument")};
         ch->exchange_declare(name, type, o);
       } else if (cmd == delete_exchange) {
         ch->exchange_delete(name, if_unused);
       } else if (cmd == declare_queue) {
-        queue_options o{durable, exclusive, auto_delete, false, parse_assignments(args, "argument")};
+        queue_options o{durable, exclusive, auto_delete, false,
+                        parse_assignments(args, "argument")};
         auto ok = ch->queue_declare(name, o);
         if (opt.json)
           std::cout << warrenctl::dump_json(json{{"name", ok.name},

@@ -10,7 +10,9 @@ using nlohmann::json;
 
 namespace {
 
-std::string yes_no(bool b) { return b ? "yes" : "no"; }
+std::string yes_no(bool b) {
+  return b ? "yes" : "no";
+}
 
 }  // namespace
 
@@ -38,12 +40,18 @@ void print_table(const table& rows) {
 
 json to_json(const field_value& v) {
   switch (v.kind) {
-    case field_value::none: return nullptr;
-    case field_value::boolean: return v.b;
-    case field_value::integer: return v.i;
-    case field_value::floating: return v.d;
-    case field_value::text: return v.s;
-    case field_value::bytes: return json::binary(std::vector<uint8_t>(v.s.begin(), v.s.end()));
+    case field_value::none:
+      return nullptr;
+    case field_value::boolean:
+      return v.b;
+    case field_value::integer:
+      return v.i;
+    case field_value::floating:
+      return v.d;
+    case field_value::text:
+      return v.s;
+    case field_value::bytes:
+      return json::binary(std::vector<uint8_t>(v.s.begin(), v.s.end()));
   }
   return nullptr;
 }
@@ -104,9 +112,13 @@ void print_list(const std::vector<exchange_row>& list, bool as_json) {
   if (as_json) {
     json out = json::array();
     for (const auto& e : list)
-      out.push_back(json{{"name", e.name}, {"vhost", e.vhost}, {"type", e.type},
-                         {"durable", e.durable}, {"auto_delete", e.auto_delete},
-                         {"internal", e.internal}, {"arguments", to_json(e.arguments)}});
+      out.push_back(json{{"name", e.name},
+                         {"vhost", e.vhost},
+                         {"type", e.type},
+                         {"durable", e.durable},
+                         {"auto_delete", e.auto_delete},
+                         {"internal", e.internal},
+                         {"arguments", to_json(e.arguments)}});
     std::cout << dump_json(out) << '\n';
     return;
   }
@@ -146,15 +158,18 @@ void print_list(const std::vector<binding_row>& list, bool as_json) {
   if (as_json) {
     json out = json::array();
     for (const auto& b : list)
-      out.push_back(json{{"vhost", b.vhost}, {"exchange", b.exchange}, {"queue", b.queue},
-                         {"key", b.key}, {"arguments", to_json(b.arguments)}});
+      out.push_back(json{{"vhost", b.vhost},
+                         {"exchange", b.exchange},
+                         {"queue", b.queue},
+                         {"key", b.key},
+                         {"arguments", to_json(b.arguments)}});
     std::cout << dump_json(out) << '\n';
     return;
   }
   table rows{{"exchange", "queue", "key", "arguments"}};
   for (const auto& b : list)
-    rows.push_back({b.exchange.empty() ? "(default)" : b.exchange, b.queue, b.key,
-                    table_text(b.arguments)});
+    rows.push_back(
+        {b.exchange.empty() ? "(default)" : b.exchange, b.queue, b.key, table_text(b.arguments)});
   print_table(rows);
 }
 
@@ -162,10 +177,15 @@ void print_list(const std::vector<consumer_row>& list, bool as_json) {
   if (as_json) {
     json out = json::array();
     for (const auto& c : list)
-      out.push_back(json{{"vhost", c.vhost}, {"queue", c.queue}, {"consumer_tag", c.consumer_tag},
-                         {"channel", c.channel}, {"connection", c.connection},
-                         {"no_ack", c.no_ack}, {"exclusive", c.exclusive},
-                         {"prefetch", c.prefetch}, {"unacked", c.unacked}});
+      out.push_back(json{{"vhost", c.vhost},
+                         {"queue", c.queue},
+                         {"consumer_tag", c.consumer_tag},
+                         {"channel", c.channel},
+                         {"connection", c.connection},
+                         {"no_ack", c.no_ack},
+                         {"exclusive", c.exclusive},
+                         {"prefetch", c.prefetch},
+                         {"unacked", c.unacked}});
     std::cout << dump_json(out) << '\n';
     return;
   }
@@ -182,7 +202,10 @@ void print_list(const std::vector<connection_row>& list, bool as_json) {
   if (as_json) {
     json out = json::array();
     for (const auto& c : list)
-      out.push_back(json{{"name", c.name}, {"peer", c.peer}, {"vhost", c.vhost}, {"user", c.user},
+      out.push_back(json{{"name", c.name},
+                         {"peer", c.peer},
+                         {"vhost", c.vhost},
+                         {"user", c.user},
                          {"channels", c.channels}});
     std::cout << dump_json(out) << '\n';
     return;

@@ -39,7 +39,8 @@ class consumer_impl final : public rpc::Consumer::Server {
     std::vector<delivery> batch;
     for (auto d : ctx.getParams().getDeliveries()) batch.push_back(read_delivery(d));
     auto pair = kj::newPromiseAndCrossThreadFulfiller<void>();
-    auto done = std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<void>>>(kj::mv(pair.fulfiller));
+    auto done =
+        std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<void>>>(kj::mv(pair.fulfiller));
     auto handler = on_message_;
     runtime_->run_on_worker([batch = std::move(batch), done, handler]() {
       for (const auto& d : batch) {
@@ -131,9 +132,8 @@ uint32_t channel::queue_delete(const std::string& name, bool if_unused, bool if_
     req.setName(name);
     req.setIfUnused(if_unused);
     req.setIfEmpty(if_empty);
-    return req.send().then([](capnp::Response<rpc::Channel::QueueDeleteResults>&& r) {
-      return r.getMessageCount();
-    });
+    return req.send().then(
+        [](capnp::Response<rpc::Channel::QueueDeleteResults>&& r) { return r.getMessageCount(); });
   });
 }
 
@@ -142,9 +142,8 @@ uint32_t channel::queue_purge(const std::string& name) {
   return runtime_->call<uint32_t>([st, name]() {
     auto req = cap_of(st).queuePurgeRequest();
     req.setName(name);
-    return req.send().then([](capnp::Response<rpc::Channel::QueuePurgeResults>&& r) {
-      return r.getMessageCount();
-    });
+    return req.send().then(
+        [](capnp::Response<rpc::Channel::QueuePurgeResults>&& r) { return r.getMessageCount(); });
   });
 }
 
@@ -211,8 +210,8 @@ std::future<std::vector<publish_result>> channel::publish_batch(
       }));
       first = last;
     }
-    return kj::joinPromises(parts.finish()).then(
-        [shared](kj::Array<std::vector<publish_result>>&& chunks) {
+    return kj::joinPromises(parts.finish())
+        .then([shared](kj::Array<std::vector<publish_result>>&& chunks) {
           std::vector<publish_result> all;
           all.reserve(shared->size());
           for (auto& c : chunks) all.insert(all.end(), c.begin(), c.end());
@@ -225,19 +224,19 @@ std::string channel::consume(const std::string& queue, const consume_options& o,
                              message_handler on_message, cancel_handler on_cancel) {
   auto st = state_;
   auto* rt = runtime_.get();
-  return runtime_->call<std::string>(
-      [st, rt, queue, o, on_message = std::move(on_message), on_cancel = std::move(on_cancel)]() mutable {
-        auto req = cap_of(st).consumeRequest();
-        req.setQueue(queue);
-        req.setConsumerTag(o.tag);
-        req.setNoAck(o.no_ack);
-        req.setExclusive(o.exclusive);
-        req.setPrefetch(o.prefetch);
-        req.setConsumer(kj::heap<consumer_impl>(rt, std::move(on_message), std::move(on_cancel)));
-        return req.send().then([](capnp::Response<rpc::Channel::ConsumeResults>&& r) {
-          return net::text(r.getConsumerTag());
-        });
-      });
+  return runtime_->call<std::string>([st, rt, queue, o, on_message = std::move(on_message),
+                                      on_cancel = std::move(on_cancel)]() mutable {
+    auto req = cap_of(st).consumeRequest();
+    req.setQueue(queue);
+    req.setConsumerTag(o.tag);
+    req.setNoAck(o.no_ack);
+    req.setExclusive(o.exclusive);
+    req.setPrefetch(o.prefetch);
+    req.setConsumer(kj::heap<consumer_impl>(rt, std::move(on_message), std::move(on_cancel)));
+    return req.send().then([](capnp::Response<rpc::Channel::ConsumeResults>&& r) {
+      return net::text(r.getConsumerTag());
+    });
+  });
 }
 
 void channel::cancel(const std::string& consumer_tag) {
@@ -281,7 +280,9 @@ void channel::settle(uint64_t tag, bool multiple, int kind) {
   });
 }
 
-void channel::ack(uint64_t delivery_tag, bool multiple) { settle(delivery_tag, multiple, 0); }
+void channel::ack(uint64_t delivery_tag, bool multiple) {
+  settle(delivery_tag, multiple, 0);
+}
 
 void channel::nack(uint64_t delivery_tag, bool multiple, bool requeue) {
   settle(delivery_tag, multiple, requeue ? 1 : 2);
@@ -319,9 +320,9 @@ std::optional<lookup_result> channel::lookup(const message_id& id) {
       auto result = r.getResult();
       if (result.isNotFound()) return std::optional<lookup_result>{};
       auto found = result.getFound();
-      return std::optional<lookup_result>{lookup_result{
-          net::text(found.getQueue()), net::text(found.getState()),
-          read_delivery(found.getDelivery())}};
+      return std::optional<lookup_result>{lookup_result{net::text(found.getQueue()),
+                                                        net::text(found.getState()),
+                                                        read_delivery(found.getDelivery())}};
     });
   });
 }

@@ -19,7 +19,8 @@ class client_runtime;
 class channel {
  public:
   using message_handler = std::function<void(const delivery&)>;
-  using cancel_handler = std::function<void(const std::string& consumer_tag, const std::string& reason)>;
+  using cancel_handler =
+      std::function<void(const std::string& consumer_tag, const std::string& reason)>;
 
   ~channel();
   channel(const channel&) = delete;

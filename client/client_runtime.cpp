@@ -66,7 +66,9 @@ void client_runtime::kj_main(std::string host, uint16_t port, std::promise<void>
   }
 }
 
-void client_runtime::post(std::function<void()> fn) { bridge_->post(std::move(fn)); }
+void client_runtime::post(std::function<void()> fn) {
+  bridge_->post(std::move(fn));
+}
 
 void client_runtime::fire(std::function<kj::Promise<void>()> work) {
   post([this, work = std::move(work)]() {

@@ -51,7 +51,9 @@ class client_runtime : public kj::TaskSet::ErrorHandler {
       try {
         tasks_->add(work().then(
             [done](auto&&... value) { done->set_value(std::forward<decltype(value)>(value)...); },
-            [done](kj::Exception&& e) { done->set_exception(std::make_exception_ptr(from_exception(e))); }));
+            [done](kj::Exception&& e) {
+              done->set_exception(std::make_exception_ptr(from_exception(e)));
+            }));
       } catch (const kj::Exception& e) {
         done->set_exception(std::make_exception_ptr(from_exception(e)));
       }

@@ -38,16 +38,19 @@ publish_result read_publish_result(rpc::PublishResult::Reader in) {
 }
 
 exchange_row read_exchange_row(rpc::ExchangeInfo::Reader in) {
-  return {text(in.getName()), text(in.getVhost()), text(in.getType()), in.getDurable(),
-          in.getAutoDelete(), in.getInternal(), net::read_table(in.getArguments())};
+  return {text(in.getName()),
+          text(in.getVhost()),
+          text(in.getType()),
+          in.getDurable(),
+          in.getAutoDelete(),
+          in.getInternal(),
+          net::read_table(in.getArguments())};
 }
 
 queue_row read_queue_row(rpc::QueueInfo::Reader in) {
-  return {text(in.getName()),       text(in.getVhost()),
-          in.getDurable(),          in.getExclusive(),
-          in.getAutoDelete(),       net::read_table(in.getArguments()),
-          in.getMessagesReady(),    in.getMessagesUnacked(),
-          in.getConsumers()};
+  return {text(in.getName()),    text(in.getVhost()),     in.getDurable(),
+          in.getExclusive(),     in.getAutoDelete(),      net::read_table(in.getArguments()),
+          in.getMessagesReady(), in.getMessagesUnacked(), in.getConsumers()};
 }
 
 binding_row read_binding_row(rpc::BindingInfo::Reader in) {
@@ -56,9 +59,9 @@ binding_row read_binding_row(rpc::BindingInfo::Reader in) {
 }
 
 consumer_row read_consumer_row(rpc::ConsumerInfo::Reader in) {
-  return {text(in.getVhost()), text(in.getQueue()), text(in.getConsumerTag()),
-          text(in.getConnection()), in.getChannel(), in.getNoAck(), in.getExclusive(),
-          in.getPrefetch(), in.getUnacked()};
+  return {text(in.getVhost()),      text(in.getQueue()), text(in.getConsumerTag()),
+          text(in.getConnection()), in.getChannel(),     in.getNoAck(),
+          in.getExclusive(),        in.getPrefetch(),    in.getUnacked()};
 }
 
 connection_row read_connection_row(rpc::ConnectionInfo::Reader in) {
@@ -68,10 +71,14 @@ connection_row read_connection_row(rpc::ConnectionInfo::Reader in) {
 
 const char* to_string(publish_outcome o) {
   switch (o) {
-    case publish_outcome::routed: return "routed";
-    case publish_outcome::returned: return "returned";
-    case publish_outcome::dropped: return "dropped";
-    case publish_outcome::rejected: return "rejected";
+    case publish_outcome::routed:
+      return "routed";
+    case publish_outcome::returned:
+      return "returned";
+    case publish_outcome::dropped:
+      return "dropped";
+    case publish_outcome::rejected:
+      return "rejected";
   }
   return "routed";
 }

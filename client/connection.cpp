@@ -50,8 +50,7 @@ void connection::close() {
   runtime_->call<void>([st]() -> kj::Promise<void> {
     if (!st->cap) return kj::READY_NOW;
     auto done = st->cap->closeRequest().send().ignoreResult();
-    return done.then([st]() { st->cap = nullptr; },
-                     [st](kj::Exception&&) { st->cap = nullptr; });
+    return done.then([st]() { st->cap = nullptr; }, [st](kj::Exception&&) { st->cap = nullptr; });
   });
 }
 
@@ -97,24 +96,24 @@ std::vector<std::string> connection::list_vhosts() {
   });
 }
 
-#define WARREN_LIST(method, Request, Results, getter, row_type, reader)                   \
-  std::vector<row_type> connection::method() {                                            \
-    auto st = state_;                                                                     \
-    return runtime_->call<std::vector<row_type>>([st]() {                                 \
-      return cap_of(st).Request().send().then([](capnp::Response<Results>&& r) {          \
-        std::vector<row_type> out;                                                        \
-        for (auto row : r.getter()) out.push_back(reader(row));                           \
-        return out;                                                                       \
-      });                                                                                 \
-    });                                                                                   \
+#define WARREN_LIST(method, Request, Results, getter, row_type, reader)          \
+  std::vector<row_type> connection::method() {                                   \
+    auto st = state_;                                                            \
+    return runtime_->call<std::vector<row_type>>([st]() {                        \
+      return cap_of(st).Request().send().then([](capnp::Response<Results>&& r) { \
+        std::vector<row_type> out;                                               \
+        for (auto row : r.getter()) out.push_back(reader(row));                  \
+        return out;                                                              \
+      });                                                                        \
+    });                                                                          \
   }
 
 WARREN_LIST(list_exchanges, listExchangesRequest, rpc::Connection::ListExchangesResults,
             getExchanges, exchange_row, read_exchange_row)
 WARREN_LIST(list_queues, listQueuesRequest, rpc::Connection::ListQueuesResults, getQueues,
             queue_row, read_queue_row)
-WARREN_LIST(list_bindings, listBindingsRequest, rpc::Connection::ListBindingsResults,
-            getBindings, binding_row, read_binding_row)
+WARREN_LIST(list_bindings, listBindingsRequest, rpc::Connection::ListBindingsResults, getBindings,
+            binding_row, read_binding_row)
 WARREN_LIST(list_consumers, listConsumersRequest, rpc::Connection::ListConsumersResults,
             getConsumers, consumer_row, read_consumer_row)
 WARREN_LIST(list_connections, listConnectionsRequest, rpc::Connection::ListConnectionsResults,

@@ -6,8 +6,8 @@
 #include "net/wire_convert.hpp"
 
 #include <capnp/rpc-twoparty.h>
-#include <caf/send.hpp>
 #include <kj/async-io.h>
+#include <caf/send.hpp>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -43,16 +43,16 @@ class channel_impl final : public rpc::Channel::Server {
     bool passive = p.getPassive();
     auto type = text(p.getType());
     if (!passive && !parse_exchange_type(type, spec.type))
-      throw_failure({reply_code::command_invalid,
-                     "unknown exchange type " + quote(type) +
-                         "; use direct, fanout, topic or headers"});
+      throw_failure({reply_code::command_invalid, "unknown exchange type " + quote(type) +
+                                                      "; use direct, fanout, topic or headers"});
     spec.durable = p.getDurable();
     spec.auto_delete = p.getAutoDelete();
     spec.internal = p.getInternal();
     spec.arguments = read_table(p.getArguments());
     return ask([&](uint64_t r) {
              caf::anon_send(actor(), declare_atom::value, r, id_, std::move(spec), passive);
-           }).ignoreResult();
+           })
+        .ignoreResult();
   }
 
   kj::Promise<void> exchangeDelete(ExchangeDeleteContext ctx) override {
@@ -62,7 +62,8 @@ class channel_impl final : public rpc::Channel::Server {
     return ask([&](uint64_t r) {
              caf::anon_send(actor(), delete_atom::value, exchanges_atom::value, r, id_, name,
                             if_unused);
-           }).ignoreResult();
+           })
+        .ignoreResult();
   }
 
   kj::Promise<void> queueDeclare(QueueDeclareContext ctx) override {
@@ -121,7 +122,8 @@ class channel_impl final : public rpc::Channel::Server {
                    read_table(p.getArguments())};
     return ask([&](uint64_t r) {
              caf::anon_send(actor(), unbind_atom::value, r, id_, std::move(b));
-           }).ignoreResult();
+           })
+        .ignoreResult();
   }
 
   kj::Promise<void> publish(PublishContext ctx) override {
@@ -194,9 +196,7 @@ class channel_impl final : public rpc::Channel::Server {
     auto p = ctx.getParams();
     auto queue = text(p.getQueue());
     bool no_ack = p.getNoAck();
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), get_atom::value, r, id_, queue, no_ack);
-           })
+    return ask([&](uint64_t r) { caf::anon_send(actor(), get_atom::value, r, id_, queue, no_ack); })
         .then([ctx](caf::message m) mutable {
           auto res = ctx.getResults().initResult();
           if (m.empty()) {
@@ -280,7 +280,8 @@ class channel_impl final : public rpc::Channel::Server {
   kj::Promise<void> settle(uint64_t tag, bool multiple, settle_kind kind) {
     return ask([&](uint64_t r) {
              caf::anon_send(actor(), settle_atom::value, r, id_, tag, multiple, kind);
-           }).ignoreResult();
+           })
+        .ignoreResult();
   }
 
   std::shared_ptr<rpc_session> session_;
@@ -311,14 +312,16 @@ class connection_impl final : public rpc::Connection::Server {
     auto name = text(ctx.getParams().getName());
     return ask([&](uint64_t r) {
              caf::anon_send(actor(), declare_atom::value, vhost_atom::value, r, name);
-           }).ignoreResult();
+           })
+        .ignoreResult();
   }
 
   kj::Promise<void> deleteVhost(DeleteVhostContext ctx) override {
     auto name = text(ctx.getParams().getName());
     return ask([&](uint64_t r) {
              caf::anon_send(actor(), delete_atom::value, vhost_atom::value, r, name);
-           }).ignoreResult();
+           })
+        .ignoreResult();
   }
 
   kj::Promise<void> listVhosts(ListVhostsContext ctx) override {
@@ -386,7 +389,10 @@ class broker_impl final : public rpc::Broker::Server {
  public:
   broker_impl(caf::actor_system& system, caf::actor node, std::shared_ptr<loop_bridge> bridge,
               std::string peer)
-      : system_(system), node_(std::move(node)), bridge_(std::move(bridge)), peer_(std::move(peer)) {}
+      : system_(system),
+        node_(std::move(node)),
+        bridge_(std::move(bridge)),
+        peer_(std::move(peer)) {}
 
  protected:
   kj::Promise<void> connect(ConnectContext ctx) override {
@@ -457,26 +463,28 @@ struct rpc_server::impl : public kj::TaskSet::ErrorHandler {
   bool stop_requested = false;
 
   void taskFailed(kj::Exception&& e) override {
-    log(log_level::debug, "rpc", std::string("client connection ended: ") + e.getDescription().cStr());
+    log(log_level::debug, "rpc",
+        std::string("client connection ended: ") + e.getDescription().cStr());
   }
 
   kj::Promise<void> accept_loop(kj::ConnectionReceiver& listener, kj::TaskSet& clients,
                                 const std::shared_ptr<loop_bridge>& bridge) {
-    return listener.accept().then([this, &listener, &clients, bridge](kj::Own<kj::AsyncIoStream> stream) {
-      int one = 1;
-      try {
-        stream->setsockopt(IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      } catch (...) {
-      }
-      auto peer = peer_name(*stream);
-      capnp::ReaderOptions options;
-      options.traversalLimitInWords = max_message_words;
-      auto client = kj::heap<served_client>(
-          kj::mv(stream), kj::heap<broker_impl>(system, node, bridge, peer), options);
-      auto& network = client->network;
-      clients.add(network.onDisconnect().attach(kj::mv(client)));
-      return accept_loop(listener, clients, bridge);
-    });
+    return listener.accept().then(
+        [this, &listener, &clients, bridge](kj::Own<kj::AsyncIoStream> stream) {
+          int one = 1;
+          try {
+            stream->setsockopt(IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+          } catch (...) {
+          }
+          auto peer = peer_name(*stream);
+          capnp::ReaderOptions options;
+          options.traversalLimitInWords = max_message_words;
+          auto client = kj::heap<served_client>(
+              kj::mv(stream), kj::heap<broker_impl>(system, node, bridge, peer), options);
+          auto& network = client->network;
+          clients.add(network.onDisconnect().attach(kj::mv(client)));
+          return accept_loop(listener, clients, bridge);
+        });
   }
 
   void run(std::string bind, uint16_t port, std::promise<uint16_t>& ready) {
@@ -528,14 +536,15 @@ struct rpc_server::impl : public kj::TaskSet::ErrorHandler {
 rpc_server::rpc_server(caf::actor_system& system, caf::actor node)
     : impl_(std::make_unique<impl>(system, std::move(node))) {}
 
-rpc_server::~rpc_server() { stop(); }
+rpc_server::~rpc_server() {
+  stop();
+}
 
 uint16_t rpc_server::start(const std::string& bind_address, uint16_t port) {
   std::promise<uint16_t> ready;
   auto bound = ready.get_future();
-  impl_->thread = std::thread([this, bind_address, port, &ready] {
-    impl_->run(bind_address, port, ready);
-  });
+  impl_->thread =
+      std::thread([this, bind_address, port, &ready] { impl_->run(bind_address, port, ready); });
   try {
     return bound.get();
   } catch (...) {

@@ -21,7 +21,8 @@ class rpc_link final : public client_link {
       : bridge_(std::move(bridge)), session_(std::move(session)) {}
 
   void reply(uint64_t request, caf::error error, caf::message result) override {
-    on_loop([=](rpc_session& s) mutable { s.complete(request, std::move(error), std::move(result)); });
+    on_loop(
+        [=](rpc_session& s) mutable { s.complete(request, std::move(error), std::move(result)); });
   }
   void deliver(uint16_t channel, const std::string& tag, std::vector<delivery> batch) override {
     on_loop([=](rpc_session& s) mutable { s.deliver(channel, tag, std::move(batch)); });
@@ -147,6 +148,8 @@ void rpc_session::taskFailed(kj::Exception&&) {
   // down when its capabilities are released; nothing to do here.
 }
 
-kj::Exception rpc_session::to_exception(const broker_failure& f) { return net::to_exception(f); }
+kj::Exception rpc_session::to_exception(const broker_failure& f) {
+  return net::to_exception(f);
+}
 
 }  // namespace warren::net

@@ -13,8 +13,8 @@
 #include "broker.capnp.h"
 #include "net/loop_bridge.hpp"
 
-#include <caf/actor_system.hpp>
 #include <kj/async.h>
+#include <caf/actor_system.hpp>
 
 #include <map>
 #include <memory>

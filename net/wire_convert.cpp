@@ -4,7 +4,6 @@
 
 namespace warren::net {
 
-
 message_ptr read_outbound(rpc::OutboundMessage::Reader in) {
   auto m = std::make_shared<message>();
   m->id = next_message_id();
@@ -17,7 +16,8 @@ message_ptr read_outbound(rpc::OutboundMessage::Reader in) {
   return m;
 }
 
-void write_delivery(const delivery& d, const std::string& consumer_tag, rpc::Delivery::Builder out) {
+void write_delivery(const delivery& d, const std::string& consumer_tag,
+                    rpc::Delivery::Builder out) {
   out.setDeliveryTag(d.tag);
   if (!consumer_tag.empty()) out.setConsumerTag(consumer_tag);
   out.setRedelivered(d.redelivered);
@@ -88,6 +88,8 @@ kj::Exception to_exception(const broker_failure& failure) {
                        kj::heapString(to_string(failure)));
 }
 
-void throw_failure(const broker_failure& failure) { kj::throwFatalException(to_exception(failure)); }
+void throw_failure(const broker_failure& failure) {
+  kj::throwFatalException(to_exception(failure));
+}
 
 }  // namespace warren::net

@@ -10,14 +10,24 @@ field_table read_table(capnp::List<rpc::Field>::Reader list) {
     entry.key = text(f.getKey());
     auto v = f.getValue();
     switch (v.which()) {
-      case rpc::Value::NONE: break;
-      case rpc::Value::BOOL: entry.value = field_value::of_bool(v.getBool()); break;
-      case rpc::Value::INT: entry.value = field_value::of_int(v.getInt()); break;
-      case rpc::Value::FLOAT: entry.value = field_value::of_double(v.getFloat()); break;
-      case rpc::Value::TEXT: entry.value = field_value::of_text(text(v.getText())); break;
+      case rpc::Value::NONE:
+        break;
+      case rpc::Value::BOOL:
+        entry.value = field_value::of_bool(v.getBool());
+        break;
+      case rpc::Value::INT:
+        entry.value = field_value::of_int(v.getInt());
+        break;
+      case rpc::Value::FLOAT:
+        entry.value = field_value::of_double(v.getFloat());
+        break;
+      case rpc::Value::TEXT:
+        entry.value = field_value::of_text(text(v.getText()));
+        break;
       case rpc::Value::BYTES: {
         auto d = v.getBytes();
-        entry.value = field_value::of_bytes(std::string(reinterpret_cast<const char*>(d.begin()), d.size()));
+        entry.value =
+            field_value::of_bytes(std::string(reinterpret_cast<const char*>(d.begin()), d.size()));
         break;
       }
     }
@@ -33,12 +43,24 @@ void write_table(const field_table& table, capnp::List<rpc::Field>::Builder list
     auto v = f.initValue();
     const auto& x = table[i].value;
     switch (x.kind) {
-      case field_value::none: v.setNone(); break;
-      case field_value::boolean: v.setBool(x.b); break;
-      case field_value::integer: v.setInt(x.i); break;
-      case field_value::floating: v.setFloat(x.d); break;
-      case field_value::text: v.setText(x.s); break;
-      case field_value::bytes: v.setBytes(bytes_of(x.s)); break;
+      case field_value::none:
+        v.setNone();
+        break;
+      case field_value::boolean:
+        v.setBool(x.b);
+        break;
+      case field_value::integer:
+        v.setInt(x.i);
+        break;
+      case field_value::floating:
+        v.setFloat(x.d);
+        break;
+      case field_value::text:
+        v.setText(x.s);
+        break;
+      case field_value::bytes:
+        v.setBytes(bytes_of(x.s));
+        break;
     }
   }
 }

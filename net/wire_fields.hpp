@@ -15,7 +15,9 @@ void write_table(const field_table& table, capnp::List<rpc::Field>::Builder list
 message_properties read_properties(rpc::Properties::Reader in);
 void write_properties(const message_properties& props, rpc::Properties::Builder out);
 
-inline std::string text(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
+inline std::string text(capnp::Text::Reader t) {
+  return std::string(t.cStr(), t.size());
+}
 
 inline std::string bytes(capnp::Data::Reader d) {
   return std::string(reinterpret_cast<const char*>(d.begin()), d.size());

@@ -1,0 +1,658 @@
+// The broker end to end: a real warren-node on a free port, driven through the client library
+// over loopback TCP. Each case states one behaviour.
+#define BOOST_TEST_MODULE broker_e2e
+#include <boost/test/unit_test.hpp>
+
+#include "client/channel.hpp"
+#include "client/client_error.hpp"
+#include "client/connection.hpp"
+#include "subprocess.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+using namespace warren::client;
+using warren::test::node_process;
+
+namespace {
+
+// Guards against a hung test only; never a performance expectation.
+constexpr auto patience = std::chrono::seconds(30);
+
+// Collects deliveries from a consumer callback and lets the test wait for a count.
+struct collector {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<delivery> got;
+  std::vector<std::string> cancellations;
+
+  channel::message_handler handler() {
+    return [this](const delivery& d) {
+      std::lock_guard<std::mutex> guard(mutex);
+      got.push_back(d);
+      changed.notify_all();
+    };
+  }
+  channel::cancel_handler on_cancel() {
+    return [this](const std::string& tag, const std::string& reason) {
+      std::lock_guard<std::mutex> guard(mutex);
+      cancellations.push_back(tag + ": " + reason);
+      changed.notify_all();
+    };
+  }
+  std::vector<delivery> wait_for(size_t n) {
+    std::unique_lock<std::mutex> lock(mutex);
+    BOOST_REQUIRE_MESSAGE(changed.wait_for(lock, patience, [&] { return got.size() >= n; }),
+                          "expected " << n << " deliveries, got " << got.size());
+    return got;
+  }
+  void wait_for_cancel() {
+    std::unique_lock<std::mutex> lock(mutex);
+    BOOST_REQUIRE(changed.wait_for(lock, patience, [&] { return !cancellations.empty(); }));
+  }
+};
+
+struct fixture {
+  node_process node;
+  std::unique_ptr<connection> conn = open();
+  std::unique_ptr<channel> ch = conn->open_channel();
+
+  std::unique_ptr<connection> open(const std::string& vhost = "/",
+                                   const std::string& name = "test") {
+    connect_options o;
+    o.port = node.port();
+    o.vhost = vhost;
+    o.client_name = name;
+    return connection::open(o);
+  }
+
+  static outbound_message message(const std::string& exchange, const std::string& key,
+                                  const std::string& body) {
+    outbound_message m;
+    m.exchange = exchange;
+    m.routing_key = key;
+    m.body = body;
+    return m;
+  }
+
+  publish_result send(const std::string& exchange, const std::string& key,
+                      const std::string& body) {
+    return ch->publish(message(exchange, key, body));
+  }
+
+  queue_row queue_stats(const std::string& name) {
+    for (auto& q : conn->list_queues())
+      if (q.name == name) return q;
+    BOOST_FAIL("no queue " << name);
+    return {};
+  }
+
+  // Polls until the broker reports `pred` of the queue (the broker settles asynchronously after
+  // a client vanishes); fails after the guard time.
+  template <class Pred>
+  queue_row wait_queue(const std::string& name, Pred pred) {
+    auto deadline = std::chrono::steady_clock::now() + patience;
+    for (;;) {
+      auto q = queue_stats(name);
+      if (pred(q)) return q;
+      BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
+                            "queue " << name << " never reached the expected state");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
+  std::string expect_error(const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const error& e) {
+      return e.code();
+    }
+    BOOST_FAIL("expected a broker error");
+    return {};
+  }
+};
+
+std::vector<std::string> bodies(const std::vector<delivery>& ds) {
+  std::vector<std::string> out;
+  for (const auto& d : ds) out.push_back(d.body);
+  return out;
+}
+
+using strings = std::vector<std::string>;
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(declarations, fixture)
+
+BOOST_AUTO_TEST_CASE(a_published_message_can_be_fetched) {
+  ch->queue_declare("q");
+  auto r = send("", "q", "hello");
+  BOOST_TEST(to_string(r.outcome) == std::string("routed"));
+  auto d = ch->get("q");
+  BOOST_REQUIRE(d.has_value());
+  BOOST_TEST(d->body == "hello");
+  BOOST_TEST(d->routing_key == "q");
+  BOOST_TEST((d->id == r.id));
+  BOOST_TEST(!d->redelivered);
+  ch->ack(d->delivery_tag);
+  BOOST_TEST(!ch->get("q").has_value());
+}
+
+BOOST_AUTO_TEST_CASE(an_empty_name_asks_for_a_server_generated_queue) {
+  auto ok = ch->queue_declare("");
+  BOOST_TEST(ok.name.rfind("amq.gen-", 0) == 0u);
+  send("", ok.name, "x");
+  BOOST_TEST(ch->queue_declare(ok.name).message_count == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(redeclaring_with_other_properties_fails_and_closes_only_that_channel) {
+  ch->queue_declare("q");
+  ch->queue_declare("q");  // same properties: fine
+  auto other = conn->open_channel();
+  queue_options durable;
+  durable.durable = true;
+  BOOST_TEST(expect_error([&] { ch->queue_declare("q", durable); }) == "PRECONDITION_FAILED");
+  BOOST_TEST(expect_error([&] { ch->queue_declare("q"); }) == "CHANNEL_ERROR");
+  BOOST_TEST(other->queue_declare("q").name == "q");
+  BOOST_TEST(expect_error([&] { other->exchange_declare("amq.direct", "fanout"); }) ==
+             "PRECONDITION_FAILED");
+}
+
+BOOST_AUTO_TEST_CASE(passive_declares_of_missing_things_are_not_found) {
+  queue_options passive;
+  passive.passive = true;
+  BOOST_TEST(expect_error([&] { ch->queue_declare("missing", passive); }) == "NOT_FOUND");
+  auto ch2 = conn->open_channel();
+  exchange_options xpassive;
+  xpassive.passive = true;
+  BOOST_TEST(expect_error([&] { ch2->exchange_declare("missing", "direct", xpassive); }) ==
+             "NOT_FOUND");
+}
+
+BOOST_AUTO_TEST_CASE(reserved_and_invalid_names_are_refused_and_the_node_stays_up) {
+  BOOST_TEST(expect_error([&] { ch->queue_declare("amq.mine"); }) == "ACCESS_REFUSED");
+  auto c2 = conn->open_channel();
+  BOOST_TEST(expect_error([&] { c2->queue_declare(std::string("bad\nname")); }) ==
+             "PRECONDITION_FAILED");
+  auto c3 = conn->open_channel();
+  BOOST_TEST(expect_error([&] { c3->queue_declare(std::string(300, 'x')); }) ==
+             "PRECONDITION_FAILED");
+  auto c4 = conn->open_channel();
+  BOOST_TEST(expect_error([&] { c4->exchange_declare("e", "nonsense"); }) == "COMMAND_INVALID");
+  auto c5 = conn->open_channel();
+  BOOST_TEST(expect_error([&] { c5->publish(message("", std::string(256, 'k'), "x")); }) ==
+             "PRECONDITION_FAILED");
+  auto c6 = conn->open_channel();
+  queue_options bad_args;
+  bad_args.arguments = {{"x-max-length", field_value::of_text("lots")}};
+  BOOST_TEST(expect_error([&] { c6->queue_declare("q", bad_args); }) == "PRECONDITION_FAILED");
+  BOOST_TEST(node.alive());
+  BOOST_TEST(conn->open_channel()->queue_declare("fine").name == "fine");
+}
+
+BOOST_AUTO_TEST_CASE(the_default_exchange_cannot_be_bound_or_deleted) {
+  ch->queue_declare("q");
+  BOOST_TEST(expect_error([&] { ch->queue_bind("q", "", "k"); }) == "ACCESS_REFUSED");
+  auto c2 = conn->open_channel();
+  BOOST_TEST(expect_error([&] { c2->exchange_delete(""); }) == "ACCESS_REFUSED");
+  auto c3 = conn->open_channel();
+  BOOST_TEST(expect_error([&] { c3->exchange_delete("amq.topic"); }) == "ACCESS_REFUSED");
+}
+
+BOOST_AUTO_TEST_CASE(delete_if_unused_and_if_empty_refuse_while_they_apply) {
+  ch->queue_declare("q");
+  send("", "q", "x");
+  BOOST_TEST(expect_error([&] { ch->queue_delete("q", false, true); }) == "PRECONDITION_FAILED");
+  auto c2 = conn->open_channel();
+  collector got;
+  c2->consume("q", {}, got.handler(), got.on_cancel());
+  got.wait_for(1);
+  auto c3 = conn->open_channel();
+  BOOST_TEST(expect_error([&] { c3->queue_delete("q", true, false); }) == "PRECONDITION_FAILED");
+  auto c4 = conn->open_channel();
+  c4->queue_delete("q");
+  got.wait_for_cancel();
+  BOOST_TEST(conn->list_queues().empty());
+}
+
+BOOST_AUTO_TEST_CASE(exchange_delete_if_unused_refuses_while_bound) {
+  ch->exchange_declare("x", "fanout");
+  ch->queue_declare("q");
+  ch->queue_bind("q", "x", "");
+  BOOST_TEST(expect_error([&] { ch->exchange_delete("x", true); }) == "PRECONDITION_FAILED");
+  auto c2 = conn->open_channel();
+  c2->exchange_delete("x");
+  for (auto& b : conn->list_bindings()) BOOST_TEST(b.exchange != "x");
+}
+
+BOOST_AUTO_TEST_CASE(purge_drops_ready_messages_and_reports_how_many) {
+  ch->queue_declare("q");
+  for (int i = 0; i < 3; ++i) send("", "q", "m");
+  BOOST_TEST(ch->queue_purge("q") == 3u);
+  BOOST_TEST(queue_stats("q").messages_ready == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(exclusive_queues_belong_to_their_connection) {
+  queue_options excl;
+  excl.exclusive = true;
+  ch->queue_declare("mine", excl);
+  {
+    auto other = open();
+    auto och = other->open_channel();
+    BOOST_TEST(expect_error([&] { och->queue_declare("mine", excl); }) == "RESOURCE_LOCKED");
+    auto och2 = other->open_channel();
+    BOOST_TEST(expect_error([&] { och2->get("mine"); }) == "RESOURCE_LOCKED");
+  }
+  conn->close();
+  auto fresh = open();
+  auto fch = fresh->open_channel();
+  queue_options passive;
+  passive.passive = true;
+  BOOST_TEST(expect_error([&] { fch->queue_declare("mine", passive); }) == "NOT_FOUND");
+}
+
+BOOST_AUTO_TEST_CASE(auto_delete_queues_go_with_their_last_consumer) {
+  queue_options ad;
+  ad.auto_delete = true;
+  ch->queue_declare("temp", ad);
+  collector got;
+  auto tag = ch->consume("temp", {}, got.handler());
+  BOOST_TEST(conn->list_queues().size() == 1u);
+  ch->cancel(tag);
+  auto deadline = std::chrono::steady_clock::now() + patience;
+  while (!conn->list_queues().empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  BOOST_TEST(conn->list_queues().empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(routing, fixture)
+
+BOOST_AUTO_TEST_CASE(direct_exchanges_route_on_the_binding_key_until_unbound) {
+  ch->exchange_declare("logs", "direct");
+  ch->queue_declare("errors");
+  ch->queue_bind("errors", "logs", "error");
+  BOOST_TEST(to_string(send("logs", "error", "e1").outcome) == std::string("routed"));
+  BOOST_TEST(to_string(send("logs", "info", "i1").outcome) == std::string("dropped"));
+  ch->queue_unbind("errors", "logs", "error");
+  BOOST_TEST(to_string(send("logs", "error", "e2").outcome) == std::string("dropped"));
+  BOOST_TEST(queue_stats("errors").messages_ready == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(fanout_reaches_every_bound_queue) {
+  ch->exchange_declare("all", "fanout");
+  for (auto q : {"a", "b", "c"}) {
+    ch->queue_declare(q);
+    ch->queue_bind(q, "all", "ignored");
+  }
+  send("all", "whatever", "hi");
+  for (auto q : {"a", "b", "c"}) BOOST_TEST(queue_stats(q).messages_ready == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(topic_exchanges_route_on_wildcards) {
+  ch->exchange_declare("t", "topic");
+  ch->queue_declare("eu");
+  ch->queue_declare("all_errors");
+  ch->queue_bind("eu", "t", "eu.#");
+  ch->queue_bind("all_errors", "t", "*.error");
+  send("t", "eu.error", "1");
+  send("t", "eu.web.info", "2");
+  send("t", "us.error", "3");
+  BOOST_TEST(queue_stats("eu").messages_ready == 2u);
+  BOOST_TEST(queue_stats("all_errors").messages_ready == 2u);
+  auto c2 = conn->open_channel();
+  BOOST_TEST(expect_error([&] { c2->queue_bind("eu", "t", "eu*.x"); }) == "PRECONDITION_FAILED");
+}
+
+BOOST_AUTO_TEST_CASE(headers_exchanges_route_on_headers) {
+  ch->exchange_declare("h", "headers");
+  ch->queue_declare("pdf");
+  ch->queue_bind(
+      "pdf", "h", "",
+      {{"x-match", field_value::of_text("all")}, {"format", field_value::of_text("pdf")}});
+  auto m = message("h", "", "doc");
+  m.properties.headers = {{"format", field_value::of_text("pdf")}};
+  BOOST_TEST(to_string(ch->publish(m).outcome) == std::string("routed"));
+  m.properties.headers = {{"format", field_value::of_text("txt")}};
+  BOOST_TEST(to_string(ch->publish(m).outcome) == std::string("dropped"));
+}
+
+BOOST_AUTO_TEST_CASE(mandatory_unroutable_messages_are_returned) {
+  auto m = message("amq.direct", "nobody", "x");
+  m.mandatory = true;
+  BOOST_TEST(to_string(ch->publish(m).outcome) == std::string("returned"));
+}
+
+BOOST_AUTO_TEST_CASE(publishing_to_a_missing_exchange_is_not_found) {
+  BOOST_TEST(expect_error([&] { send("nope", "k", "x"); }) == "NOT_FOUND");
+  BOOST_TEST(expect_error([&] { send("", "k", "x"); }) == "CHANNEL_ERROR");
+}
+
+BOOST_AUTO_TEST_CASE(internal_exchanges_refuse_direct_publishing) {
+  exchange_options internal;
+  internal.internal = true;
+  ch->exchange_declare("inner", "fanout", internal);
+  BOOST_TEST(expect_error([&] { send("inner", "", "x"); }) == "ACCESS_REFUSED");
+}
+
+BOOST_AUTO_TEST_CASE(rejected_messages_reach_the_dead_letter_exchange) {
+  ch->exchange_declare("dlx", "fanout");
+  ch->queue_declare("dead");
+  ch->queue_bind("dead", "dlx", "");
+  queue_options o;
+  o.arguments = {{"x-dead-letter-exchange", field_value::of_text("dlx")}};
+  ch->queue_declare("work", o);
+  send("", "work", "poison");
+  auto d = ch->get("work");
+  BOOST_REQUIRE(d.has_value());
+  ch->reject(d->delivery_tag, false);
+  auto q = wait_queue("dead", [](const queue_row& r) { return r.messages_ready == 1; });
+  auto dead = ch->get("dead", true);
+  BOOST_REQUIRE(dead.has_value());
+  BOOST_TEST(dead->body == "poison");
+}
+
+BOOST_AUTO_TEST_CASE(a_large_batch_arrives_complete_and_in_order) {
+  ch->queue_declare("q");
+  ch->confirm_select();
+  std::vector<outbound_message> batch;
+  for (int i = 0; i < 20000; ++i) batch.push_back(message("", "q", std::to_string(i)));
+  auto results = ch->publish_batch(std::move(batch)).get();
+  BOOST_TEST(results.size() == 20000u);
+  for (const auto& r : results) BOOST_TEST_REQUIRE(to_string(r.outcome) == std::string("routed"));
+  collector got;
+  consume_options o;
+  o.no_ack = true;
+  ch->consume("q", o, got.handler());
+  auto all = got.wait_for(20000);
+  for (int i = 0; i < 20000; ++i) BOOST_TEST_REQUIRE(all[i].body == std::to_string(i));
+}
+
+BOOST_AUTO_TEST_CASE(a_message_can_be_looked_up_by_id_while_held) {
+  ch->queue_declare("q");
+  auto r = send("", "q", "findme");
+  auto found = ch->lookup(r.id);
+  BOOST_REQUIRE(found.has_value());
+  BOOST_TEST(found->queue == "q");
+  BOOST_TEST(found->state == "ready");
+  BOOST_TEST(found->message.body == "findme");
+  auto d = ch->get("q");
+  BOOST_TEST(ch->lookup(r.id)->state == "unacked");
+  ch->ack(d->delivery_tag);
+  ch->qos(0);  // waits, so the ack is processed before the next lookup
+  BOOST_TEST(!ch->lookup(r.id).has_value());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(consuming, fixture)
+
+BOOST_AUTO_TEST_CASE(consumers_share_a_queue_round_robin) {
+  ch->queue_declare("q");
+  collector a, b;
+  auto ch2 = conn->open_channel();
+  ch->consume("q", {}, a.handler());
+  ch2->consume("q", {}, b.handler());
+  for (int i = 0; i < 10; ++i) send("", "q", std::to_string(i));
+  a.wait_for(5);
+  b.wait_for(5);
+  BOOST_TEST(bodies(a.got) == (strings{"0", "2", "4", "6", "8"}), boost::test_tools::per_element());
+  BOOST_TEST(bodies(b.got) == (strings{"1", "3", "5", "7", "9"}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(prefetch_bounds_unacked_deliveries) {
+  ch->queue_declare("q");
+  for (int i = 0; i < 5; ++i) send("", "q", std::to_string(i));
+  collector got;
+  consume_options o;
+  o.prefetch = 2;
+  ch->consume("q", o, got.handler());
+  auto first = got.wait_for(2);
+  auto q = wait_queue("q", [](const queue_row& r) { return r.messages_unacked == 2; });
+  BOOST_TEST(q.messages_ready == 3u);
+  ch->ack(first[0].delivery_tag);
+  got.wait_for(3);
+  q = wait_queue("q", [](const queue_row& r) { return r.messages_ready == 2; });
+  BOOST_TEST(q.messages_unacked == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(qos_sets_the_default_prefetch_of_later_consumers) {
+  ch->queue_declare("q");
+  for (int i = 0; i < 5; ++i) send("", "q", std::to_string(i));
+  ch->qos(1);
+  collector got;
+  ch->consume("q", {}, got.handler());
+  got.wait_for(1);
+  auto q = wait_queue("q", [](const queue_row& r) { return r.messages_unacked == 1; });
+  BOOST_TEST(q.messages_ready == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(ack_multiple_settles_everything_up_to_the_tag) {
+  ch->queue_declare("q");
+  for (int i = 0; i < 4; ++i) send("", "q", std::to_string(i));
+  collector got;
+  ch->consume("q", {}, got.handler());
+  auto ds = got.wait_for(4);
+  ch->ack(ds[2].delivery_tag, true);
+  auto q = wait_queue("q", [](const queue_row& r) { return r.messages_unacked == 1; });
+  BOOST_TEST(q.messages_ready == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(nack_with_requeue_redelivers_and_without_drops) {
+  ch->queue_declare("q");
+  send("", "q", "again");
+  send("", "q", "gone");
+  auto first = ch->get("q");
+  auto second = ch->get("q");
+  ch->nack(first->delivery_tag, false, true);
+  ch->nack(second->delivery_tag, false, false);
+  auto back = ch->get("q");
+  BOOST_REQUIRE(back.has_value());
+  BOOST_TEST(back->body == "again");
+  BOOST_TEST(back->redelivered);
+  BOOST_TEST(!ch->get("q").has_value());
+}
+
+BOOST_AUTO_TEST_CASE(reject_with_requeue_puts_the_message_back_first) {
+  ch->queue_declare("q");
+  send("", "q", "1");
+  send("", "q", "2");
+  auto d = ch->get("q");
+  ch->reject(d->delivery_tag, true);
+  auto again = ch->get("q");
+  BOOST_TEST(again->body == "1");
+  BOOST_TEST(again->redelivered);
+}
+
+BOOST_AUTO_TEST_CASE(acking_an_unknown_tag_closes_the_channel) {
+  ch->queue_declare("q");
+  ch->ack(999);
+  BOOST_TEST(expect_error([&] { ch->queue_declare("q"); }) == "CHANNEL_ERROR");
+}
+
+BOOST_AUTO_TEST_CASE(unacked_messages_return_when_the_consumer_is_cancelled) {
+  ch->queue_declare("q");
+  send("", "q", "m");
+  collector got;
+  auto tag = ch->consume("q", {}, got.handler());
+  got.wait_for(1);
+  ch->cancel(tag);
+  auto d = ch->get("q");
+  BOOST_REQUIRE(d.has_value());
+  BOOST_TEST(d->redelivered);
+}
+
+BOOST_AUTO_TEST_CASE(unacked_messages_return_when_the_channel_closes) {
+  ch->queue_declare("q");
+  send("", "q", "m");
+  auto ch2 = conn->open_channel();
+  collector got;
+  ch2->consume("q", {}, got.handler());
+  got.wait_for(1);
+  ch2->close();
+  auto d = ch->get("q");
+  BOOST_REQUIRE(d.has_value());
+  BOOST_TEST(d->redelivered);
+}
+
+BOOST_AUTO_TEST_CASE(unacked_messages_return_when_the_connection_closes) {
+  ch->queue_declare("q");
+  send("", "q", "m");
+  {
+    auto other = open();
+    auto och = other->open_channel();
+    collector got;
+    och->consume("q", {}, got.handler());
+    got.wait_for(1);
+  }  // destroyed without an explicit close
+  auto q = wait_queue("q", [](const queue_row& r) { return r.messages_ready == 1; });
+  BOOST_TEST(q.messages_unacked == 0u);
+  BOOST_TEST(ch->get("q")->redelivered);
+}
+
+BOOST_AUTO_TEST_CASE(unacked_messages_return_when_the_client_is_killed) {
+  ch->queue_declare("q");
+  for (int i = 0; i < 10; ++i) send("", "q", std::to_string(i));
+  int out_fd = -1;
+  pid_t pid = warren::test::spawn_command(
+      {HOLD_UNACKED_PATH, std::to_string(node.port()), "q", "4"}, out_fd);
+  // Wait until the helper printed its 4 deliveries.
+  std::string seen;
+  char buf[256];
+  while (std::count(seen.begin(), seen.end(), '\n') < 4) {
+    auto n = ::read(out_fd, buf, sizeof buf);
+    BOOST_REQUIRE(n > 0);
+    seen.append(buf, static_cast<size_t>(n));
+  }
+  auto held = wait_queue("q", [](const queue_row& r) { return r.messages_unacked == 4; });
+  BOOST_TEST(held.messages_ready == 6u);
+  ::kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  close(out_fd);
+  auto back = wait_queue("q", [](const queue_row& r) { return r.messages_ready == 10; });
+  BOOST_TEST(back.messages_unacked == 0u);
+  collector got;
+  ch->consume("q", {}, got.handler());
+  auto all = got.wait_for(10);
+  BOOST_TEST(bodies(all) == (strings{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}),
+             boost::test_tools::per_element());
+  for (int i = 0; i < 4; ++i) BOOST_TEST(all[i].redelivered);
+  for (int i = 4; i < 10; ++i) BOOST_TEST(!all[i].redelivered);
+}
+
+BOOST_AUTO_TEST_CASE(an_exclusive_consumer_keeps_others_out) {
+  ch->queue_declare("q");
+  consume_options excl;
+  excl.exclusive = true;
+  collector a;
+  ch->consume("q", excl, a.handler());
+  auto ch2 = conn->open_channel();
+  collector b;
+  BOOST_TEST(expect_error([&] { ch2->consume("q", {}, b.handler()); }) == "ACCESS_REFUSED");
+}
+
+BOOST_AUTO_TEST_CASE(no_ack_consumers_leave_nothing_unacked) {
+  ch->queue_declare("q");
+  for (int i = 0; i < 3; ++i) send("", "q", "m");
+  collector got;
+  consume_options o;
+  o.no_ack = true;
+  ch->consume("q", o, got.handler());
+  got.wait_for(3);
+  auto q = queue_stats("q");
+  BOOST_TEST(q.messages_unacked == 0u);
+  BOOST_TEST(q.messages_ready == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(consumers_are_listed_with_their_queue_and_prefetch) {
+  ch->queue_declare("q");
+  consume_options o;
+  o.tag = "my-tag";
+  o.prefetch = 7;
+  collector got;
+  ch->consume("q", o, got.handler());
+  auto rows = conn->list_consumers();
+  BOOST_REQUIRE(rows.size() == 1u);
+  BOOST_TEST(rows[0].consumer_tag == "my-tag");
+  BOOST_TEST(rows[0].queue == "q");
+  BOOST_TEST(rows[0].prefetch == 7u);
+  BOOST_TEST(rows[0].connection == "test");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(vhosts_and_connections, fixture)
+
+BOOST_AUTO_TEST_CASE(vhosts_are_separate_namespaces) {
+  conn->add_vhost("other");
+  conn->add_vhost("other");  // idempotent
+  auto names = conn->list_vhosts();
+  BOOST_TEST((names == strings{"/", "other"}), boost::test_tools::per_element());
+  auto oconn = open("other");
+  auto och = oconn->open_channel();
+  och->queue_declare("q");
+  ch->queue_declare("q");
+  och->publish(message("", "q", "in other"));
+  BOOST_TEST(queue_stats("q").messages_ready == 0u);
+  BOOST_TEST(och->get("q")->body == "in other");
+}
+
+BOOST_AUTO_TEST_CASE(deleting_a_vhost_closes_its_connections) {
+  conn->add_vhost("doomed");
+  auto dconn = open("doomed");
+  auto dch = dconn->open_channel();
+  dch->queue_declare("q");
+  conn->delete_vhost("doomed");
+  std::string code;
+  auto deadline = std::chrono::steady_clock::now() + patience;
+  while (code.empty() && std::chrono::steady_clock::now() < deadline) {
+    try {
+      dch->queue_declare("q");
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    } catch (const error& e) {
+      code = e.code();
+    }
+  }
+  BOOST_TEST(code == "CONNECTION_FORCED");
+  BOOST_TEST(expect_error([&] { open("doomed"); }) == "NOT_FOUND");
+}
+
+BOOST_AUTO_TEST_CASE(unknown_vhosts_and_bad_passwords_are_refused) {
+  BOOST_TEST(expect_error([&] { open("nowhere"); }) == "NOT_FOUND");
+  connect_options o;
+  o.port = node.port();
+  o.user = "guest";
+  o.password = "wrong";
+  BOOST_TEST(expect_error([&] { connection::open(o); }) == "ACCESS_REFUSED");
+}
+
+BOOST_AUTO_TEST_CASE(connections_are_listed_with_name_and_peer) {
+  auto rows = conn->list_connections();
+  BOOST_REQUIRE(rows.size() == 1u);
+  BOOST_TEST(rows[0].name == "test");
+  BOOST_TEST(rows[0].peer.rfind("127.0.0.1:", 0) == 0u);
+  BOOST_TEST(rows[0].channels == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_stopped_node_reports_disconnected_to_clients) {
+  ch->queue_declare("q");
+  node.stop();
+  BOOST_TEST(expect_error([&] { ch->queue_declare("q"); }) == "DISCONNECTED");
+}
+
+BOOST_AUTO_TEST_CASE(sigterm_stops_the_node_cleanly) {
+  auto status = node.stop();
+  BOOST_TEST(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+  BOOST_TEST(node.log().find("stopping on SIGTERM") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,178 @@
+#include "subprocess.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <regex>
+#include <stdexcept>
+
+namespace warren::test {
+
+namespace {
+
+std::vector<char*> c_args(const std::vector<std::string>& argv) {
+  std::vector<char*> out;
+  for (const auto& a : argv) out.push_back(const_cast<char*>(a.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+node_process::node_process(std::vector<std::string> extra_args) {
+  std::vector<std::string> argv{WARREN_NODE_PATH, "--port", "0", "--log-level", "info"};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  int err_pipe[2];
+  if (pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
+  pid_ = fork();
+  if (pid_ == 0) {
+    dup2(err_pipe[1], STDERR_FILENO);
+    close(err_pipe[0]);
+    close(err_pipe[1]);
+    auto args = c_args(argv);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(err_pipe[1]);
+  reader_ = std::thread([this, fd = err_pipe[0]] { read_log(fd); });
+  std::unique_lock<std::mutex> lock(mutex_);
+  // A generous guard against a node that never starts; not a speed expectation.
+  bool ready = changed_.wait_for(lock, std::chrono::seconds(60), [this] {
+    return eof_ || log_.find("warren-node ready on") != std::string::npos;
+  });
+  std::smatch m;
+  static const std::regex ready_line("warren-node ready on [^:]+:([0-9]+)");
+  if (!ready || !std::regex_search(log_, m, ready_line)) {
+    lock.unlock();
+    ::kill(pid_, SIGKILL);
+    throw std::runtime_error("warren-node did not start; it logged:\n" + log());
+  }
+  port_ = static_cast<uint16_t>(std::stoi(m[1]));
+}
+
+node_process::~node_process() {
+  stop();
+  if (reader_.joinable()) reader_.join();
+}
+
+void node_process::read_log(int fd) {
+  char buf[4096];
+  for (;;) {
+    auto n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    std::lock_guard<std::mutex> guard(mutex_);
+    log_.append(buf, static_cast<size_t>(n));
+    changed_.notify_all();
+  }
+  close(fd);
+  std::lock_guard<std::mutex> guard(mutex_);
+  eof_ = true;
+  changed_.notify_all();
+}
+
+std::string node_process::log() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return log_;
+}
+
+bool node_process::alive() {
+  if (reaped_) return false;
+  if (waitpid(pid_, &status_, WNOHANG) == pid_) reaped_ = true;
+  return !reaped_;
+}
+
+int node_process::stop() {
+  if (reaped_ || pid_ <= 0) return status_;
+  ::kill(pid_, SIGTERM);
+  for (int i = 0; i < 600; ++i) {
+    if (waitpid(pid_, &status_, WNOHANG) == pid_) {
+      reaped_ = true;
+      return status_;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(pid_, SIGKILL);
+  waitpid(pid_, &status_, 0);
+  reaped_ = true;
+  return status_;
+}
+
+command_result run_command(const std::vector<std::string>& argv, const std::string& input) {
+  int in_pipe[2], out_pipe[2], err_pipe[2];
+  if (pipe(in_pipe) != 0 || pipe(out_pipe) != 0 || pipe(err_pipe) != 0)
+    throw std::runtime_error("pipe failed");
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(in_pipe[0], STDIN_FILENO);
+    dup2(out_pipe[1], STDOUT_FILENO);
+    dup2(err_pipe[1], STDERR_FILENO);
+    for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]})
+      close(fd);
+    auto args = c_args(argv);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(in_pipe[0]);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  // Feed stdin from a thread so a child writing lots of output cannot deadlock us.
+  std::thread feeder([fd = in_pipe[1], &input] {
+    size_t done = 0;
+    while (done < input.size()) {
+      auto n = ::write(fd, input.data() + done, input.size() - done);
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    close(fd);
+  });
+  command_result result;
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&result.out, &result.err};
+  int open_fds = 2;
+  char buf[65536];
+  while (open_fds > 0) {
+    if (poll(fds, 2, -1) < 0) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
+      auto n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n <= 0) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      } else {
+        sinks[i]->append(buf, static_cast<size_t>(n));
+      }
+    }
+  }
+  feeder.join();
+  int status = 0;
+  waitpid(pid, &status, 0);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+pid_t spawn_command(const std::vector<std::string>& argv, int& out_fd) {
+  int out_pipe[2];
+  if (pipe(out_pipe) != 0) throw std::runtime_error("pipe failed");
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out_pipe[1], STDOUT_FILENO);
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    int devnull = open("/dev/null", O_RDWR);
+    dup2(devnull, STDIN_FILENO);
+    auto args = c_args(argv);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  out_fd = out_pipe[0];
+  return pid;
+}
+
+}  // namespace warren::test

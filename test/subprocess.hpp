@@ -1,0 +1,64 @@
+// Test helpers that run real processes: a warren-node on a free port, and commands (warrenctl)
+// with their output captured.
+#pragma once
+
+#include <sys/types.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace warren::test {
+
+/// A warren-node child process listening on a port the OS picked. Stopped (SIGTERM, then
+/// SIGKILL if it lingers) when destroyed.
+class node_process {
+ public:
+  explicit node_process(std::vector<std::string> extra_args = {});
+  ~node_process();
+
+  node_process(const node_process&) = delete;
+  node_process& operator=(const node_process&) = delete;
+
+  uint16_t port() const { return port_; }
+  pid_t pid() const { return pid_; }
+
+  /// Everything the node logged so far.
+  std::string log() const;
+
+  /// True while the process has not exited.
+  bool alive();
+
+  /// SIGTERM and wait; returns the exit status as waitpid reports it.
+  int stop();
+
+ private:
+  void read_log(int fd);
+
+  pid_t pid_ = -1;
+  uint16_t port_ = 0;
+  std::thread reader_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::string log_;
+  bool eof_ = false;
+  bool reaped_ = false;
+  int status_ = 0;
+};
+
+struct command_result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Runs `argv` to completion, feeding `input` to its standard input.
+command_result run_command(const std::vector<std::string>& argv, const std::string& input = {});
+
+/// Starts `argv` with stdout to a pipe and returns its pid; `out_fd` receives the read end.
+pid_t spawn_command(const std::vector<std::string>& argv, int& out_fd);
+
+}  // namespace warren::test

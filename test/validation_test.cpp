@@ -1,0 +1,185 @@
+// Validation at the boundary: names, keys, message ids, queue arguments, reply codes.
+#define BOOST_TEST_MODULE validation
+#include <boost/test/unit_test.hpp>
+
+#include "actors/broker_error.hpp"
+#include "actors/message_id.hpp"
+#include "actors/names.hpp"
+#include "actors/queue_arguments.hpp"
+
+#include <set>
+
+using namespace warren;
+
+BOOST_AUTO_TEST_SUITE(names)
+
+BOOST_AUTO_TEST_CASE(ordinary_names_pass) {
+  BOOST_TEST(check_name("queue name", "orders").empty());
+  BOOST_TEST(check_name("queue name", "a.b-c_d/é日本").empty());
+  BOOST_TEST(check_name("queue name", std::string(255, 'x')).empty());
+}
+
+BOOST_AUTO_TEST_CASE(empty_names_are_refused) {
+  BOOST_TEST(check_name("queue name", "") == "queue name is empty");
+}
+
+BOOST_AUTO_TEST_CASE(long_names_are_refused_with_their_length) {
+  auto problem = check_name("exchange name", std::string(256, 'x'));
+  BOOST_TEST(problem.find("256 bytes") != std::string::npos);
+  BOOST_TEST(problem.find("255") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(control_characters_are_refused_and_shown_escaped) {
+  auto problem = check_name("queue name", std::string("bad\nname"));
+  BOOST_TEST(problem.find("control character") != std::string::npos);
+  BOOST_TEST(problem.find("\\x0a") != std::string::npos);
+  BOOST_TEST(!check_name("queue name", std::string("nul\0x", 5)).empty());
+  BOOST_TEST(!check_name("queue name", "del\x7f").empty());
+}
+
+BOOST_AUTO_TEST_CASE(invalid_utf8_is_refused) {
+  BOOST_TEST(!check_name("queue name", "\xff\xfe").empty());
+  BOOST_TEST(!check_name("queue name", "trunc\xe6\x97").empty());
+  BOOST_TEST(!check_key("routing key", "\xc3").empty());
+}
+
+BOOST_AUTO_TEST_CASE(keys_may_be_empty_but_not_long) {
+  BOOST_TEST(check_key("routing key", "").empty());
+  BOOST_TEST(check_key("routing key", std::string(255, 'k')).empty());
+  BOOST_TEST(!check_key("routing key", std::string(256, 'k')).empty());
+}
+
+BOOST_AUTO_TEST_CASE(amq_prefix_is_reserved) {
+  BOOST_TEST(is_reserved_name("amq.direct"));
+  BOOST_TEST(is_reserved_name("amq.gen-x"));
+  BOOST_TEST(!is_reserved_name("amqp"));
+  BOOST_TEST(!is_reserved_name("amq"));
+}
+
+BOOST_AUTO_TEST_CASE(generated_names_carry_their_prefix_and_differ) {
+  auto a = generated_name("amq.gen-"), b = generated_name("amq.gen-");
+  BOOST_TEST(a.rfind("amq.gen-", 0) == 0u);
+  BOOST_TEST(a.size() == 30u);
+  BOOST_TEST(a != b);
+  BOOST_TEST(check_name("queue name", a).empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(message_ids)
+
+BOOST_AUTO_TEST_CASE(ids_are_unique_and_sequenced) {
+  std::set<std::string> seen;
+  uint64_t last_seq = 0;
+  for (int i = 0; i < 10000; ++i) {
+    auto id = next_message_id();
+    BOOST_TEST(seen.insert(to_string(id)).second);
+    uint64_t seq = 0;
+    for (int k = 8; k < 16; ++k) seq = seq << 8 | id.bytes[k];
+    BOOST_TEST(seq > last_seq);
+    last_seq = seq;
+  }
+}
+
+BOOST_AUTO_TEST_CASE(text_form_is_grouped_8_4_4_16_and_round_trips) {
+  auto id = next_message_id();
+  auto text = to_string(id);
+  BOOST_TEST(text.size() == 35u);
+  BOOST_TEST(text[8] == '-');
+  BOOST_TEST(text[13] == '-');
+  BOOST_TEST(text[18] == '-');
+  message_id back;
+  BOOST_TEST(parse_message_id(text, back));
+  BOOST_TEST((back == id));
+}
+
+BOOST_AUTO_TEST_CASE(plain_hex_is_accepted_and_garbage_is_not) {
+  message_id id;
+  BOOST_TEST(parse_message_id("000102030405060708090a0b0c0d0e0f", id));
+  BOOST_TEST(id.bytes[15] == 0x0f);
+  BOOST_TEST(!parse_message_id("xyz", id));
+  BOOST_TEST(!parse_message_id("000102030405060708090a0b0c0d0e0g", id));
+  BOOST_TEST(!parse_message_id("0001-02030405060708090a0b0c0d0e0f", id));
+  BOOST_TEST(!message_id_from_bytes("short", id));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(queue_arguments)
+
+BOOST_AUTO_TEST_CASE(known_arguments_are_parsed) {
+  queue_limits limits;
+  field_table args{{"x-message-ttl", field_value::of_int(1000)},
+                   {"x-max-length", field_value::of_int(5)},
+                   {"x-overflow", field_value::of_text("reject-publish")},
+                   {"x-dead-letter-exchange", field_value::of_text("dlx")},
+                   {"x-dead-letter-routing-key", field_value::of_text("dead")},
+                   {"x-queue-type", field_value::of_text("classic")},
+                   {"x-custom", field_value::of_text("kept")}};
+  BOOST_TEST(parse_queue_arguments(args, limits).empty());
+  BOOST_TEST(*limits.message_ttl_ms == 1000);
+  BOOST_TEST(*limits.max_length == 5);
+  BOOST_TEST((limits.overflow == overflow_policy::reject_publish));
+  BOOST_TEST(*limits.dead_letter_exchange == "dlx");
+  BOOST_TEST(*limits.dead_letter_routing_key == "dead");
+}
+
+BOOST_AUTO_TEST_CASE(wrong_types_name_the_argument) {
+  queue_limits limits;
+  auto problem = parse_queue_arguments({{"x-max-length", field_value::of_text("ten")}}, limits);
+  BOOST_TEST(problem.find("x-max-length") != std::string::npos);
+  BOOST_TEST(!parse_queue_arguments({{"x-message-ttl", field_value::of_int(-1)}}, limits).empty());
+  BOOST_TEST(!parse_queue_arguments({{"x-expires", field_value::of_int(0)}}, limits).empty());
+  BOOST_TEST(
+      !parse_queue_arguments({{"x-overflow", field_value::of_text("explode")}}, limits).empty());
+  BOOST_TEST(
+      !parse_queue_arguments({{"x-dead-letter-exchange", field_value::of_int(3)}}, limits).empty());
+}
+
+BOOST_AUTO_TEST_CASE(unsupported_queue_types_are_refused) {
+  queue_limits limits;
+  auto problem = parse_queue_arguments({{"x-queue-type", field_value::of_text("quorum")}}, limits);
+  BOOST_TEST(problem.find("quorum") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(per_message_expiration_is_decimal_milliseconds) {
+  std::optional<int64_t> ttl;
+  BOOST_TEST(parse_expiration("", ttl).empty());
+  BOOST_TEST(!ttl.has_value());
+  BOOST_TEST(parse_expiration("1500", ttl).empty());
+  BOOST_TEST(*ttl == 1500);
+  BOOST_TEST(!parse_expiration("1.5", ttl).empty());
+  BOOST_TEST(!parse_expiration("-3", ttl).empty());
+  BOOST_TEST(!parse_expiration("soon", ttl).empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(errors)
+
+BOOST_AUTO_TEST_CASE(broker_errors_keep_code_and_text_through_caf) {
+  auto err = make_broker_error(reply_code::not_found, "no queue 'q' in vhost '/'");
+  auto back = describe(err);
+  BOOST_TEST((back.code == reply_code::not_found));
+  BOOST_TEST(to_string(back) == "NOT_FOUND: no queue 'q' in vhost '/'");
+}
+
+BOOST_AUTO_TEST_CASE(reply_code_names_round_trip) {
+  for (auto code : {reply_code::access_refused, reply_code::resource_locked,
+                    reply_code::precondition_failed, reply_code::channel_error}) {
+    reply_code back;
+    BOOST_TEST(parse_reply_code_name(reply_code_name(code), back));
+    BOOST_TEST((back == code));
+  }
+  reply_code unused;
+  BOOST_TEST(!parse_reply_code_name("NOT_A_CODE", unused));
+}
+
+BOOST_AUTO_TEST_CASE(channel_and_connection_errors_are_told_apart) {
+  BOOST_TEST(is_channel_error(reply_code::not_found));
+  BOOST_TEST(is_channel_error(reply_code::precondition_failed));
+  BOOST_TEST(!is_channel_error(reply_code::connection_forced));
+  BOOST_TEST(!is_channel_error(reply_code::frame_error));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

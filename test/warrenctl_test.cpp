@@ -1,0 +1,211 @@
+// warrenctl's contract, as scripts rely on it: commands, JSON fields, errors and exit codes.
+#define BOOST_TEST_MODULE warrenctl
+#include <boost/test/unit_test.hpp>
+
+#include "subprocess.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+using nlohmann::json;
+using warren::test::command_result;
+using warren::test::node_process;
+
+namespace {
+
+struct fixture {
+  node_process node;
+
+  command_result ctl(std::vector<std::string> args, const std::string& input = {}) {
+    std::vector<std::string> argv{WARRENCTL_PATH, "--port", std::to_string(node.port())};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return warren::test::run_command(argv, input);
+  }
+
+  command_result ok(std::vector<std::string> args, const std::string& input = {}) {
+    auto r = ctl(args, input);
+    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, "warrenctl failed: " << r.err);
+    return r;
+  }
+
+  std::vector<json> json_lines(const std::string& out) {
+    std::vector<json> rows;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) rows.push_back(json::parse(line));
+    return rows;
+  }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(warrenctl, fixture)
+
+BOOST_AUTO_TEST_CASE(declare_publish_and_get_round_trip) {
+  ok({"declare-queue", "q"});
+  auto pub = ok({"publish", "", "q", "--body", "hello"});
+  BOOST_TEST(pub.out.size() == 36u);  // one id and a newline
+  auto got = ok({"get", "q"});
+  BOOST_TEST(got.out == "hello\n");
+  BOOST_TEST(ok({"get", "q"}).out.empty());
+}
+
+BOOST_AUTO_TEST_CASE(an_empty_name_prints_the_generated_one) {
+  auto r = ok({"declare-queue", ""});
+  BOOST_TEST(r.out.rfind("amq.gen-", 0) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(publish_reads_one_message_per_line_and_prints_each_id) {
+  ok({"declare-queue", "q"});
+  std::string input;
+  for (int i = 0; i < 5000; ++i) input += "line " + std::to_string(i) + "\n";
+  auto r = ok({"publish", "", "q"}, input);
+  BOOST_TEST(std::count(r.out.begin(), r.out.end(), '\n') == 5000);
+  auto consumed = ok({"consume", "q", "--count", "5000"});
+  BOOST_TEST(consumed.out == input);
+}
+
+BOOST_AUTO_TEST_CASE(list_queues_json_has_the_contract_fields) {
+  ok({"declare-queue", "q", "--durable", "--arg", "x-max-length=10"});
+  ok({"publish", "", "q", "--body", "x"});
+  auto rows = json::parse(ok({"--json", "list", "queues"}).out);
+  BOOST_REQUIRE(rows.size() == 1u);
+  auto q = rows[0];
+  BOOST_TEST(q["name"] == "q");
+  BOOST_TEST(q["vhost"] == "/");
+  BOOST_TEST(q["durable"] == true);
+  BOOST_TEST(q["exclusive"] == false);
+  BOOST_TEST(q["auto_delete"] == false);
+  BOOST_TEST(q["messages_ready"] == 1);
+  BOOST_TEST(q["messages_unacked"] == 0);
+  BOOST_TEST(q["consumers"] == 0);
+  BOOST_TEST(q["arguments"]["x-max-length"] == 10);
+}
+
+BOOST_AUTO_TEST_CASE(list_exchanges_and_bindings_json) {
+  ok({"declare-exchange", "logs", "--type", "topic", "--durable"});
+  ok({"declare-queue", "q"});
+  ok({"bind", "logs", "q", "--key", "a.#"});
+  auto exchanges = json::parse(ok({"--json", "list", "exchanges"}).out);
+  bool found = false;
+  for (auto& e : exchanges)
+    if (e["name"] == "logs") {
+      found = true;
+      BOOST_TEST(e["type"] == "topic");
+      BOOST_TEST(e["durable"] == true);
+      BOOST_TEST(e["vhost"] == "/");
+    }
+  BOOST_TEST(found);
+  auto bindings = json::parse(ok({"--json", "list", "bindings"}).out);
+  found = false;
+  for (auto& b : bindings)
+    if (b["exchange"] == "logs") {
+      found = true;
+      BOOST_TEST(b["queue"] == "q");
+      BOOST_TEST(b["key"] == "a.#");
+      BOOST_TEST(b["arguments"].is_object());
+    }
+  BOOST_TEST(found);
+}
+
+BOOST_AUTO_TEST_CASE(get_json_has_the_message_fields) {
+  ok({"declare-queue", "q"});
+  auto id = ok({"publish", "", "q", "--body", "b", "--header", "n=3", "--header", "s=x"}).out;
+  id.pop_back();
+  auto rows = json_lines(ok({"--json", "get", "q"}).out);
+  BOOST_REQUIRE(rows.size() == 1u);
+  BOOST_TEST(rows[0]["body"] == "b");
+  BOOST_TEST(rows[0]["exchange"] == "");
+  BOOST_TEST(rows[0]["routing_key"] == "q");
+  BOOST_TEST(rows[0]["redelivered"] == false);
+  BOOST_TEST(rows[0]["message_id"] == id);
+  BOOST_TEST(rows[0]["headers"]["n"] == 3);
+  BOOST_TEST(rows[0]["headers"]["s"] == "x");
+}
+
+BOOST_AUTO_TEST_CASE(get_requeue_puts_messages_back_redelivered) {
+  ok({"declare-queue", "q"});
+  ok({"publish", "", "q"}, "1\n2\n");
+  BOOST_TEST(ok({"get", "q", "--count", "2", "--requeue"}).out == "1\n2\n");
+  auto rows = json_lines(ok({"--json", "get", "q", "--count", "5"}).out);
+  BOOST_REQUIRE(rows.size() == 2u);
+  BOOST_TEST(rows[0]["body"] == "1");
+  BOOST_TEST(rows[0]["redelivered"] == true);
+}
+
+BOOST_AUTO_TEST_CASE(consume_stops_after_the_idle_timeout) {
+  ok({"declare-queue", "q"});
+  ok({"publish", "", "q"}, "a\nb\n");
+  auto r = ok({"consume", "q", "--timeout", "0.3"});
+  BOOST_TEST(r.out == "a\nb\n");
+  auto rows = json::parse(ok({"--json", "list", "queues"}).out);
+  BOOST_TEST(rows[0]["messages_ready"] == 0);
+  BOOST_TEST(rows[0]["messages_unacked"] == 0);
+}
+
+BOOST_AUTO_TEST_CASE(consume_count_leaves_the_rest_in_the_queue) {
+  ok({"declare-queue", "q"});
+  ok({"publish", "", "q"}, "1\n2\n3\n4\n");
+  BOOST_TEST(ok({"consume", "q", "--count", "2", "--prefetch", "10"}).out == "1\n2\n");
+  auto rows = json::parse(ok({"--json", "list", "queues"}).out);
+  BOOST_TEST(rows[0]["messages_ready"] == 2);
+}
+
+BOOST_AUTO_TEST_CASE(lookup_finds_a_held_message_by_id) {
+  ok({"declare-queue", "q"});
+  auto id = ok({"publish", "", "q", "--body", "needle"}).out;
+  id.pop_back();
+  auto row = json::parse(ok({"--json", "lookup", id}).out);
+  BOOST_TEST(row["body"] == "needle");
+  BOOST_TEST(row["queue"] == "q");
+  BOOST_TEST(row["state"] == "ready");
+  auto missing = ctl({"lookup", "00000000-0000-0000-0000000000000000"});
+  BOOST_TEST(missing.exit_code == 1);
+  BOOST_TEST(missing.err.rfind("error: NOT_FOUND: ", 0) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(broker_errors_print_code_and_exit_1) {
+  auto r = ctl({"purge-queue", "nope"});
+  BOOST_TEST(r.exit_code == 1);
+  BOOST_TEST(r.err == "error: NOT_FOUND: no queue 'nope' in vhost '/'\n");
+  r = ctl({"declare-queue", "amq.x"});
+  BOOST_TEST(r.exit_code == 1);
+  BOOST_TEST(r.err.rfind("error: ACCESS_REFUSED: ", 0) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(usage_errors_exit_2) {
+  BOOST_TEST(ctl({"frobnicate"}).exit_code == 2);
+  BOOST_TEST(ctl({"declare-exchange", "x"}).exit_code == 2);  // --type missing
+  BOOST_TEST(ctl({"list", "everything"}).exit_code == 2);
+  BOOST_TEST(ctl({"declare-queue", "q", "--arg", "novalue"}).exit_code == 2);
+  BOOST_TEST(ctl({"lookup", "not-an-id"}).exit_code == 2);
+}
+
+BOOST_AUTO_TEST_CASE(mandatory_unroutable_publish_reports_returned) {
+  auto r = ctl({"publish", "amq.direct", "nobody", "--body", "x", "--mandatory"});
+  BOOST_TEST(r.exit_code == 1);
+  BOOST_TEST(r.out.find("returned") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(vhosts_can_be_added_used_and_deleted) {
+  ok({"add-vhost", "v2"});
+  BOOST_TEST(ok({"list", "vhosts"}).out.find("v2") != std::string::npos);
+  ok({"--vhost", "v2", "declare-queue", "inside"});
+  auto rows = json::parse(ok({"--vhost", "v2", "--json", "list", "queues"}).out);
+  BOOST_TEST(rows[0]["vhost"] == "v2");
+  ok({"delete-vhost", "v2"});
+  auto r = ctl({"--vhost", "v2", "list", "queues"});
+  BOOST_TEST(r.exit_code == 1);
+  BOOST_TEST(r.err.rfind("error: NOT_FOUND: ", 0) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(an_unreachable_node_is_a_clear_error) {
+  auto port = node.port();
+  node.stop();
+  auto r =
+      warren::test::run_command({WARRENCTL_PATH, "--port", std::to_string(port), "list", "queues"});
+  BOOST_TEST(r.exit_code == 1);
+  BOOST_TEST(r.err.rfind("error: DISCONNECTED: ", 0) == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
