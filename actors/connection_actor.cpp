@@ -82,6 +82,14 @@ channel_state* open_channel(self_ptr self, uint64_t request, uint16_t id) {
   return &i->second;
 }
 
+// Answers a request whose channel closed while it was being carried out.
+void reply_channel_gone(self_ptr self, uint64_t request, uint16_t id) {
+  self->state.link->reply(
+      request,
+      make_broker_error(reply_code::channel_error, "channel " + std::to_string(id) + " was closed"),
+      {});
+}
+
 // Sends a request and relays the typed answer (or the error) to the front door.
 template <class... Ts, class Dest, class... Args>
 void relay(self_ptr self, uint64_t request, uint16_t channel, const Dest& dest, Args&&... args) {
@@ -482,6 +490,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
                             auto c = self->state.channels.find(id);
                             if (c == self->state.channels.end() || !c->second.open) {
                               self->send(q, cancel_atom::value, self_handle(self), id, tag);
+                              reply_channel_gone(self, request, id);
                               return;
                             }
                             c->second.consumers[tag].queue = q;
@@ -502,15 +511,27 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         auto* ch = open_channel(self, request, id);
         if (ch == nullptr) return;
         auto c = ch->consumers.find(tag);
-        if (c != ch->consumers.end()) {
-          if (c->second.queue)
-            self->send(c->second.queue, cancel_atom::value, self_handle(self), id, tag);
-          ch->consumers.erase(c);
-          // The queue requeues this consumer's unacked messages; their tags are void now.
-          for (auto i = ch->unacked.begin(); i != ch->unacked.end();)
-            i = i->second.consumer_tag == tag ? ch->unacked.erase(i) : std::next(i);
+        if (c == ch->consumers.end() || !c->second.queue) {
+          self->state.link->reply(request, {}, {});
+          return;
         }
-        self->state.link->reply(request, {}, {});
+        // Answer once the queue has dropped the consumer: deliveries it sent before that are
+        // then already here, so no-ack ones reach the client ahead of the cancel's answer.
+        c->second.cancelling = true;
+        auto forget = [=] {
+          auto chan = self->state.channels.find(id);
+          if (chan != self->state.channels.end() && chan->second.open) {
+            auto& st = chan->second;
+            st.consumers.erase(tag);
+            // The queue requeued this consumer's unacked messages; their tags are void now.
+            for (auto i = st.unacked.begin(); i != st.unacked.end();)
+              i = i->second.consumer_tag == tag ? st.unacked.erase(i) : std::next(i);
+          }
+          self->state.link->reply(request, {}, {});
+        };
+        self->request(c->second.queue, caf::infinite, cancel_atom::value, self_handle(self), id,
+                      tag)
+            .then([=]() { forget(); }, [=](caf::error&) { forget(); });
       },
       [=](cancelled_atom, uint16_t id, const std::string& tag, const std::string& reason) {
         auto c = self->state.channels.find(id);
@@ -525,6 +546,10 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         auto c = self->state.channels.find(id);
         if (c == self->state.channels.end() || !c->second.open) return;
         auto& ch = c->second;
+        // A manual-ack delivery for a consumer already cancelled was requeued by the queue when
+        // the cancel reached it: passing it on would hand out a message that is ready again.
+        auto consumer = ch.consumers.find(tag);
+        if (!no_ack && (consumer == ch.consumers.end() || consumer->second.cancelling)) return;
         auto queue = caf::actor_cast<caf::actor>(self->current_sender());
         std::vector<delivery> out;
         out.reserve(batch.size());
@@ -556,7 +581,12 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
                       .then(
                           [=](get_reply& r) {
                             auto c = self->state.channels.find(id);
-                            if (c == self->state.channels.end() || !c->second.open) return;
+                            if (c == self->state.channels.end() || !c->second.open) {
+                              // The channel closed meanwhile; the queue requeues what it handed
+                              // out for this channel when the close reaches it.
+                              reply_channel_gone(self, request, id);
+                              return;
+                            }
                             if (!r.found) {
                               self->state.link->reply(request, {}, {});
                               return;

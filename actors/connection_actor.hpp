@@ -44,6 +44,7 @@ struct channel_state {
     std::string queue_name;
     bool no_ack;
     uint32_t prefetch;
+    bool cancelling = false;  // cancel sent to the queue, not yet confirmed
   };
   struct publish_call {
     uint64_t request;

@@ -57,11 +57,12 @@ void connection::close() {
 std::unique_ptr<channel> connection::open_channel() {
   auto st = state_;
   auto ch = std::make_shared<channel::state>();
+  // Promise pipelining: the channel is usable at once, so opening it and the first call on it
+  // travel in one round trip. A failure to open shows up as that first call's error.
   runtime_->call<void>([st, ch]() {
-    return cap_of(st).openChannelRequest().send().then(
-        [ch](capnp::Response<rpc::Connection::OpenChannelResults>&& r) {
-          ch->cap = kj::heap<rpc::Channel::Client>(r.getChannel());
-        });
+    auto opening = cap_of(st).openChannelRequest().send();
+    ch->cap = kj::heap<rpc::Channel::Client>(opening.getChannel());
+    return kj::Promise<void>(kj::READY_NOW);
   });
   return std::unique_ptr<channel>(new channel(runtime_, ch));
 }

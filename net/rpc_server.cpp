@@ -189,7 +189,7 @@ class channel_impl final : public rpc::Channel::Server {
   kj::Promise<void> cancel(CancelContext ctx) override {
     auto tag = text(ctx.getParams().getConsumerTag());
     return ask([&](uint64_t r) { caf::anon_send(actor(), cancel_atom::value, r, id_, tag); })
-        .ignoreResult();
+        .then([this, tag](caf::message) { session_->remove_consumer(id_, tag); });
   }
 
   kj::Promise<void> get(GetContext ctx) override {
