@@ -64,6 +64,23 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self) {
         log(log_level::info, "node", "vhost " + quote(name) + " deleted");
         return caf::unit;
       },
+      [=](list_atom, queues_atom) {
+        // Every queue of every vhost (for the node's periodic statistics).
+        auto rp = self->make_response_promise<std::vector<queue_info>>();
+        std::vector<caf::actor> vhosts;
+        for (const auto& [name, vhost] : self->state.vhosts) vhosts.push_back(vhost);
+        gather<std::vector<queue_info>>(
+            vhosts,
+            [=](const caf::actor& v) {
+              return self->request(v, caf::infinite, list_atom::value, queues_atom::value);
+            },
+            [=](std::vector<std::vector<queue_info>> parts) mutable {
+              std::vector<queue_info> rows;
+              for (auto& p : parts) rows.insert(rows.end(), p.begin(), p.end());
+              rp.deliver(std::move(rows));
+            });
+        return rp;
+      },
       [=](list_atom, vhost_atom) {
         std::vector<std::string> names;
         for (const auto& [name, vhost] : self->state.vhosts) names.push_back(name);

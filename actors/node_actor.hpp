@@ -7,6 +7,7 @@
 //   (delete_atom, vhost_atom, name)                  -> void   stops everything in it
 //   (list_atom, vhost_atom)                          -> std::vector<std::string>
 //   (list_atom, conns_atom)                          -> std::vector<connection_info>
+//   (list_atom, queues_atom)                         -> std::vector<queue_info>  every vhost
 #pragma once
 
 #include "actors/protocol.hpp"

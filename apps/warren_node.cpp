@@ -3,6 +3,7 @@
 #include "actors/log.hpp"
 #include "actors/node_actor.hpp"
 #include "actors/protocol.hpp"
+#include "apps/node_stats.hpp"
 #include "net/rpc_server.hpp"
 
 #include <CLI/CLI.hpp>
@@ -22,6 +23,7 @@ struct node_options {
   std::string log_level = "info";
   std::string scheduler = "sharing";
   size_t workers = 2;
+  unsigned stats_interval = 0;
 };
 
 }  // namespace
@@ -42,6 +44,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--workers", opt.workers, "CAF worker threads")
       ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--stats-interval", opt.stats_interval,
+                 "log a table of active queues every SECS seconds (0 = off)")
       ->capture_default_str();
   try {
     app.parse(argc, argv);
@@ -82,6 +87,7 @@ int main(int argc, char** argv) {
   warren::log(warren::log_level::info, "node",
               "warren-node ready on " + opt.bind + ":" + std::to_string(port));
 
+  warren::node_stats stats(system, node, opt.stats_interval);
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   warren::log(warren::log_level::info, "node",

@@ -8,7 +8,10 @@
 #include "client/connection.hpp"
 #include "subprocess.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -653,6 +656,73 @@ BOOST_AUTO_TEST_CASE(sigterm_stops_the_node_cleanly) {
   BOOST_TEST(WIFEXITED(status));
   BOOST_TEST(WEXITSTATUS(status) == 0);
   BOOST_TEST(node.log().find("stopping on SIGTERM") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(node)
+
+BOOST_AUTO_TEST_CASE(garbage_on_the_rpc_port_drops_only_that_connection) {
+  node_process node;
+  connect_options o;
+  o.port = node.port();
+  auto good = connection::open(o);
+  auto ch = good->open_channel();
+  ch->queue_declare("kept");
+  ch->publish({"", "kept", "safe", {}, false});
+  // Random bytes, a truncated frame header and an absurd segment count and size.
+  std::vector<std::string> payloads{std::string("\x00\x00\x00\x00\xff\xff\xff\x7f", 8),
+                                    std::string("\xff\xff\xff\xff", 4), std::string(1, '\x01')};
+  std::string noise;
+  for (int i = 0; i < 4096; ++i) noise += static_cast<char>((i * 7919) % 256);
+  payloads.push_back(noise);
+  for (const auto& p : payloads) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(node.port());
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    BOOST_REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    BOOST_REQUIRE(write(fd, p.data(), p.size()) == static_cast<ssize_t>(p.size()));
+    shutdown(fd, SHUT_WR);
+    char buf[256];
+    while (read(fd, buf, sizeof buf) > 0) {
+    }
+    close(fd);
+  }
+  BOOST_TEST(node.alive());
+  BOOST_TEST(ch->get("kept")->body == "safe");
+}
+
+BOOST_AUTO_TEST_CASE(stats_interval_logs_active_queues) {
+  node_process node({"--stats-interval", "1"});
+  connect_options o;
+  o.port = node.port();
+  auto conn = connection::open(o);
+  auto ch = conn->open_channel();
+  ch->queue_declare("busy");
+  ch->publish({"", "busy", "x", {}, false});
+  auto deadline = std::chrono::steady_clock::now() + patience;
+  while (node.log().find("queue 'busy' vhost '/' ready=1") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  BOOST_TEST(node.log().find("queue 'busy' vhost '/' ready=1 unacked=0 consumers=0") !=
+             std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_taken_port_is_a_clear_error) {
+  node_process first;
+  auto r = warren::test::run_command({WARREN_NODE_PATH, "--port", std::to_string(first.port())});
+  BOOST_TEST(r.exit_code == 1);
+  BOOST_TEST(r.err.find("cannot listen on 127.0.0.1:" + std::to_string(first.port())) !=
+             std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(bad_flags_are_usage_errors) {
+  auto r = warren::test::run_command({WARREN_NODE_PATH, "--log-level", "loud"});
+  BOOST_TEST(r.exit_code == 2);
+  r = warren::test::run_command({WARREN_NODE_PATH, "--port", "70000"});
+  BOOST_TEST(r.exit_code == 2);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
