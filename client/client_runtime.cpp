@@ -23,18 +23,20 @@ client_runtime::client_runtime(const std::string& host, uint16_t port) {
 }
 
 client_runtime::~client_runtime() {
-  {
-    std::lock_guard<std::mutex> guard(stop_mutex_);
-    stopping_ = true;
-    if (stop_ != nullptr) stop_->fulfill();
-  }
-  if (kj_thread_.joinable()) kj_thread_.join();
+  // The worker goes first, while the kj loop still runs: its pending jobs hold cross-thread
+  // fulfillers of that loop, which must be fulfilled or dropped before the loop is destroyed.
   {
     std::lock_guard<std::mutex> guard(jobs_mutex_);
     worker_stop_ = true;
   }
   jobs_ready_.notify_all();
   if (worker_.joinable()) worker_.join();
+  {
+    std::lock_guard<std::mutex> guard(stop_mutex_);
+    stopping_ = true;
+    if (stop_ != nullptr) stop_->fulfill();
+  }
+  if (kj_thread_.joinable()) kj_thread_.join();
 }
 
 void client_runtime::kj_main(std::string host, uint16_t port, std::promise<void>& ready) {
@@ -87,7 +89,8 @@ void client_runtime::taskFailed(kj::Exception&&) {
 void client_runtime::run_on_worker(std::function<void()> job) {
   {
     std::lock_guard<std::mutex> guard(jobs_mutex_);
-    jobs_.push_back(std::move(job));
+    // Once stopping, jobs are dropped here, on the calling (kj) thread.
+    if (!worker_stop_) jobs_.push_back(std::move(job));
   }
   jobs_ready_.notify_one();
 }
@@ -96,7 +99,14 @@ void client_runtime::worker_main() {
   std::unique_lock<std::mutex> lock(jobs_mutex_);
   for (;;) {
     jobs_ready_.wait(lock, [this] { return worker_stop_ || !jobs_.empty(); });
-    if (jobs_.empty()) return;  // stopping, and nothing left to run
+    if (worker_stop_) {
+      // Callbacks not yet run are dropped: their messages were never acked, so the broker
+      // requeues them when the connection closes.
+      auto dropped = std::move(jobs_);
+      jobs_.clear();
+      lock.unlock();
+      return;
+    }
     auto job = std::move(jobs_.front());
     jobs_.pop_front();
     lock.unlock();

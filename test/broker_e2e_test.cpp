@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -63,6 +64,9 @@ struct collector {
 };
 
 struct fixture {
+  // Collectors outlive every connection and channel below, since callbacks can run until a
+  // consumer's connection is gone (requeued messages go to whoever still consumes).
+  std::deque<collector> collectors;
   node_process node;
   std::unique_ptr<connection> conn = open();
   std::unique_ptr<channel> ch = conn->open_channel();
@@ -75,6 +79,8 @@ struct fixture {
     o.client_name = name;
     return connection::open(o);
   }
+
+  collector& make_collector() { return collectors.emplace_back(); }
 
   static outbound_message message(const std::string& exchange, const std::string& key,
                                   const std::string& body) {
@@ -214,7 +220,7 @@ BOOST_AUTO_TEST_CASE(delete_if_unused_and_if_empty_refuse_while_they_apply) {
   send("", "q", "x");
   BOOST_TEST(expect_error([&] { ch->queue_delete("q", false, true); }) == "PRECONDITION_FAILED");
   auto c2 = conn->open_channel();
-  collector got;
+  auto& got = make_collector();
   c2->consume("q", {}, got.handler(), got.on_cancel());
   got.wait_for(1);
   auto c3 = conn->open_channel();
@@ -265,7 +271,7 @@ BOOST_AUTO_TEST_CASE(auto_delete_queues_go_with_their_last_consumer) {
   queue_options ad;
   ad.auto_delete = true;
   ch->queue_declare("temp", ad);
-  collector got;
+  auto& got = make_collector();
   auto tag = ch->consume("temp", {}, got.handler());
   BOOST_TEST(conn->list_queues().size() == 1u);
   ch->cancel(tag);
@@ -371,7 +377,7 @@ BOOST_AUTO_TEST_CASE(a_large_batch_arrives_complete_and_in_order) {
   auto results = ch->publish_batch(std::move(batch)).get();
   BOOST_TEST(results.size() == 20000u);
   for (const auto& r : results) BOOST_TEST_REQUIRE(to_string(r.outcome) == std::string("routed"));
-  collector got;
+  auto& got = make_collector();
   consume_options o;
   o.no_ack = true;
   ch->consume("q", o, got.handler());
@@ -400,7 +406,8 @@ BOOST_FIXTURE_TEST_SUITE(consuming, fixture)
 
 BOOST_AUTO_TEST_CASE(consumers_share_a_queue_round_robin) {
   ch->queue_declare("q");
-  collector a, b;
+  auto& a = make_collector();
+  auto& b = make_collector();
   auto ch2 = conn->open_channel();
   ch->consume("q", {}, a.handler());
   ch2->consume("q", {}, b.handler());
@@ -414,7 +421,7 @@ BOOST_AUTO_TEST_CASE(consumers_share_a_queue_round_robin) {
 BOOST_AUTO_TEST_CASE(prefetch_bounds_unacked_deliveries) {
   ch->queue_declare("q");
   for (int i = 0; i < 5; ++i) send("", "q", std::to_string(i));
-  collector got;
+  auto& got = make_collector();
   consume_options o;
   o.prefetch = 2;
   ch->consume("q", o, got.handler());
@@ -431,7 +438,7 @@ BOOST_AUTO_TEST_CASE(qos_sets_the_default_prefetch_of_later_consumers) {
   ch->queue_declare("q");
   for (int i = 0; i < 5; ++i) send("", "q", std::to_string(i));
   ch->qos(1);
-  collector got;
+  auto& got = make_collector();
   ch->consume("q", {}, got.handler());
   got.wait_for(1);
   auto q = wait_queue("q", [](const queue_row& r) { return r.messages_unacked == 1; });
@@ -441,7 +448,7 @@ BOOST_AUTO_TEST_CASE(qos_sets_the_default_prefetch_of_later_consumers) {
 BOOST_AUTO_TEST_CASE(ack_multiple_settles_everything_up_to_the_tag) {
   ch->queue_declare("q");
   for (int i = 0; i < 4; ++i) send("", "q", std::to_string(i));
-  collector got;
+  auto& got = make_collector();
   ch->consume("q", {}, got.handler());
   auto ds = got.wait_for(4);
   ch->ack(ds[2].delivery_tag, true);
@@ -484,7 +491,7 @@ BOOST_AUTO_TEST_CASE(acking_an_unknown_tag_closes_the_channel) {
 BOOST_AUTO_TEST_CASE(unacked_messages_return_when_the_consumer_is_cancelled) {
   ch->queue_declare("q");
   send("", "q", "m");
-  collector got;
+  auto& got = make_collector();
   auto tag = ch->consume("q", {}, got.handler());
   got.wait_for(1);
   ch->cancel(tag);
@@ -497,7 +504,7 @@ BOOST_AUTO_TEST_CASE(unacked_messages_return_when_the_channel_closes) {
   ch->queue_declare("q");
   send("", "q", "m");
   auto ch2 = conn->open_channel();
-  collector got;
+  auto& got = make_collector();
   ch2->consume("q", {}, got.handler());
   got.wait_for(1);
   ch2->close();
@@ -512,7 +519,7 @@ BOOST_AUTO_TEST_CASE(unacked_messages_return_when_the_connection_closes) {
   {
     auto other = open();
     auto och = other->open_channel();
-    collector got;
+    auto& got = make_collector();
     och->consume("q", {}, got.handler());
     got.wait_for(1);
   }  // destroyed without an explicit close
@@ -542,7 +549,7 @@ BOOST_AUTO_TEST_CASE(unacked_messages_return_when_the_client_is_killed) {
   close(out_fd);
   auto back = wait_queue("q", [](const queue_row& r) { return r.messages_ready == 10; });
   BOOST_TEST(back.messages_unacked == 0u);
-  collector got;
+  auto& got = make_collector();
   ch->consume("q", {}, got.handler());
   auto all = got.wait_for(10);
   BOOST_TEST(bodies(all) == (strings{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}),
@@ -555,17 +562,17 @@ BOOST_AUTO_TEST_CASE(an_exclusive_consumer_keeps_others_out) {
   ch->queue_declare("q");
   consume_options excl;
   excl.exclusive = true;
-  collector a;
+  auto& a = make_collector();
   ch->consume("q", excl, a.handler());
   auto ch2 = conn->open_channel();
-  collector b;
+  auto& b = make_collector();
   BOOST_TEST(expect_error([&] { ch2->consume("q", {}, b.handler()); }) == "ACCESS_REFUSED");
 }
 
 BOOST_AUTO_TEST_CASE(no_ack_consumers_leave_nothing_unacked) {
   ch->queue_declare("q");
   for (int i = 0; i < 3; ++i) send("", "q", "m");
-  collector got;
+  auto& got = make_collector();
   consume_options o;
   o.no_ack = true;
   ch->consume("q", o, got.handler());
@@ -580,7 +587,7 @@ BOOST_AUTO_TEST_CASE(consumers_are_listed_with_their_queue_and_prefetch) {
   consume_options o;
   o.tag = "my-tag";
   o.prefetch = 7;
-  collector got;
+  auto& got = make_collector();
   ch->consume("q", o, got.handler());
   auto rows = conn->list_consumers();
   BOOST_REQUIRE(rows.size() == 1u);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,7 +32,10 @@ node_process::node_process(std::vector<std::string> extra_args) {
   if (pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
   pid_ = fork();
   if (pid_ == 0) {
+    // The node must not outlive a test that crashes, nor hold the test runner's output pipe.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     dup2(err_pipe[1], STDERR_FILENO);
+    dup2(err_pipe[1], STDOUT_FILENO);
     close(err_pipe[0]);
     close(err_pipe[1]);
     auto args = c_args(argv);
@@ -161,6 +165,7 @@ pid_t spawn_command(const std::vector<std::string>& argv, int& out_fd) {
   if (pipe(out_pipe) != 0) throw std::runtime_error("pipe failed");
   pid_t pid = fork();
   if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     dup2(out_pipe[1], STDOUT_FILENO);
     close(out_pipe[0]);
     close(out_pipe[1]);
