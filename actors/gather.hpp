@@ -37,3 +37,27 @@ void gather(const std::vector<caf::actor>& targets, Ask ask, Done done) {
 }
 
 }  // namespace warren
+
+namespace warren {
+
+/// Like gather() for requests answered with nothing: `done()` runs once all have answered or
+/// failed.
+template <class Ask, class Done>
+void await_all(const std::vector<caf::actor>& targets, Ask ask, Done done) {
+  if (targets.empty()) {
+    done();
+    return;
+  }
+  auto left = std::make_shared<size_t>(targets.size());
+  for (const auto& target : targets) {
+    ask(target).then(
+        [=]() mutable {
+          if (--*left == 0) done();
+        },
+        [=](caf::error&) mutable {
+          if (--*left == 0) done();
+        });
+  }
+}
+
+}  // namespace warren

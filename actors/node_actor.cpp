@@ -6,7 +6,10 @@
 #include "actors/gather.hpp"
 #include "actors/log.hpp"
 #include "actors/names.hpp"
+#include "actors/persistence_actor.hpp"
 #include "actors/vhost_actor.hpp"
+
+#include <algorithm>
 
 namespace warren {
 
@@ -14,17 +17,60 @@ namespace {
 
 using self_ptr = caf::stateful_actor<node_state>*;
 
-void add_vhost(self_ptr self, const std::string& name) {
-  if (self->state.vhosts.count(name) != 0) return;
-  self->state.vhosts[name] = self->spawn(vhost_actor, name);
-  log(log_level::info, "node", "vhost " + quote(name) + " added");
+void spawn_vhost(self_ptr self, const std::string& name, vhost_recovery recovered) {
+  self->state.vhosts[name] =
+      self->spawn(vhost_actor, name, self->state.storage, std::move(recovered));
+}
+
+persistence::meta_mutation vhost_record(const std::string& name, bool erase) {
+  return {persistence::meta_table::vhosts, persistence::vhost_key(name),
+          erase ? std::string() : persistence::encode_vhost(name), erase};
+}
+
+// Sends `batch` to the persistence actor (if any) and runs done(error-or-none) after commit.
+template <class Done>
+void persist(self_ptr self, std::vector<persistence::meta_mutation> batch, Done done) {
+  if (!self->state.storage.persistence) {
+    done(caf::error{});
+    return;
+  }
+  self->request(self->state.storage.persistence, caf::infinite, persist_atom::value,
+                std::move(batch))
+      .then([=]() mutable { done(caf::error{}); }, [=](caf::error& err) mutable { done(err); });
+}
+
+// Recreates the vhosts (and everything in them) the metadata store holds.
+void restore(self_ptr self, persistence::metadata_contents contents) {
+  std::map<std::string, vhost_recovery> by_vhost;
+  for (auto& v : contents.vhosts) by_vhost[v];
+  for (auto& e : contents.exchanges) by_vhost[e.vhost].exchanges.push_back(std::move(e.spec));
+  for (auto& q : contents.queues) by_vhost[q.vhost].queues.emplace_back(std::move(q.spec), q.id);
+  for (auto& b : contents.bindings) by_vhost[b.vhost].bindings.push_back(std::move(b.spec));
+  for (auto& [name, recovered] : by_vhost) {
+    if (std::find(contents.vhosts.begin(), contents.vhosts.end(), name) == contents.vhosts.end()) {
+      log(log_level::warn, "node", "records of unknown vhost " + quote(name) + " ignored");
+      continue;
+    }
+    spawn_vhost(self, name, std::move(recovered));
+  }
 }
 
 }  // namespace
 
-caf::behavior node_actor(caf::stateful_actor<node_state>* self) {
+caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context storage,
+                         persistence::metadata_contents contents) {
   install_actor_defaults(self, "node");
-  add_vhost(self, "/");
+  self->state.storage = std::move(storage);
+  bool fresh = contents.fresh;
+  restore(self, std::move(contents));
+  if (fresh) {
+    // A new data directory starts with the default vhost.
+    spawn_vhost(self, "/", {});
+    persist(self, {vhost_record("/", false)}, [](const caf::error& err) {
+      if (err)
+        log(log_level::error, "node", "could not store vhost '/': " + to_string(describe(err)));
+    });
+  }
   self->state.users["guest"] = "guest";
   self->set_down_handler([=](caf::down_msg& dm) { self->state.connections.erase(dm.source); });
   self->set_exit_handler([=](caf::exit_msg& msg) {
@@ -52,17 +98,43 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self) {
       [=](declare_atom, vhost_atom, const std::string& name) -> caf::result<void> {
         if (auto problem = check_name("vhost name", name); !problem.empty())
           return make_broker_error(reply_code::precondition_failed, problem);
-        add_vhost(self, name);
-        return caf::unit;
+        if (self->state.vhosts.count(name) != 0) return caf::unit;
+        spawn_vhost(self, name, {});
+        log(log_level::info, "node", "vhost " + quote(name) + " added");
+        auto rp = self->make_response_promise<void>();
+        persist(self, {vhost_record(name, false)}, [=](const caf::error& err) mutable {
+          if (err)
+            rp.deliver(err);
+          else
+            static_cast<caf::response_promise&>(rp).deliver(caf::unit);
+        });
+        return rp;
       },
       [=](delete_atom, vhost_atom, const std::string& name) -> caf::result<void> {
         auto v = self->state.vhosts.find(name);
         if (v == self->state.vhosts.end())
           return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
-        self->send(v->second, shutdown_atom::value);
+        auto vhost = v->second;
         self->state.vhosts.erase(v);
-        log(log_level::info, "node", "vhost " + quote(name) + " deleted");
-        return caf::unit;
+        auto rp = self->make_response_promise<void>();
+        auto finish = [=](const caf::error& err) mutable {
+          if (err) {
+            rp.deliver(err);
+            return;
+          }
+          persist(self, {vhost_record(name, true)}, [=](const caf::error& err) mutable {
+            if (err) {
+              rp.deliver(err);
+              return;
+            }
+            log(log_level::info, "node", "vhost " + quote(name) + " deleted");
+            static_cast<caf::response_promise&>(rp).deliver(caf::unit);
+          });
+        };
+        self->request(vhost, caf::infinite, shutdown_atom::value)
+            .then([=]() mutable { finish(caf::error{}); },
+                  [=](caf::error& err) mutable { finish(err); });
+        return rp;
       },
       [=](list_atom, queues_atom) {
         // Every queue of every vhost (for the node's periodic statistics).
@@ -79,6 +151,16 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self) {
               for (auto& p : parts) rows.insert(rows.end(), p.begin(), p.end());
               rp.deliver(std::move(rows));
             });
+        return rp;
+      },
+      [=](ready_atom) {
+        auto rp = self->make_response_promise<void>();
+        std::vector<caf::actor> vhosts;
+        for (const auto& [name, vhost] : self->state.vhosts) vhosts.push_back(vhost);
+        await_all(
+            vhosts,
+            [=](const caf::actor& v) { return self->request(v, caf::infinite, ready_atom::value); },
+            [=]() mutable { static_cast<caf::response_promise&>(rp).deliver(caf::unit); });
         return rp;
       },
       [=](list_atom, vhost_atom) {

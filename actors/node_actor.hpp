@@ -6,11 +6,14 @@
 //   (declare_atom, vhost_atom, name)                 -> void   idempotent
 //   (delete_atom, vhost_atom, name)                  -> void   stops everything in it
 //   (list_atom, vhost_atom)                          -> std::vector<std::string>
+//   (ready_atom)                                     -> void   once every queue has recovered
 //   (list_atom, conns_atom)                          -> std::vector<connection_info>
 //   (list_atom, queues_atom)                         -> std::vector<queue_info>  every vhost
 #pragma once
 
 #include "actors/protocol.hpp"
+#include "actors/storage_context.hpp"
+#include "persistence/lmdb_store.hpp"
 
 #include <caf/actor_addr.hpp>
 #include <caf/behavior.hpp>
@@ -26,10 +29,13 @@ struct node_state {
   std::map<std::string, caf::actor> vhosts;
   std::map<std::string, std::string> users;  // name -> password
   std::unordered_map<caf::actor_addr, caf::actor> connections;
+  storage_context storage;
 
   static inline const char* name = "node";
 };
 
-caf::behavior node_actor(caf::stateful_actor<node_state>* self);
+/// `contents` is what the metadata store held at start-up; a fresh store gets the vhost "/".
+caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context storage,
+                         persistence::metadata_contents contents);
 
 }  // namespace warren

@@ -4,6 +4,7 @@
 // nodes) serialize it. Shared message bodies travel as message_ptr (see message.hpp).
 #pragma once
 
+#include "actors/declarations.hpp"
 #include "actors/message.hpp"
 
 #include <caf/actor.hpp>
@@ -54,41 +55,14 @@ using bindings_atom = caf::atom_constant<caf::atom("bindings")>;
 using consumers_atom = caf::atom_constant<caf::atom("consumers")>;
 using conns_atom = caf::atom_constant<caf::atom("conns")>;
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
-
-// --- declarations ----------------------------------------------------------------------------
-
-enum class exchange_type : uint8_t { direct, fanout, topic, headers };
+using sync_atom = caf::atom_constant<caf::atom("sync")>;
+using compact_atom = caf::atom_constant<caf::atom("compact")>;
+using ready_atom = caf::atom_constant<caf::atom("ready")>;
 
 /// How a connection settles deliveries it holds.
 enum class settle_kind : uint8_t { ack, requeue, reject };
 
-const char* to_string(exchange_type t);
 std::string to_string(settle_kind k);
-bool parse_exchange_type(const std::string& text, exchange_type& out);
-
-struct exchange_spec {
-  std::string name;
-  exchange_type type = exchange_type::direct;
-  bool durable = false;
-  bool auto_delete = false;
-  bool internal = false;
-  field_table arguments;
-};
-
-struct queue_spec {
-  std::string name;
-  bool durable = false;
-  bool exclusive = false;
-  bool auto_delete = false;
-  field_table arguments;
-};
-
-struct binding_spec {
-  std::string exchange;
-  std::string queue;
-  std::string key;
-  field_table arguments;
-};
 
 // --- publishing --------------------------------------------------------------------------------
 
@@ -192,18 +166,6 @@ struct client_hello {
 
 // --- inspect -----------------------------------------------------------------------------------
 
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, exchange_spec& x) {
-  return f(x.name, x.type, x.durable, x.auto_delete, x.internal, x.arguments);
-}
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, queue_spec& x) {
-  return f(x.name, x.durable, x.exclusive, x.auto_delete, x.arguments);
-}
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, binding_spec& x) {
-  return f(x.exchange, x.queue, x.key, x.arguments);
-}
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, consumer_spec& x) {
   return f(x.connection, x.connection_name, x.channel, x.tag, x.no_ack, x.exclusive, x.prefetch,

@@ -3,10 +3,12 @@
 #include "actors/actor_defaults.hpp"
 
 #include "actors/broker_error.hpp"
+#include "actors/log.hpp"
 #include "actors/names.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 
 namespace warren {
 
@@ -25,6 +27,61 @@ std::string describe_queue(const queue_state& st) {
 
 bool expired(int64_t expires_at, int64_t now) {
   return expires_at != 0 && expires_at < now;
+}
+
+// Group commit: the first store write of a mailbox run asks for a sync; everything written
+// before that message is processed shares its fdatasync.
+void schedule_sync(self_ptr self) {
+  auto& st = self->state;
+  if (!st.store || st.sync_scheduled) return;
+  st.sync_scheduled = true;
+  self->send(self, sync_atom::value);
+}
+
+// A message left this queue for good (acked, dropped, expired, dead-lettered, purged).
+void forget(self_ptr self, uint64_t seq) {
+  auto& st = self->state;
+  if (!st.store) return;
+  st.store->remove(seq);
+  schedule_sync(self);
+}
+
+// It may have reached a consumer: after a crash it comes back marked redelivered.
+void mark_delivered(self_ptr self, uint64_t seq) {
+  auto& st = self->state;
+  if (!st.store) return;
+  st.store->mark_delivered(seq);
+  schedule_sync(self);
+}
+
+void send_confirms(self_ptr self, std::vector<queue_state::awaiting_confirm>& done,
+                   const std::vector<uint64_t>& failed) {
+  // One confirm message per (origin, channel), acks and nacks together.
+  std::map<std::pair<caf::actor, uint16_t>, std::pair<std::vector<uint64_t>, std::vector<uint64_t>>>
+      out;
+  for (auto& a : done) {
+    auto& slot = out[{a.origin, a.channel}];
+    bool bad = std::find(failed.begin(), failed.end(), a.store_seq) != failed.end();
+    (bad ? slot.second : slot.first).push_back(a.publish_seq);
+  }
+  for (auto& [key, lists] : out)
+    self->send(key.first, confirm_atom::value, key.second, std::move(lists.first),
+               std::move(lists.second));
+}
+
+void on_sync(self_ptr self) {
+  auto& st = self->state;
+  st.sync_scheduled = false;
+  if (!st.store) return;
+  bool durable = st.fsync != persistence::fsync_policy::never;
+  st.store->sync(durable);
+  auto done = std::move(st.awaiting);
+  st.awaiting.clear();
+  send_confirms(self, done, st.store->failed());
+  if (st.store->wants_compaction() && !st.compact_scheduled) {
+    st.compact_scheduled = true;
+    self->send(self, compact_atom::value);
+  }
 }
 
 // Hands messages to the dead-letter exchange, if the queue has one; otherwise they are dropped.
@@ -55,6 +112,7 @@ void expire_head(self_ptr self, int64_t now) {
   auto& st = self->state;
   std::vector<message_ptr> gone;
   while (!st.ready.empty() && expired(st.ready.front().expires_at, now)) {
+    forget(self, st.ready.front().seq);
     gone.push_back(std::move(st.ready.front().msg));
     st.ready.pop_front();
   }
@@ -106,13 +164,17 @@ void dispatch(self_ptr self) {
     auto entry = std::move(st.ready.front());
     st.ready.pop_front();
     if (expired(entry.expires_at, now)) {
+      forget(self, entry.seq);
       expired_msgs.push_back(std::move(entry.msg));
       --st.round_robin;  // this consumer did not get a message; keep its turn
       continue;
     }
     --c.credit;
     auto id = ++st.next_delivery_id;
-    if (!c.spec.no_ack) {
+    if (c.spec.no_ack) {
+      forget(self, entry.seq);
+    } else {
+      mark_delivered(self, entry.seq);
       st.pending.emplace(id, queue_state::pending_entry{entry.msg, entry.seq, entry.expires_at,
                                                         c.spec.connection, c.key, c.spec.channel});
       ++c.unacked;
@@ -222,10 +284,26 @@ void enqueue(self_ptr self, publish_batch& batch) {
         if (item.seq != 0) acked.push_back(item.seq);
         continue;
       }
+      forget(self, st.ready.front().seq);
       overflowed.push_back(std::move(st.ready.front().msg));
       st.ready.pop_front();
     }
-    st.ready.push_back({item.msg, ++st.next_seq, expiry_for(st, *item.msg, now), false});
+    auto seq = ++st.next_seq;
+    st.ready.push_back({item.msg, seq, expiry_for(st, *item.msg, now), false});
+    if (st.store && item.msg->properties.persistent) {
+      st.store->append(seq, *item.msg);
+      if (st.fsync == persistence::fsync_policy::always) {
+        // Each message is on disk before anything else happens.
+        st.store->sync(true);
+        bool ok = st.store->failed().empty();
+        if (item.seq != 0) (ok ? acked : nacked).push_back(item.seq);
+      } else {
+        if (item.seq != 0 && batch.origin)
+          st.awaiting.push_back({batch.origin, batch.channel, item.seq, seq});
+        schedule_sync(self);
+      }
+      continue;
+    }
     if (item.seq != 0) acked.push_back(item.seq);
   }
   if (batch.origin && (!acked.empty() || !nacked.empty()))
@@ -236,6 +314,41 @@ void enqueue(self_ptr self, publish_batch& batch) {
   schedule_tick(self);
 }
 
+// Loads the queue's messages from its segment files, in their original order; messages that
+// may have reached a consumer before a crash come back marked redelivered.
+void recover(self_ptr self) {
+  auto& st = self->state;
+  auto started = now_ms();
+  persistence::recovery_report report;
+  std::vector<persistence::recovered_message> messages;
+  try {
+    messages = st.store->recover(report);
+  } catch (const std::exception& e) {
+    log(log_level::error, "queue", describe_queue(st) + ": recovery failed: " + e.what());
+  }
+  auto now = now_ms();
+  for (auto& r : messages) {
+    int64_t expires = expiry_for(st, *r.msg, now);
+    st.ready.push_back({std::move(r.msg), r.seq, expires, r.delivered});
+  }
+  st.next_seq = st.store->max_seq();
+  if (report.segments > 0)
+    log(log_level::info, "queue",
+        describe_queue(st) + ": recovered " + std::to_string(messages.size()) +
+            " message(s) from " + std::to_string(report.segments) + " segment(s) in " +
+            std::to_string(now - started) + " ms" +
+            (report.corrupt_records
+                 ? ", " + std::to_string(report.corrupt_records) + " corrupt record(s) skipped"
+                 : "") +
+            (report.truncated_bytes
+                 ? ", torn tail of " + std::to_string(report.truncated_bytes) + " byte(s) truncated"
+                 : ""));
+  if (st.store->wants_compaction()) {
+    st.compact_scheduled = true;
+    self->send(self, compact_atom::value);
+  }
+}
+
 queue_info info_of(const queue_state& st) {
   return {st.vhost, st.spec, st.ready.size(), st.pending.size(),
           static_cast<uint32_t>(st.consumers.size())};
@@ -244,7 +357,8 @@ queue_info info_of(const queue_state& st) {
 }  // namespace
 
 caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vhost,
-                          queue_spec spec, queue_limits limits, caf::actor vhost_actor) {
+                          queue_spec spec, queue_limits limits, caf::actor vhost_actor,
+                          uint64_t queue_id, storage_context storage) {
   install_actor_defaults(self, "queue");
   auto& st = self->state;
   st.vhost = std::move(vhost);
@@ -252,7 +366,19 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
   st.limits = std::move(limits);
   st.vhost_actor = std::move(vhost_actor);
   st.last_used_ms = now_ms();
+  if (st.spec.durable && !st.spec.exclusive && !storage.data_dir.empty()) {
+    st.fsync = storage.fsync;
+    st.store = std::make_unique<persistence::segment_store>(
+        storage.queue_dir(queue_id), quote(st.spec.name) + " (vhost " + quote(st.vhost) + ")",
+        storage.segments);
+    recover(self);
+  }
   schedule_tick(self);
+  self->set_exit_handler([=](caf::exit_msg& msg) {
+    // Node shutdown: write what is pending (flag edits, a last batch) before going.
+    if (self->state.store) on_sync(self);
+    self->quit(msg.reason);
+  });
   self->set_down_handler([=](caf::down_msg& dm) {
     self->state.monitored.erase(dm.source);
     release(self, dm.source, std::nullopt);
@@ -317,10 +443,12 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
           auto i = st.pending.find(id);
           if (i == st.pending.end() || i->second.connection != conn) continue;
           auto entry = take_pending(st, i);
-          if (kind == settle_kind::requeue)
+          if (kind == settle_kind::requeue) {
             back.push_back(std::move(entry));
-          else if (kind == settle_kind::reject)
-            rejected.push_back(std::move(entry.msg));
+            continue;
+          }
+          forget(self, entry.seq);
+          if (kind == settle_kind::reject) rejected.push_back(std::move(entry.msg));
         }
         requeue(self, std::move(back));
         dead_letter(self, std::move(rejected), "rejected");
@@ -340,7 +468,10 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
         reply.found = true;
         reply.delivery = {++st.next_delivery_id, entry.msg, entry.redelivered};
         reply.remaining = static_cast<uint32_t>(st.ready.size());
-        if (!no_ack) {
+        if (no_ack) {
+          forget(self, entry.seq);
+        } else {
+          mark_delivered(self, entry.seq);
           watch(self, conn);
           st.pending.emplace(reply.delivery.delivery_id,
                              queue_state::pending_entry{std::move(entry.msg), entry.seq,
@@ -352,6 +483,7 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
       [=](purge_atom) {
         auto& st = self->state;
         auto n = static_cast<uint32_t>(st.ready.size());
+        for (const auto& e : st.ready) forget(self, e.seq);
         st.ready.clear();
         return n;
       },
@@ -369,6 +501,19 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
           self->send(c.spec.connection, cancelled_atom::value, c.spec.channel, c.spec.tag,
                      describe_queue(st) + " was deleted");
         auto n = static_cast<uint32_t>(st.ready.size());
+        if (st.store) {
+          try {
+            st.store->destroy();
+          } catch (const std::exception& e) {
+            log(log_level::error, "queue", describe_queue(st) + ": " + e.what());
+          }
+          st.store.reset();
+          // Publishes still waiting for a sync are not stored now: negative confirms.
+          std::vector<uint64_t> all;
+          for (const auto& a : st.awaiting) all.push_back(a.store_seq);
+          send_confirms(self, st.awaiting, all);
+          st.awaiting.clear();
+        }
         self->quit();
         return n;
       },
@@ -403,6 +548,18 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
         return reply;
       },
       [=](tick_atom) { on_tick(self); },
+      [=](sync_atom) { on_sync(self); },
+      [=](compact_atom) {
+        auto& st = self->state;
+        st.compact_scheduled = false;
+        if (!st.store) return;
+        st.store->compact_one();
+        // One segment per message: publishes and acks get their turn in between.
+        if (st.store->wants_compaction()) {
+          st.compact_scheduled = true;
+          self->send(self, compact_atom::value);
+        }
+      },
   };
 }
 

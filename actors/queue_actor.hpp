@@ -17,6 +17,7 @@
 //   (declare_atom)                              -> queue_info  a redeclare: counts as use
 //   (consumers_atom)                            -> std::vector<consumer_info>
 //   (lookup_atom, message_id)                   -> lookup_reply
+//   (sync_atom), (compact_atom)                               to itself: group commit, compaction
 // Outgoing: (deliver_atom, channel, tag, no_ack, deliveries) to consumers' connections;
 // (cancelled_atom, channel, tag, reason) when the queue goes; (unused_atom, name, self) to the
 // vhost when auto-delete or x-expires says the queue should go; (dead_atom, exchange, messages)
@@ -29,6 +30,8 @@
 
 #include "actors/protocol.hpp"
 #include "actors/queue_arguments.hpp"
+#include "actors/storage_context.hpp"
+#include "persistence/segment_store.hpp"
 
 #include <caf/actor_addr.hpp>
 #include <caf/behavior.hpp>
@@ -80,10 +83,27 @@ struct queue_state {
   int64_t last_used_ms = 0;
   std::unordered_set<caf::actor_addr> monitored;
 
+  // Durable queues keep persistent messages in their segment store; confirms for those wait
+  // for the next group commit.
+  struct awaiting_confirm {
+    caf::actor origin;
+    uint16_t channel;
+    uint64_t publish_seq;
+    uint64_t store_seq;
+  };
+  std::unique_ptr<persistence::segment_store> store;
+  persistence::fsync_policy fsync = persistence::fsync_policy::batch;
+  std::vector<awaiting_confirm> awaiting;
+  bool sync_scheduled = false;
+  bool compact_scheduled = false;
+
   static inline const char* name = "queue";
 };
 
+/// `storage` is used when the queue is durable (and not exclusive): its messages then live in
+/// storage.queue_dir(queue_id), recovered when the actor starts.
 caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vhost,
-                          queue_spec spec, queue_limits limits, caf::actor vhost_actor);
+                          queue_spec spec, queue_limits limits, caf::actor vhost_actor,
+                          uint64_t queue_id, storage_context storage);
 
 }  // namespace warren

@@ -6,7 +6,9 @@
 #include "actors/exchange_actor.hpp"
 #include "actors/gather.hpp"
 #include "actors/headers_match.hpp"
+#include "actors/log.hpp"
 #include "actors/names.hpp"
+#include "actors/persistence_actor.hpp"
 #include "actors/queue_actor.hpp"
 #include "actors/topic_trie.hpp"
 
@@ -38,18 +40,64 @@ caf::error invalid(const std::string& problem) {
   return make_broker_error(reply_code::precondition_failed, problem);
 }
 
-std::string canonical(const field_table& args) {
-  std::vector<std::string> parts;
-  for (const auto& f : args)
-    parts.push_back(f.key + '\x1f' + std::to_string(f.value.kind) + to_string(f.value));
-  std::sort(parts.begin(), parts.end());
-  std::string out;
-  for (auto& p : parts) out += p + '\x1e';
-  return out;
+using changes = std::vector<persistence::meta_mutation>;
+using persistence::meta_table;
+
+// What survives a restart: durable exchanges, durable non-exclusive queues, and bindings
+// between two of those.
+bool stored(const queue_spec& q) {
+  return q.durable && !q.exclusive;
+}
+
+bool stored(const vhost_state& st, const binding_spec& b) {
+  auto e = st.exchanges.find(b.exchange);
+  auto q = st.queues.find(b.queue);
+  return !b.exchange.empty() && e != st.exchanges.end() && e->second.spec.durable &&
+         q != st.queues.end() && stored(q->second.spec);
+}
+
+void put_exchange(const vhost_state& st, const exchange_spec& e, changes& out) {
+  out.push_back({meta_table::exchanges, persistence::exchange_key(st.vhost, e.name),
+                 persistence::encode_exchange({st.vhost, e}), false});
+}
+
+void put_queue(const vhost_state& st, const queue_spec& q, uint64_t id, changes& out) {
+  out.push_back({meta_table::queues, persistence::queue_key(st.vhost, q.name),
+                 persistence::encode_queue({st.vhost, q, id}), false});
+}
+
+void put_binding(const vhost_state& st, const binding_spec& b, changes& out) {
+  out.push_back({meta_table::bindings, persistence::binding_key(st.vhost, b),
+                 persistence::encode_binding({st.vhost, b}), false});
+}
+
+void erase(meta_table table, std::string key, changes& out) {
+  out.push_back({table, std::move(key), {}, true});
+}
+
+// Commits `batch` through the persistence actor, then calls done(error-or-none). Without
+// storage (tests of the actors alone) or with nothing to store, done runs at once.
+template <class Done>
+void persist(self_ptr self, changes batch, Done done) {
+  const auto& store = self->state.storage.persistence;
+  if (batch.empty() || !store) {
+    done(caf::error{});
+    return;
+  }
+  self->request(store, caf::infinite, persist_atom::value, std::move(batch))
+      .then([=]() mutable { done(caf::error{}); }, [=](caf::error& err) mutable { done(err); });
+}
+
+// For changes nobody waits for (auto-delete, expiry): a failure is logged.
+void persist_quietly(self_ptr self, changes batch) {
+  persist(self, std::move(batch), [](const caf::error& err) {
+    if (err) log(log_level::error, "vhost", "metadata change lost: " + to_string(describe(err)));
+  });
 }
 
 std::string binding_key(const binding_spec& b) {
-  return b.exchange + '\0' + b.queue + '\0' + b.key + '\0' + canonical(b.arguments);
+  return b.exchange + '\0' + b.queue + '\0' + b.key + '\0' +
+         persistence::canonical_arguments(b.arguments);
 }
 
 // Fails with RESOURCE_LOCKED when `q` is exclusive to another connection.
@@ -86,31 +134,41 @@ void add_exchange(self_ptr self, exchange_spec spec, bool builtin) {
   self->state.exchanges[name] = {std::move(spec), std::move(actor), builtin};
 }
 
-void remove_exchange(self_ptr self, const std::string& name);
+void remove_exchange(self_ptr self, const std::string& name, changes& out);
 
 // Forgets the binding and, for an auto-delete exchange left without bindings, the exchange.
-void drop_binding(self_ptr self, const binding_spec& b) {
+void drop_binding(self_ptr self, const binding_spec& b, changes& out) {
   auto& st = self->state;
+  if (stored(st, b)) erase(meta_table::bindings, persistence::binding_key(st.vhost, b), out);
   st.bindings.erase(binding_key(b));
   auto e = st.exchanges.find(b.exchange);
   if (e == st.exchanges.end() || !e->second.spec.auto_delete) return;
   for (const auto& [key, other] : st.bindings)
     if (other.exchange == b.exchange) return;
-  remove_exchange(self, b.exchange);
+  remove_exchange(self, b.exchange, out);
 }
 
-void remove_exchange(self_ptr self, const std::string& name) {
+void remove_exchange(self_ptr self, const std::string& name, changes& out) {
   auto& st = self->state;
   auto e = st.exchanges.find(name);
   if (e == st.exchanges.end()) return;
-  for (auto i = st.bindings.begin(); i != st.bindings.end();)
-    i = i->second.exchange == name ? st.bindings.erase(i) : std::next(i);
+  for (auto i = st.bindings.begin(); i != st.bindings.end();) {
+    if (i->second.exchange != name) {
+      ++i;
+      continue;
+    }
+    if (stored(st, i->second))
+      erase(meta_table::bindings, persistence::binding_key(st.vhost, i->second), out);
+    i = st.bindings.erase(i);
+  }
+  if (e->second.spec.durable)
+    erase(meta_table::exchanges, persistence::exchange_key(st.vhost, name), out);
   self->send_exit(e->second.actor, caf::exit_reason::user_shutdown);
   st.exchanges.erase(e);
 }
 
 // Removes a queue that has already stopped (or is stopping) from the registry.
-void forget_queue(self_ptr self, const std::string& name) {
+void forget_queue(self_ptr self, const std::string& name, changes& out) {
   auto& st = self->state;
   auto q = st.queues.find(name);
   if (q == st.queues.end()) return;
@@ -121,8 +179,10 @@ void forget_queue(self_ptr self, const std::string& name) {
   for (const auto& b : gone) {
     if (auto e = st.exchanges.find(b.exchange); e != st.exchanges.end())
       self->send(e->second.actor, unbind_q_atom::value, id);
-    drop_binding(self, b);
+    drop_binding(self, b, out);
   }
+  if (stored(q->second.spec))
+    erase(meta_table::queues, persistence::queue_key(st.vhost, name), out);
   st.queues.erase(q);
 }
 
@@ -132,7 +192,29 @@ void delete_queue_now(self_ptr self, const std::string& name) {
   auto q = st.queues.find(name);
   if (q == st.queues.end()) return;
   caf::anon_send(q->second.actor, delete_atom::value, false, false);  // no answer wanted
-  forget_queue(self, name);
+  changes out;
+  forget_queue(self, name, out);
+  persist_quietly(self, std::move(out));
+}
+
+// Answers a declare-like request once its metadata is committed.
+template <class Promise, class Value>
+void reply_after(self_ptr self, changes batch, Promise rp, Value value) {
+  persist(self, std::move(batch), [=](const caf::error& err) mutable {
+    if (err)
+      rp.deliver(err);
+    else
+      rp.deliver(value);
+  });
+}
+
+void reply_after(self_ptr self, changes batch, caf::typed_response_promise<void> rp) {
+  persist(self, std::move(batch), [=](const caf::error& err) mutable {
+    if (err)
+      rp.deliver(err);
+    else
+      static_cast<caf::response_promise&>(rp).deliver(caf::unit);
+  });
 }
 
 caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool passive) {
@@ -154,7 +236,12 @@ caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool pass
       return make_broker_error(reply_code::access_refused, "exchange name " + quote(spec.name) +
                                                                " uses the reserved prefix 'amq.'");
     add_exchange(self, spec, false);
-    return caf::unit;
+    if (!spec.durable) return caf::unit;
+    changes batch;
+    put_exchange(st, spec, batch);
+    auto rp = self->make_response_promise<void>();
+    reply_after(self, std::move(batch), rp);
+    return rp;
   }
   const auto& cur = existing->second.spec;
   const char* what = "exchange";
@@ -188,8 +275,11 @@ caf::result<void> delete_exchange(self_ptr self, const std::string& name, bool i
       if (b.exchange == name)
         return invalid("exchange " + quote(name) + in_vhost(st) + " is in use (it has bindings)");
   }
-  remove_exchange(self, name);
-  return caf::unit;
+  changes batch;
+  remove_exchange(self, name, batch);
+  auto rp = self->make_response_promise<void>();
+  reply_after(self, std::move(batch), rp);
+  return rp;
 }
 
 caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool passive,
@@ -248,8 +338,9 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
   }
   vhost_state::queue_entry entry;
   entry.spec = spec;
-  entry.id = ++st.next_queue_id;
-  entry.actor = self->spawn(queue_actor, st.vhost, spec, limits, caf::actor_cast<caf::actor>(self));
+  entry.id = ++*st.storage.next_queue_id;
+  entry.actor = self->spawn(queue_actor, st.vhost, spec, limits, caf::actor_cast<caf::actor>(self),
+                            entry.id, st.storage);
   self->monitor(entry.actor);
   if (spec.exclusive) {
     entry.owner = requester;
@@ -261,8 +352,12 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
   // anon_send: the exchange answers bind requests, and this one needs no answer.
   caf::anon_send(st.exchanges[""].actor, bind_atom::value, entry.id, entry.actor, spec.name,
                  field_table{});
+  changes batch;
+  if (stored(spec)) put_queue(st, spec, entry.id, batch);
   st.queues[spec.name] = std::move(entry);
-  return queue_info{st.vhost, spec, 0, 0, 0};
+  auto rp = self->make_response_promise<queue_info>();
+  reply_after(self, std::move(batch), rp, queue_info{st.vhost, spec, 0, 0, 0});
+  return rp;
 }
 
 caf::result<uint32_t> delete_queue(self_ptr self, const std::string& name, bool if_unused,
@@ -277,8 +372,10 @@ caf::result<uint32_t> delete_queue(self_ptr self, const std::string& name, bool 
       .then(
           [=](uint32_t dropped) mutable {
             auto i = self->state.queues.find(name);
-            if (i != self->state.queues.end() && i->second.actor == actor) forget_queue(self, name);
-            rp.deliver(dropped);
+            changes batch;
+            if (i != self->state.queues.end() && i->second.actor == actor)
+              forget_queue(self, name, batch);
+            reply_after(self, std::move(batch), rp, dropped);
           },
           [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
   return rp;
@@ -315,10 +412,12 @@ caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& request
   auto key = binding_key(b);
   if (st.bindings.count(key) != 0) return caf::unit;
   st.bindings[key] = b;
+  changes batch;
+  if (stored(st, b)) put_binding(st, b, batch);
   auto rp = self->make_response_promise<void>();
   self->request(st.exchanges[b.exchange].actor, caf::infinite, bind_atom::value, q->id, q->actor,
                 b.key, b.arguments)
-      .then([=](bool) mutable { static_cast<caf::response_promise&>(rp).deliver(caf::unit); },
+      .then([=](bool) mutable { reply_after(self, batch, rp); },
             [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
   return rp;
 }
@@ -330,14 +429,17 @@ caf::result<void> unbind(self_ptr self, binding_spec& b, const caf::actor& reque
   auto key = binding_key(b);
   if (st.bindings.count(key) == 0) return caf::unit;  // unbinding twice is a no-op too
   auto rp = self->make_response_promise<void>();
-  self->request(st.exchanges[b.exchange].actor, caf::infinite, unbind_atom::value, q->id, b.key,
-                b.arguments)
-      .then([=](bool) mutable { static_cast<caf::response_promise&>(rp).deliver(caf::unit); },
-            [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
-  drop_binding(self, b);
+  auto exchange = st.exchanges[b.exchange].actor;
+  auto queue_id = q->id;
+  changes batch;
+  drop_binding(self, b, batch);  // may delete an auto-delete exchange
+  self->request(exchange, caf::infinite, unbind_atom::value, queue_id, b.key, b.arguments)
+      .then([=](bool) mutable { reply_after(self, batch, rp); },
+            [=](caf::error&) mutable { reply_after(self, batch, rp); });
   return rp;
 }
 
+// Node shutdown: the actors stop, the data stays.
 void stop_everything(self_ptr self) {
   auto& st = self->state;
   for (auto& [name, e] : st.exchanges) self->send_exit(e.actor, caf::exit_reason::user_shutdown);
@@ -350,17 +452,76 @@ void stop_everything(self_ptr self) {
   st.bindings.clear();
 }
 
+// The vhost is deleted: queues delete their messages, every record of the vhost goes.
+changes delete_everything(self_ptr self) {
+  auto& st = self->state;
+  changes out;
+  std::vector<std::string> queues;
+  for (auto& [name, q] : st.queues) queues.push_back(name);
+  for (auto& name : queues) {
+    auto& q = st.queues[name];
+    self->demonitor(q.actor);
+    caf::anon_send(q.actor, delete_atom::value, false, false);
+    forget_queue(self, name, out);
+  }
+  std::vector<std::string> exchanges;
+  for (auto& [name, e] : st.exchanges) exchanges.push_back(name);
+  for (auto& name : exchanges) remove_exchange(self, name, out);
+  st.bindings.clear();
+  return out;
+}
+
+// Rebuilds what the metadata store holds for this vhost; nothing is written back.
+void restore(self_ptr self, vhost_recovery recovered) {
+  auto& st = self->state;
+  for (auto& e : recovered.exchanges) add_exchange(self, std::move(e), false);
+  for (auto& [spec, id] : recovered.queues) {
+    queue_limits limits;
+    if (auto problem = parse_queue_arguments(spec.arguments, limits); !problem.empty())
+      log(log_level::warn, "vhost",
+          "queue " + quote(spec.name) + in_vhost(st) + " has arguments this node refuses (" +
+              problem + "); recovered with defaults");
+    vhost_state::queue_entry entry;
+    entry.spec = spec;
+    entry.id = id;
+    entry.actor = self->spawn(queue_actor, st.vhost, spec, limits,
+                              caf::actor_cast<caf::actor>(self), id, st.storage);
+    self->monitor(entry.actor);
+    binding_spec implicit{"", spec.name, spec.name, {}};
+    st.bindings[binding_key(implicit)] = implicit;
+    caf::anon_send(st.exchanges[""].actor, bind_atom::value, id, entry.actor, spec.name,
+                   field_table{});
+    st.queues[spec.name] = std::move(entry);
+  }
+  for (auto& b : recovered.bindings) {
+    auto e = st.exchanges.find(b.exchange);
+    auto q = st.queues.find(b.queue);
+    if (e == st.exchanges.end() || q == st.queues.end()) {
+      log(log_level::warn, "vhost",
+          "dropping a stored binding of " + quote(b.exchange) + " to " + quote(b.queue) +
+              in_vhost(st) + ": one end is missing");
+      continue;
+    }
+    st.bindings[binding_key(b)] = b;
+    caf::anon_send(e->second.actor, bind_atom::value, q->second.id, q->second.actor, b.key,
+                   b.arguments);
+  }
+}
+
 }  // namespace
 
-caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string name) {
+caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string name,
+                          storage_context storage, vhost_recovery recovered) {
   install_actor_defaults(self, "vhost");
   self->state.vhost = std::move(name);
+  self->state.storage = std::move(storage);
   add_exchange(self, {"", exchange_type::direct, true, false, false, {}}, true);
   add_exchange(self, {"amq.direct", exchange_type::direct, true, false, false, {}}, true);
   add_exchange(self, {"amq.fanout", exchange_type::fanout, true, false, false, {}}, true);
   add_exchange(self, {"amq.topic", exchange_type::topic, true, false, false, {}}, true);
   add_exchange(self, {"amq.headers", exchange_type::headers, true, false, false, {}}, true);
   add_exchange(self, {"amq.match", exchange_type::headers, true, false, false, {}}, true);
+  restore(self, std::move(recovered));
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
     std::vector<std::string> gone;
@@ -486,8 +647,28 @@ caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string na
         return rp;
       },
       [=](shutdown_atom) {
-        stop_everything(self);
-        self->quit();
+        // The vhost is being deleted: answer once its records are gone, then stop.
+        auto rp = self->make_response_promise<void>();
+        persist(self, delete_everything(self), [=](const caf::error& err) mutable {
+          if (err)
+            rp.deliver(err);
+          else
+            static_cast<caf::response_promise&>(rp).deliver(caf::unit);
+          self->quit();
+        });
+        return rp;
+      },
+      [=](ready_atom) {
+        // Answers once every queue has finished recovering (queues recover before their first
+        // message).
+        auto rp = self->make_response_promise<void>();
+        gather<queue_info>(
+            queue_actors(self->state),
+            [=](const caf::actor& q) { return self->request(q, caf::infinite, stats_atom::value); },
+            [=](std::vector<queue_info>) mutable {
+              static_cast<caf::response_promise&>(rp).deliver(caf::unit);
+            });
+        return rp;
       },
   };
 }

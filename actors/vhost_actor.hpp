@@ -15,10 +15,14 @@
 //   (list_atom, exchanges_atom | queues_atom | bindings_atom | consumers_atom) -> rows
 //   (lookup_atom, message_id)                                    -> lookup_reply
 // One-way: (dead_atom, exchange, messages) routes dead letters; (unused_atom, name, queue)
-// deletes an auto-delete / expired queue; (shutdown_atom) stops everything in the vhost.
+// deletes an auto-delete / expired queue.
+//   (shutdown_atom) -> void   the vhost is deleted: its queues' messages and its records go
+//   (ready_atom)    -> void   once every queue has recovered its messages
+// Durable declarations are answered after the persistence actor committed them.
 #pragma once
 
 #include "actors/protocol.hpp"
+#include "actors/storage_context.hpp"
 
 #include <caf/actor_addr.hpp>
 #include <caf/behavior.hpp>
@@ -29,6 +33,13 @@
 #include <unordered_map>
 
 namespace warren {
+
+/// What the metadata store held for a vhost at start-up.
+struct vhost_recovery {
+  std::vector<exchange_spec> exchanges;
+  std::vector<std::pair<queue_spec, uint64_t>> queues;  // spec, id
+  std::vector<binding_spec> bindings;
+};
 
 struct vhost_state {
   struct exchange_entry {
@@ -48,11 +59,12 @@ struct vhost_state {
   std::map<std::string, queue_entry> queues;
   // Keyed by exchange, queue, key and canonical arguments so that binding twice is a no-op.
   std::map<std::string, binding_spec> bindings;
-  uint64_t next_queue_id = 0;
+  storage_context storage;
 
   static inline const char* name = "vhost";
 };
 
-caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string name);
+caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string name,
+                          storage_context storage, vhost_recovery recovered);
 
 }  // namespace warren

@@ -2,22 +2,30 @@
 // listener, logs one "ready" line, and stops cleanly on SIGTERM / SIGINT.
 #include "actors/log.hpp"
 #include "actors/node_actor.hpp"
+#include "actors/persistence_actor.hpp"
 #include "actors/protocol.hpp"
 #include "apps/node_stats.hpp"
 #include "net/rpc_server.hpp"
+#include "persistence/data_dir.hpp"
+#include "persistence/lmdb_store.hpp"
 
 #include <CLI/CLI.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
 #include <pthread.h>
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <set>
 
 namespace {
 
 struct node_options {
+  std::string data_dir = "./warren-data";
+  std::string fsync = "batch";
   std::string bind = "127.0.0.1";
   uint16_t port = 5680;
   std::string log_level = "info";
@@ -31,6 +39,13 @@ struct node_options {
 int main(int argc, char** argv) {
   node_options opt;
   CLI::App app{"warren-node: the Warren message broker"};
+  app.add_option("--data-dir", opt.data_dir, "where metadata and messages are stored")
+      ->capture_default_str();
+  app.add_option("--fsync", opt.fsync,
+                 "batch: confirm after a group fdatasync; always: fdatasync each message; "
+                 "never: page cache only (confirms do not promise crash safety)")
+      ->check(CLI::IsMember({"batch", "always", "never"}))
+      ->capture_default_str();
   app.add_option("--bind", opt.bind, "address to listen on")->capture_default_str();
   app.add_option("--port", opt.port, "Cap'n Proto RPC port (0 picks a free one)")
       ->capture_default_str();
@@ -68,12 +83,45 @@ int main(int argc, char** argv) {
   // A client that vanishes mid-write must not kill the broker.
   std::signal(SIGPIPE, SIG_IGN);
 
+  // Storage first: a data dir held by another node, or of a newer format, stops us here.
+  std::unique_ptr<warren::persistence::data_dir> dir;
+  std::shared_ptr<warren::persistence::lmdb_store> metadata;
+  warren::persistence::metadata_contents contents;
+  warren::storage_context storage;
+  try {
+    dir = std::make_unique<warren::persistence::data_dir>(opt.data_dir);
+    metadata = std::make_shared<warren::persistence::lmdb_store>(dir->meta_path());
+    contents = metadata->load();
+    std::set<uint64_t> live;
+    uint64_t max_id = 0;
+    for (const auto& q : contents.queues) {
+      live.insert(q.id);
+      max_id = std::max(max_id, q.id);
+    }
+    if (auto n = dir->remove_orphans(live))
+      warren::log(warren::log_level::info, "node",
+                  "removed " + std::to_string(n) + " queue folder(s) without a queue record");
+    storage.data_dir = dir->path();
+    warren::persistence::parse_fsync_policy(opt.fsync, storage.fsync);
+    storage.next_queue_id->store(max_id);
+  } catch (const std::exception& e) {
+    warren::log(warren::log_level::error, "node", e.what());
+    return 1;
+  }
+
   caf::actor_system_config cfg;
   cfg.set("scheduler.policy",
           opt.scheduler == "sharing" ? caf::atom("sharing") : caf::atom("stealing"));
   cfg.set("scheduler.max-threads", opt.workers);
   caf::actor_system system{cfg};
-  auto node = system.spawn(warren::node_actor);
+  storage.persistence = system.spawn(warren::persistence_actor, metadata);
+  auto node = system.spawn(warren::node_actor, storage, std::move(contents));
+  {
+    // Queues recover their messages before the node says it is ready.
+    caf::scoped_actor self{system};
+    self->request(node, caf::infinite, warren::ready_atom::value)
+        .receive([] {}, [](caf::error&) {});
+  }
 
   warren::net::rpc_server server(system, node);
   uint16_t port = 0;
@@ -82,6 +130,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     warren::log(warren::log_level::error, "node", e.what());
     caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(storage.persistence, caf::exit_reason::user_shutdown);
     return 1;
   }
   warren::log(warren::log_level::info, "node",
@@ -94,5 +143,6 @@ int main(int argc, char** argv) {
               std::string("stopping on ") + (signal_number == SIGINT ? "SIGINT" : "SIGTERM"));
   server.stop();
   caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(storage.persistence, caf::exit_reason::user_shutdown);
   return 0;  // ~actor_system waits for every actor to finish
 }

@@ -719,7 +719,9 @@ BOOST_AUTO_TEST_CASE(stats_interval_logs_active_queues) {
 
 BOOST_AUTO_TEST_CASE(a_taken_port_is_a_clear_error) {
   node_process first;
-  auto r = warren::test::run_command({WARREN_NODE_PATH, "--port", std::to_string(first.port())});
+  warren::test::temp_dir other_dir;
+  auto r = warren::test::run_command(
+      {WARREN_NODE_PATH, "--port", std::to_string(first.port()), "--data-dir", other_dir.path()});
   BOOST_TEST(r.exit_code == 1);
   BOOST_TEST(r.err.find("cannot listen on 127.0.0.1:" + std::to_string(first.port())) !=
              std::string::npos);

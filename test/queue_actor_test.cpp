@@ -33,7 +33,8 @@ struct fixture {
     queue_spec spec{name, false, false, false, args};
     queue_limits limits;
     BOOST_REQUIRE(parse_queue_arguments(args, limits).empty());
-    return system.spawn(queue_actor, "/", spec, limits, caf::actor{vhost});
+    return system.spawn(queue_actor, "/", spec, limits, caf::actor{vhost}, uint64_t{1},
+                        storage_context{});  // no data dir: in memory
   }
 
   static message_ptr msg(const std::string& body) {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <regex>
 #include <stdexcept>
 
@@ -25,8 +26,25 @@ std::vector<char*> c_args(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-node_process::node_process(std::vector<std::string> extra_args) {
-  std::vector<std::string> argv{WARREN_NODE_PATH, "--port", "0", "--log-level", "info"};
+temp_dir::temp_dir() {
+  char pattern[] = "/tmp/warren-test-XXXXXX";
+  if (mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = pattern;
+}
+
+temp_dir::~temp_dir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+node_process::node_process(std::vector<std::string> extra_args, std::string data_dir) {
+  if (data_dir.empty()) {
+    own_dir_ = std::make_unique<temp_dir>();
+    data_dir = own_dir_->path();
+  }
+  data_dir_ = data_dir;
+  std::vector<std::string> argv{WARREN_NODE_PATH, "--port",     "0",      "--log-level",
+                                "info",           "--data-dir", data_dir_};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   int err_pipe[2];
   if (pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
@@ -104,6 +122,13 @@ int node_process::stop() {
   waitpid(pid_, &status_, 0);
   reaped_ = true;
   return status_;
+}
+
+void node_process::kill9() {
+  if (reaped_ || pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  waitpid(pid_, &status_, 0);
+  reaped_ = true;
 }
 
 command_result run_command(const std::vector<std::string>& argv, const std::string& input) {

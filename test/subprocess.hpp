@@ -6,6 +6,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -13,11 +14,25 @@
 
 namespace warren::test {
 
-/// A warren-node child process listening on a port the OS picked. Stopped (SIGTERM, then
-/// SIGKILL if it lingers) when destroyed.
+/// A temporary directory, removed with everything in it when destroyed.
+class temp_dir {
+ public:
+  temp_dir();
+  ~temp_dir();
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+/// A warren-node child process listening on a port the OS picked, with its data in `data_dir`
+/// (a fresh temporary one when empty). Stopped (SIGTERM, then SIGKILL if it lingers) when
+/// destroyed.
 class node_process {
  public:
-  explicit node_process(std::vector<std::string> extra_args = {});
+  explicit node_process(std::vector<std::string> extra_args = {}, std::string data_dir = {});
   ~node_process();
 
   node_process(const node_process&) = delete;
@@ -35,7 +50,14 @@ class node_process {
   /// SIGTERM and wait; returns the exit status as waitpid reports it.
   int stop();
 
+  /// SIGKILL, as a crash would; returns once the process is gone.
+  void kill9();
+
+  const std::string& data_dir() const { return data_dir_; }
+
  private:
+  std::unique_ptr<temp_dir> own_dir_;
+  std::string data_dir_;
   void read_log(int fd);
 
   pid_t pid_ = -1;

@@ -1,0 +1,53 @@
+// Declarations of exchanges, queues and bindings: what a client declares, what LMDB stores.
+// Plain data without CAF, shared by the actors and the storage layer.
+#pragma once
+
+#include "actors/message.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace warren {
+
+enum class exchange_type : uint8_t { direct, fanout, topic, headers };
+
+const char* to_string(exchange_type t);
+bool parse_exchange_type(const std::string& text, exchange_type& out);
+
+struct exchange_spec {
+  std::string name;
+  exchange_type type = exchange_type::direct;
+  bool durable = false;
+  bool auto_delete = false;
+  bool internal = false;
+  field_table arguments;
+};
+
+struct queue_spec {
+  std::string name;
+  bool durable = false;
+  bool exclusive = false;
+  bool auto_delete = false;
+  field_table arguments;
+};
+
+struct binding_spec {
+  std::string exchange;
+  std::string queue;
+  std::string key;
+  field_table arguments;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, exchange_spec& x) {
+  return f(x.name, x.type, x.durable, x.auto_delete, x.internal, x.arguments);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, queue_spec& x) {
+  return f(x.name, x.durable, x.exclusive, x.auto_delete, x.arguments);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, binding_spec& x) {
+  return f(x.exchange, x.queue, x.key, x.arguments);
+}
+}  // namespace warren

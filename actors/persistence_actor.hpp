@@ -1,0 +1,37 @@
+// Persistence actor: the only writer of the metadata store (LMDB).
+//
+//   (persist_atom, std::vector<meta_mutation>)  -> void, once the batch is committed (or an
+//                                                  INTERNAL_ERROR naming what failed)
+//
+// Group commit: requests are collected and the actor sends itself a flush message; everything
+// that arrived before the flush is processed goes into one write transaction (one fsync).
+#pragma once
+
+#include "actors/protocol.hpp"
+#include "persistence/lmdb_store.hpp"
+
+#include <caf/behavior.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/response_promise.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include <memory>
+
+namespace warren {
+
+using persist_atom = caf::atom_constant<caf::atom("persist")>;
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
+
+struct persistence_state {
+  std::shared_ptr<persistence::lmdb_store> store;
+  std::vector<persistence::meta_mutation> batch;
+  std::vector<caf::response_promise> waiting;
+  bool flush_scheduled = false;
+
+  static inline const char* name = "persistence";
+};
+
+caf::behavior persistence_actor(caf::stateful_actor<persistence_state>* self,
+                                std::shared_ptr<persistence::lmdb_store> store);
+
+}  // namespace warren

@@ -1,0 +1,62 @@
+# Warren's on-disk records: LMDB metadata values and the payload of segment records.
+#
+# Compatibility: fields may be added (Cap'n Proto keeps old readers working); a change that old
+# readers cannot handle bumps FormatVersion.version, which a node refuses to open if newer than
+# it knows.
+
+@0xb3a604ae135a18d3;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("warren::storage");
+
+using Broker = import "broker.capnp";
+
+# LMDB "meta" database, key "format-version".
+struct FormatVersion {
+  version @0 :UInt32;
+}
+
+# LMDB "vhosts" database, key = vhost name.
+struct VhostRecord {
+  name @0 :Text;
+}
+
+# LMDB "exchanges" database, key = vhost NUL name. Only durable exchanges are stored.
+struct ExchangeRecord {
+  vhost @0 :Text;
+  name @1 :Text;
+  type @2 :Text;              # direct | fanout | topic | headers
+  autoDelete @3 :Bool;
+  internal @4 :Bool;
+  arguments @5 :List(Broker.Field);
+}
+
+# LMDB "queues" database, key = vhost NUL name. Only durable, non-exclusive queues are stored.
+# Messages live in DATA_DIR/queues/<id>/, named by `id`, never by the queue's name.
+struct QueueRecord {
+  vhost @0 :Text;
+  name @1 :Text;
+  id @2 :UInt64;
+  autoDelete @3 :Bool;
+  arguments @4 :List(Broker.Field);
+}
+
+# LMDB "bindings" database, key = vhost NUL exchange NUL queue NUL key NUL arguments.
+# Stored when both ends are durable.
+struct BindingRecord {
+  vhost @0 :Text;
+  exchange @1 :Text;
+  queue @2 :Text;
+  key @3 :Text;
+  arguments @4 :List(Broker.Field);
+}
+
+# The payload of one segment record (see DESIGN §5 for the record header around it).
+struct StoredMessage {
+  seq @0 :UInt64;             # the message's place in its queue; ready order after recovery
+  id @1 :Data;                # Warren's 16-byte message id
+  exchange @2 :Text;
+  routingKey @3 :Text;
+  properties @4 :Broker.Properties;
+  body @5 :Data;
+}

@@ -1,0 +1,88 @@
+#include "persistence/data_dir.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <system_error>
+
+namespace warren::persistence {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what, int err) {
+  throw std::runtime_error(what + ": " + std::strerror(err));
+}
+
+void make_dir(const std::string& path) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) throw std::runtime_error("cannot create directory " + path + ": " + ec.message());
+}
+
+}  // namespace
+
+data_dir::data_dir(std::string path) : path_(std::move(path)) {
+  make_dir(path_);
+  auto lock_path = path_ + "/lock";
+  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0) fail("cannot open " + lock_path, errno);
+  if (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    char buf[32] = {};
+    auto n = ::pread(lock_fd_, buf, sizeof buf - 1, 0);
+    std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "unknown";
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+    throw std::runtime_error("data dir " + path_ + " is in use by another warren-node (pid " +
+                             holder + ")");
+  }
+  auto pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(lock_fd_, 0) != 0 || ::pwrite(lock_fd_, pid.data(), pid.size(), 0) < 0)
+    fail("cannot write " + lock_path, errno);
+  make_dir(meta_path());
+  make_dir(path_ + "/queues");
+}
+
+data_dir::~data_dir() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
+}
+
+std::string data_dir::queue_path(uint64_t queue_id) const {
+  return path_ + "/queues/" + std::to_string(queue_id);
+}
+
+size_t data_dir::remove_orphans(const std::set<uint64_t>& live) const {
+  size_t removed = 0;
+  for (const auto& entry : fs::directory_iterator(path_ + "/queues")) {
+    const auto name = entry.path().filename().string();
+    bool numeric = !name.empty() && name.find_first_not_of("0123456789") == std::string::npos;
+    if (numeric && live.count(std::stoull(name)) != 0) continue;
+    remove_tree(entry.path().string());
+    ++removed;
+  }
+  return removed;
+}
+
+void remove_tree(const std::string& path) {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+  if (ec) throw std::runtime_error("cannot remove " + path + ": " + ec.message());
+}
+
+void sync_directory(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) fail("cannot open directory " + path, errno);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) fail("cannot fsync directory " + path, err);
+}
+
+}  // namespace warren::persistence

@@ -1,0 +1,177 @@
+#include "persistence/metadata_codec.hpp"
+
+#include "net/wire_fields.hpp"
+#include "storage.capnp.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+namespace warren::persistence {
+
+namespace {
+
+std::string to_bytes(capnp::MallocMessageBuilder& builder) {
+  auto words = capnp::messageToFlatArray(builder);
+  auto bytes = words.asBytes();
+  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+}
+
+// Reads a record; copies into aligned words because LMDB values carry no alignment promise.
+template <class Root, class F>
+auto from_bytes(std::string_view bytes, const char* what, F read) {
+  if (bytes.size() % sizeof(capnp::word) != 0)
+    throw std::runtime_error(std::string("corrupt ") + what + " record (size " +
+                             std::to_string(bytes.size()) + ")");
+  kj::Array<capnp::word> words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
+  std::memcpy(words.begin(), bytes.data(), bytes.size());
+  try {
+    capnp::FlatArrayMessageReader reader(words);
+    return read(reader.getRoot<Root>());
+  } catch (const kj::Exception& e) {
+    throw std::runtime_error(std::string("corrupt ") + what +
+                             " record: " + e.getDescription().cStr());
+  }
+}
+
+std::string joined(std::initializer_list<std::string_view> parts) {
+  std::string out;
+  bool first = true;
+  for (auto p : parts) {
+    if (!first) out += '\0';
+    out.append(p.data(), p.size());
+    first = false;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string canonical_arguments(const field_table& args) {
+  std::vector<std::string> parts;
+  for (const auto& f : args)
+    parts.push_back(f.key + '\x1f' + std::to_string(f.value.kind) + to_string(f.value));
+  std::sort(parts.begin(), parts.end());
+  std::string out;
+  for (auto& p : parts) out += p + '\x1e';
+  return out;
+}
+
+std::string vhost_key(std::string_view vhost) {
+  return std::string(vhost);
+}
+std::string exchange_key(std::string_view vhost, std::string_view name) {
+  return joined({vhost, name});
+}
+std::string queue_key(std::string_view vhost, std::string_view name) {
+  return joined({vhost, name});
+}
+std::string binding_key(std::string_view vhost, const binding_spec& b) {
+  auto args = canonical_arguments(b.arguments);
+  return joined({vhost, b.exchange, b.queue, b.key, args});
+}
+
+std::string encode_format_version(uint32_t version) {
+  capnp::MallocMessageBuilder builder;
+  builder.initRoot<storage::FormatVersion>().setVersion(version);
+  return to_bytes(builder);
+}
+
+uint32_t decode_format_version(std::string_view bytes) {
+  return from_bytes<storage::FormatVersion>(
+      bytes, "format-version", [](storage::FormatVersion::Reader r) { return r.getVersion(); });
+}
+
+std::string encode_vhost(const std::string& name) {
+  capnp::MallocMessageBuilder builder;
+  builder.initRoot<storage::VhostRecord>().setName(name);
+  return to_bytes(builder);
+}
+
+std::string decode_vhost(std::string_view bytes) {
+  return from_bytes<storage::VhostRecord>(
+      bytes, "vhost", [](storage::VhostRecord::Reader r) { return net::text(r.getName()); });
+}
+
+std::string encode_exchange(const stored_exchange& e) {
+  capnp::MallocMessageBuilder builder;
+  auto r = builder.initRoot<storage::ExchangeRecord>();
+  r.setVhost(e.vhost);
+  r.setName(e.spec.name);
+  r.setType(to_string(e.spec.type));
+  r.setAutoDelete(e.spec.auto_delete);
+  r.setInternal(e.spec.internal);
+  net::write_table(e.spec.arguments,
+                   r.initArguments(static_cast<unsigned>(e.spec.arguments.size())));
+  return to_bytes(builder);
+}
+
+stored_exchange decode_exchange(std::string_view bytes) {
+  return from_bytes<storage::ExchangeRecord>(
+      bytes, "exchange", [](storage::ExchangeRecord::Reader r) {
+        stored_exchange e;
+        e.vhost = net::text(r.getVhost());
+        e.spec.name = net::text(r.getName());
+        if (!parse_exchange_type(net::text(r.getType()), e.spec.type))
+          throw std::runtime_error("exchange record '" + e.spec.name + "' has unknown type '" +
+                                   net::text(r.getType()) + "'");
+        e.spec.durable = true;
+        e.spec.auto_delete = r.getAutoDelete();
+        e.spec.internal = r.getInternal();
+        e.spec.arguments = net::read_table(r.getArguments());
+        return e;
+      });
+}
+
+std::string encode_queue(const stored_queue& q) {
+  capnp::MallocMessageBuilder builder;
+  auto r = builder.initRoot<storage::QueueRecord>();
+  r.setVhost(q.vhost);
+  r.setName(q.spec.name);
+  r.setId(q.id);
+  r.setAutoDelete(q.spec.auto_delete);
+  net::write_table(q.spec.arguments,
+                   r.initArguments(static_cast<unsigned>(q.spec.arguments.size())));
+  return to_bytes(builder);
+}
+
+stored_queue decode_queue(std::string_view bytes) {
+  return from_bytes<storage::QueueRecord>(bytes, "queue", [](storage::QueueRecord::Reader r) {
+    stored_queue q;
+    q.vhost = net::text(r.getVhost());
+    q.spec.name = net::text(r.getName());
+    q.spec.durable = true;
+    q.spec.auto_delete = r.getAutoDelete();
+    q.spec.arguments = net::read_table(r.getArguments());
+    q.id = r.getId();
+    return q;
+  });
+}
+
+std::string encode_binding(const stored_binding& b) {
+  capnp::MallocMessageBuilder builder;
+  auto r = builder.initRoot<storage::BindingRecord>();
+  r.setVhost(b.vhost);
+  r.setExchange(b.spec.exchange);
+  r.setQueue(b.spec.queue);
+  r.setKey(b.spec.key);
+  net::write_table(b.spec.arguments,
+                   r.initArguments(static_cast<unsigned>(b.spec.arguments.size())));
+  return to_bytes(builder);
+}
+
+stored_binding decode_binding(std::string_view bytes) {
+  return from_bytes<storage::BindingRecord>(bytes, "binding", [](storage::BindingRecord::Reader r) {
+    stored_binding b;
+    b.vhost = net::text(r.getVhost());
+    b.spec = {net::text(r.getExchange()), net::text(r.getQueue()), net::text(r.getKey()),
+              net::read_table(r.getArguments())};
+    return b;
+  });
+}
+
+}  // namespace warren::persistence

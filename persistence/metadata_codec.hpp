@@ -1,0 +1,52 @@
+// Metadata records (capnp/storage.capnp) to and from bytes, and the LMDB keys they live under.
+// Decoding throws std::runtime_error naming the record when its bytes are not a valid record.
+#pragma once
+
+#include "actors/declarations.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace warren::persistence {
+
+struct stored_queue {
+  std::string vhost;
+  queue_spec spec;  // durable = true, exclusive = false
+  uint64_t id = 0;
+};
+
+struct stored_exchange {
+  std::string vhost;
+  exchange_spec spec;  // durable = true
+};
+
+struct stored_binding {
+  std::string vhost;
+  binding_spec spec;
+};
+
+std::string vhost_key(std::string_view vhost);
+std::string exchange_key(std::string_view vhost, std::string_view name);
+std::string queue_key(std::string_view vhost, std::string_view name);
+std::string binding_key(std::string_view vhost, const binding_spec& b);
+
+std::string encode_format_version(uint32_t version);
+uint32_t decode_format_version(std::string_view bytes);
+
+std::string encode_vhost(const std::string& name);
+std::string decode_vhost(std::string_view bytes);
+
+std::string encode_exchange(const stored_exchange& e);
+stored_exchange decode_exchange(std::string_view bytes);
+
+std::string encode_queue(const stored_queue& q);
+stored_queue decode_queue(std::string_view bytes);
+
+std::string encode_binding(const stored_binding& b);
+stored_binding decode_binding(std::string_view bytes);
+
+/// Arguments in a canonical text form (sorted, typed): equal tables give equal strings.
+std::string canonical_arguments(const field_table& args);
+
+}  // namespace warren::persistence
