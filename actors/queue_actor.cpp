@@ -77,7 +77,19 @@ void on_sync(self_ptr self) {
   st.store->sync(durable);
   auto done = std::move(st.awaiting);
   st.awaiting.clear();
-  send_confirms(self, done, st.store->failed());
+  const auto& failed = st.store->failed();
+  if (!failed.empty()) {
+    // Not stored (disk full, I/O error): the publishers get negative confirms, and messages not
+    // handed out yet are withdrawn rather than served without the promised durability.
+    log(log_level::warn, "queue",
+        describe_queue(st) + ": " + std::to_string(failed.size()) +
+            " message(s) could not be stored and were refused: " + st.store->last_error());
+    std::unordered_set<uint64_t> refused(failed.begin(), failed.end());
+    st.ready.erase(std::remove_if(st.ready.begin(), st.ready.end(),
+                                  [&](const auto& e) { return refused.count(e.seq) != 0; }),
+                   st.ready.end());
+  }
+  send_confirms(self, done, failed);
   if (st.store->wants_compaction() && !st.compact_scheduled) {
     st.compact_scheduled = true;
     self->send(self, compact_atom::value);

@@ -17,9 +17,9 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <mutex>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -63,7 +63,8 @@ std::vector<delivery> drain(connection& conn, const std::string& queue) {
   });
   std::unique_lock<std::mutex> lock(mutex);
   // Guard against a hang only.
-  BOOST_REQUIRE(done.wait_for(lock, std::chrono::seconds(120), [&] { return out.size() >= ready; }));
+  BOOST_REQUIRE(
+      done.wait_for(lock, std::chrono::seconds(120), [&] { return out.size() >= ready; }));
   lock.unlock();
   ch->cancel(tag);
   return out;
@@ -154,7 +155,8 @@ BOOST_AUTO_TEST_CASE(deleted_durable_things_stay_deleted) {
   node_process node({}, dir.path());
   auto conn = connect_to(node);
   BOOST_TEST(conn->list_queues().empty());
-  BOOST_TEST((conn->list_vhosts() == std::vector<std::string>{"/"}), boost::test_tools::per_element());
+  BOOST_TEST((conn->list_vhosts() == std::vector<std::string>{"/"}),
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(a_hundred_thousand_messages_come_back_in_order) {
@@ -189,7 +191,8 @@ BOOST_AUTO_TEST_CASE(a_hundred_thousand_messages_come_back_in_order) {
     if (got.size() == count) done.notify_all();
   });
   std::unique_lock<std::mutex> lock(mutex);
-  BOOST_REQUIRE(done.wait_for(lock, std::chrono::seconds(120), [&] { return got.size() == count; }));
+  BOOST_REQUIRE(
+      done.wait_for(lock, std::chrono::seconds(120), [&] { return got.size() == count; }));
   for (int i = 0; i < count; ++i) BOOST_TEST_REQUIRE(got[i] == std::to_string(i));
 }
 
@@ -218,7 +221,8 @@ BOOST_AUTO_TEST_CASE(every_confirmed_message_survives_a_kill_at_a_random_moment)
           for (int batch_no = 0; !stop && batch_no < 10000; ++batch_no) {
             std::vector<outbound_message> batch;
             for (int i = 0; i < 200; ++i)
-              batch.push_back(persistent("orders", std::to_string(batch_no) + "-" + std::to_string(i)));
+              batch.push_back(
+                  persistent("orders", std::to_string(batch_no) + "-" + std::to_string(i)));
             auto bodies = batch;
             auto results = ch->publish_batch(std::move(batch)).get();
             std::lock_guard<std::mutex> guard(mutex);
@@ -234,7 +238,8 @@ BOOST_AUTO_TEST_CASE(every_confirmed_message_survives_a_kill_at_a_random_moment)
       stop = true;
       publisher.join();
     }
-    BOOST_TEST_MESSAGE("round " << round << ": " << confirmed.size() << " confirmed before the kill");
+    BOOST_TEST_MESSAGE("round " << round << ": " << confirmed.size()
+                                << " confirmed before the kill");
     BOOST_REQUIRE(!confirmed.empty());
     node_process node({}, dir.path());
     auto conn = connect_to(node);
@@ -389,11 +394,10 @@ BOOST_AUTO_TEST_CASE(queue_names_never_become_paths) {
 BOOST_AUTO_TEST_CASE(two_nodes_cannot_share_a_data_dir) {
   temp_dir dir;
   node_process first({}, dir.path());
-  auto r = warren::test::run_command(
-      {WARREN_NODE_PATH, "--port", "0", "--data-dir", dir.path()});
+  auto r = warren::test::run_command({WARREN_NODE_PATH, "--port", "0", "--data-dir", dir.path()});
   BOOST_TEST(r.exit_code == 1);
-  BOOST_TEST(r.err.find("in use by another warren-node (pid " + std::to_string(first.pid()) + ")") !=
-             std::string::npos);
+  BOOST_TEST(r.err.find("in use by another warren-node (pid " + std::to_string(first.pid()) +
+                        ")") != std::string::npos);
   BOOST_TEST(first.alive());
 }
 
@@ -417,6 +421,61 @@ BOOST_AUTO_TEST_CASE(a_newer_format_is_refused_with_a_clear_message) {
   auto r = warren::test::run_command({WARREN_NODE_PATH, "--port", "0", "--data-dir", dir.path()});
   BOOST_TEST(r.exit_code == 1);
   BOOST_TEST(r.err.find("format version 99") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(disk_full)
+
+// Needs root to mount a small tmpfs (CI and the development machines run as root).
+BOOST_AUTO_TEST_CASE(a_full_disk_refuses_publishes_keeps_what_was_confirmed_and_recovers) {
+  temp_dir mount_point;
+  auto mount = warren::test::run_command(
+      {"/usr/bin/mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", mount_point.path()});
+  BOOST_REQUIRE_MESSAGE(mount.exit_code == 0, "cannot mount a tmpfs: " << mount.err);
+  struct unmount {
+    std::string path;
+    ~unmount() { warren::test::run_command({"/usr/bin/umount", "-l", path}); }
+  } unmount_later{mount_point.path()};
+  auto ballast = mount_point.path() + "/ballast";
+  {
+    std::ofstream out(ballast, std::ios::binary);
+    std::string chunk(64 * 1024, 'b');
+    for (int i = 0; i < 8; ++i) out << chunk;  // 512 KiB to give back later
+  }
+  node_process node({}, mount_point.path() + "/data");
+  auto conn = connect_to(node);
+  auto ch = conn->open_channel();
+  queue_options durable;
+  durable.durable = true;
+  ch->queue_declare("q", durable);
+  ch->confirm_select();
+  std::vector<std::string> confirmed;
+  size_t refused = 0;
+  std::string body(4096, 'x');
+  for (int i = 0; i < 2000 && refused == 0; ++i) {
+    auto m = persistent("q", std::to_string(i) + body);
+    auto r = ch->publish(m);
+    if (r.outcome == publish_outcome::routed)
+      confirmed.push_back(m.body);
+    else
+      ++refused;
+  }
+  BOOST_TEST(refused > 0u);
+  BOOST_TEST(node.alive());
+  BOOST_TEST(node.log().find("No space left on device") != std::string::npos);
+  // Space returns: publishing works again.
+  fs::remove(ballast);
+  auto again = persistent("q", "after");
+  BOOST_TEST(to_string(ch->publish(again).outcome) == std::string("routed"));
+  confirmed.push_back("after");
+  // Everything confirmed survives a crash; nothing refused is there.
+  node.kill9();
+  node_process restarted({}, mount_point.path() + "/data");
+  auto conn2 = connect_to(restarted);
+  auto all = drain(*conn2, "q");
+  BOOST_REQUIRE(all.size() == confirmed.size());
+  for (size_t i = 0; i < all.size(); ++i) BOOST_TEST_REQUIRE(all[i].body == confirmed[i]);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
