@@ -74,11 +74,13 @@ lines "$RECOVER_N" "$RECOVER_SIZE" | "$BUILD/warrenctl" --port "$PORT" publish "
 kill -9 "$NODE_PID"; wait "$NODE_PID" 2>/dev/null || true; NODE_PID=
 echo "  on disk: $(du -sh "$WORK/d-rec/queues" | cut -f1)"
 t0=$(date +%s.%N)
-/usr/bin/time -f "%M" -o "$WORK/rss" "$BUILD/warren-node" --port 0 --data-dir "$WORK/d-rec" 2>"$WORK/rec.log" &
+"$BUILD/warren-node" --port 0 --data-dir "$WORK/d-rec" 2>"$WORK/rec.log" &
 NODE_PID=$!
 until grep -q "ready on" "$WORK/rec.log"; do sleep 0.05; done
 t1=$(date +%s.%N)
 grep -o "recovered .*" "$WORK/rec.log" | sed 's/^/  /'
 python3 -c "print(f'  start to ready: {$t1-$t0:.2f} s')"
+# VmHWM: the peak resident set size so far, from the kernel.
+echo "  peak RSS of the recovering node: $(awk '/VmHWM/ { printf "%d MiB", $2 / 1024 }' /proc/$NODE_PID/status)"
+echo "  RSS once ready: $(awk '/VmRSS/ { printf "%d MiB", $2 / 1024 }' /proc/$NODE_PID/status)"
 kill "$NODE_PID"; wait "$NODE_PID" 2>/dev/null || true; NODE_PID=
-echo "  peak RSS of the recovering node: $(( $(cat "$WORK/rss") / 1024 )) MiB"
