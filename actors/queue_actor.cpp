@@ -35,7 +35,7 @@ void schedule_sync(self_ptr self) {
   auto& st = self->state;
   if (!st.store || st.sync_scheduled) return;
   st.sync_scheduled = true;
-  self->send(self, sync_atom::value, false);
+  self->send(self, sync_atom::value);
 }
 
 // A message left this queue for good (acked, dropped, expired, dead-lettered, purged).
@@ -69,18 +69,12 @@ void send_confirms(self_ptr self, std::vector<queue_state::awaiting_confirm>& do
                std::move(lists.second));
 }
 
-// `flags_now`: also write flag edits (acks, delivered marks) that no append carried yet.
-void on_sync(self_ptr self, bool flags_now) {
+void on_sync(self_ptr self) {
   auto& st = self->state;
+  st.sync_scheduled = false;
   if (!st.store) return;
   bool durable = st.fsync != persistence::fsync_policy::never;
-  st.store->sync(durable, flags_now);
-  if (st.store->has_pending_flags() && !st.flags_timer) {
-    // Acks and delivered marks alone are written within this delay, or earlier with the next
-    // appends; a message delivered and acked meanwhile costs one write instead of two.
-    st.flags_timer = true;
-    self->delayed_send(self, std::chrono::milliseconds(100), sync_atom::value, true);
-  }
+  st.store->sync(durable);
   auto done = std::move(st.awaiting);
   st.awaiting.clear();
   const auto& failed = st.store->failed();
@@ -394,7 +388,7 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
   schedule_tick(self);
   self->set_exit_handler([=](caf::exit_msg& msg) {
     // Node shutdown: write what is pending (flag edits, a last batch) before going.
-    if (self->state.store) on_sync(self, true);
+    if (self->state.store) on_sync(self);
     self->quit(msg.reason);
   });
   self->set_down_handler([=](caf::down_msg& dm) {
@@ -566,14 +560,7 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
         return reply;
       },
       [=](tick_atom) { on_tick(self); },
-      [=](sync_atom, bool flags_now) {
-        auto& st = self->state;
-        if (flags_now)
-          st.flags_timer = false;
-        else
-          st.sync_scheduled = false;
-        on_sync(self, flags_now);
-      },
+      [=](sync_atom) { on_sync(self); },
       [=](compact_atom) {
         auto& st = self->state;
         st.compact_scheduled = false;

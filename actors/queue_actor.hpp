@@ -95,7 +95,6 @@ struct queue_state {
   persistence::fsync_policy fsync = persistence::fsync_policy::batch;
   std::vector<awaiting_confirm> awaiting;
   bool sync_scheduled = false;
-  bool flags_timer = false;
   bool compact_scheduled = false;
 
   static inline const char* name = "queue";

@@ -323,41 +323,29 @@ bool segment_store::write_buffer() {
 }
 
 void segment_store::apply_flag_edits() {
-  // Several edits of one record in a batch (delivered, then acked) become one write.
-  std::vector<std::pair<uint64_t, uint8_t>> final_flags;
-  std::unordered_map<uint64_t, size_t> slot;
   for (const auto& edit : flag_edits_) {
-    auto [at, fresh] = slot.emplace(edit.seq, final_flags.size());
-    if (fresh) final_flags.emplace_back(edit.seq, flag_valid);
-    auto& flags = final_flags[at->second].second;
-    if (edit.set & flag_delivered) flags |= flag_delivered;
-    if (edit.clear & flag_valid) flags = 0;
-  }
-  flag_edits_.clear();
-  for (const auto& [seq, flags] : final_flags) {
-    auto i = index_.find(seq);
+    auto i = index_.find(edit.seq);
     if (i == index_.end()) continue;
     auto s = segments_.find(i->second.segment);
     if (s == segments_.end()) continue;
+    uint8_t flags = flag_valid | ((edit.set & flag_delivered) ? flag_delivered : 0);
+    if (edit.clear & flag_valid) flags = 0;
     auto offset = i->second.offset + flags_offset;
     if (!write_all(s->second.fd, reinterpret_cast<const char*>(&flags), 1, offset))
       log(log_level::warn, "storage",
           "queue " + label_ + ": could not update a record's flags: " + std::strerror(errno));
-    if (!(flags & flag_valid)) {
+    if (edit.clear & flag_valid) {
       index_.erase(i);
       after_invalidate(s->second);
     }
   }
+  flag_edits_.clear();
 }
 
-bool segment_store::sync(bool durable, bool flags_now) {
-  // Flag edits ride along with appends; alone they wait (bounded) unless asked for now.
-  constexpr size_t max_waiting_edits = 16384;
-  bool apply_flags = flags_now || !buffer_.empty() || flag_edits_.size() > max_waiting_edits;
+bool segment_store::sync(bool durable) {
   // Flag edits of records still in the buffer are made in the buffer: a record appended and
   // acked in the same batch is written already dead.
   for (auto& edit : flag_edits_) {
-    if (!apply_flags) break;
     auto i = index_.find(edit.seq);
     if (i == index_.end() || i->second.segment != active_ || i->second.offset < buffer_base_ ||
         i->second.offset - buffer_base_ >= buffer_.size())
@@ -367,7 +355,7 @@ bool segment_store::sync(bool durable, bool flags_now) {
     if (edit.set & flag_delivered) flags = static_cast<char>(flags | flag_delivered);
   }
   write_buffer();
-  if (apply_flags) apply_flag_edits();
+  apply_flag_edits();
   if (durable) {
     for (int fd : unsynced_fds_) {
       if (::fdatasync(fd) != 0) {

@@ -71,12 +71,9 @@ class segment_store {
 
   void append(uint64_t seq, const message& m);
   /// Writes what is buffered and pending; with `durable`, fdatasyncs what was written. False
-  /// when some record of this batch is not safely stored (see failed()). Without `flags_now`,
-  /// flag edits wait for the next batch of appends (or a later call with it), so that a record
-  /// delivered and acked in between is written once.
-  bool sync(bool durable, bool flags_now = true);
+  /// when some record of this batch is not safely stored (see failed()).
+  bool sync(bool durable);
   bool has_pending_work() const { return !buffer_.empty() || !flag_edits_.empty(); }
-  bool has_pending_flags() const { return !flag_edits_.empty(); }
 
   /// Sequence numbers the last sync() could not store (to nack); replaced by the next sync().
   const std::vector<uint64_t>& failed() const { return failed_; }
