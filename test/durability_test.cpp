@@ -31,6 +31,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
+const queue_options durable = [] {
+  queue_options o;
+  o.durable = true;
+  return o;
+}();
+
 std::unique_ptr<connection> connect_to(const node_process& node) {
   connect_options o;
   o.port = node.port();
@@ -89,8 +95,6 @@ BOOST_AUTO_TEST_CASE(a_clean_restart_keeps_durable_things_and_drops_the_rest) {
     node_process node({}, dir.path());
     auto conn = connect_to(node);
     auto ch = conn->open_channel();
-    queue_options durable;
-    durable.durable = true;
     ch->queue_declare("kept", durable);
     ch->queue_declare("memory_only");
     exchange_options dx;
@@ -135,8 +139,6 @@ BOOST_AUTO_TEST_CASE(deleted_durable_things_stay_deleted) {
     node_process node({}, dir.path());
     auto conn = connect_to(node);
     auto ch = conn->open_channel();
-    queue_options durable;
-    durable.durable = true;
     ch->queue_declare("q", durable);
     ch->publish(persistent("q", "x"));
     ch->queue_delete("q");
@@ -166,8 +168,6 @@ BOOST_AUTO_TEST_CASE(a_hundred_thousand_messages_come_back_in_order) {
     node_process node({}, dir.path());
     auto conn = connect_to(node);
     auto ch = conn->open_channel();
-    queue_options durable;
-    durable.durable = true;
     ch->queue_declare("big", durable);
     ch->confirm_select();
     std::vector<outbound_message> batch;
@@ -209,8 +209,6 @@ BOOST_AUTO_TEST_CASE(every_confirmed_message_survives_a_kill_at_a_random_moment)
       node_process node({}, dir.path());
       auto conn = connect_to(node);
       auto setup = conn->open_channel();
-      queue_options durable;
-      durable.durable = true;
       setup->queue_declare("orders", durable);
       std::atomic<bool> stop{false};
       std::mutex mutex;
@@ -261,8 +259,6 @@ BOOST_AUTO_TEST_CASE(messages_unacked_at_the_crash_come_back_redelivered) {
     node_process node({}, dir.path());
     auto conn = connect_to(node);
     auto ch = conn->open_channel();
-    queue_options durable;
-    durable.durable = true;
     ch->queue_declare("q", durable);
     ch->confirm_select();
     id = ch->publish(persistent("q", "held")).id;
@@ -296,8 +292,6 @@ BOOST_AUTO_TEST_CASE(a_torn_tail_is_truncated_and_logged) {
     node_process node({}, dir.path());
     auto conn = connect_to(node);
     auto ch = conn->open_channel();
-    queue_options durable;
-    durable.durable = true;
     ch->queue_declare("q", durable);
     ch->confirm_select();
     for (int i = 0; i < 3; ++i) ch->publish(persistent("q", "m" + std::to_string(i)));
@@ -320,8 +314,6 @@ BOOST_AUTO_TEST_CASE(a_flipped_bit_is_reported_and_everything_else_loads) {
     node_process node({}, dir.path());
     auto conn = connect_to(node);
     auto ch = conn->open_channel();
-    queue_options durable;
-    durable.durable = true;
     ch->queue_declare("damaged", durable);
     ch->queue_declare("intact", durable);
     ch->confirm_select();
@@ -372,8 +364,6 @@ BOOST_AUTO_TEST_CASE(queue_names_never_become_paths) {
     node_process node({}, dir.path() + "/data");
     auto conn = connect_to(node);
     auto ch = conn->open_channel();
-    queue_options durable;
-    durable.durable = true;
     ch->queue_declare("../../x", durable);
     ch->confirm_select();
     ch->publish(persistent("../../x", "contained"));
@@ -446,8 +436,6 @@ BOOST_AUTO_TEST_CASE(a_full_disk_refuses_publishes_keeps_what_was_confirmed_and_
   node_process node({}, mount_point.path() + "/data");
   auto conn = connect_to(node);
   auto ch = conn->open_channel();
-  queue_options durable;
-  durable.durable = true;
   ch->queue_declare("q", durable);
   ch->confirm_select();
   std::vector<std::string> confirmed;
