@@ -1,0 +1,305 @@
+// warren-bench: a load generator in the spirit of RabbitMQ's PerfTest. Producers and consumers
+// on their own connections, fixed-size bodies carrying their publish time, a progress line per
+// second and a summary (text or --json) at the end. It declares what it uses and removes it
+// afterwards unless --keep.
+#include "client/channel.hpp"
+#include "client/client_error.hpp"
+#include "client/connection.hpp"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+using namespace warren::client;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+struct options {
+  connect_options connect;
+  unsigned producers = 1, consumers = 1, queues = 1;
+  size_t size = 64;
+  uint64_t count = 0;
+  double time = 0;
+  double rate = 0;
+  bool persistent = false;
+  uint32_t confirm = 0;
+  uint32_t prefetch = 100;
+  bool auto_ack = false;
+  uint32_t multi_ack = 0;
+  std::string exchange_type = "direct";
+  size_t batch = 100;
+  bool keep = false;
+  bool json = false;
+};
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch())
+      .count();
+}
+
+// Counters shared by all threads; latencies in microseconds, collected per interval.
+struct stats {
+  std::atomic<uint64_t> sent{0}, confirmed{0}, received{0}, refused{0};
+  // When the last confirm and the last delivery happened: rates are over the time really used.
+  std::atomic<int64_t> last_confirm_ns{0}, last_receive_ns{0};
+  std::mutex mutex;
+  std::vector<uint32_t> interval_latency, all_latency;
+
+  void record_latency(uint32_t us) {
+    std::lock_guard<std::mutex> guard(mutex);
+    interval_latency.push_back(us);
+  }
+};
+
+double percentile(std::vector<uint32_t>& v, double p) {
+  if (v.empty()) return 0;
+  auto k = static_cast<size_t>(p * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
+  return v[k] / 1000.0;
+}
+
+std::string queue_name(unsigned i) {
+  return "warren-bench-" + std::to_string(i);
+}
+std::string exchange_name(const options& o) {
+  return "warren-bench." + o.exchange_type;
+}
+
+std::string routing_key(const options& o, uint64_t n) {
+  unsigned q = static_cast<unsigned>(n % o.queues);
+  if (o.exchange_type == "topic") return "bench." + std::to_string(q) + ".x";
+  if (o.exchange_type == "fanout") return "";
+  return queue_name(q);
+}
+
+void setup(const options& o) {
+  auto conn = connection::open(o.connect);
+  auto ch = conn->open_channel();
+  exchange_options xo;
+  xo.durable = o.persistent;
+  ch->exchange_declare(exchange_name(o), o.exchange_type, xo);
+  for (unsigned i = 0; i < o.queues; ++i) {
+    queue_options qo;
+    qo.durable = o.persistent;
+    ch->queue_declare(queue_name(i), qo);
+    std::string key = o.exchange_type == "topic"    ? "bench." + std::to_string(i) + ".*"
+                      : o.exchange_type == "fanout" ? ""
+                                                    : queue_name(i);
+    ch->queue_bind(queue_name(i), exchange_name(o), key);
+  }
+}
+
+void teardown(const options& o) {
+  auto conn = connection::open(o.connect);
+  auto ch = conn->open_channel();
+  for (unsigned i = 0; i < o.queues; ++i) ch->queue_delete(queue_name(i));
+  ch->exchange_delete(exchange_name(o));
+}
+
+void produce(const options& o, unsigned index, uint64_t quota, std::atomic<bool>& stop, stats& s) {
+  auto conn = connection::open(o.connect);
+  auto ch = conn->open_channel();
+  if (o.confirm > 0) ch->confirm_select();
+  // In flight: the confirm window when set, else four batches.
+  size_t window_batches = o.confirm > 0 ? std::max<size_t>(1, o.confirm / o.batch) : 4;
+  std::deque<std::pair<size_t, std::future<std::vector<publish_result>>>> in_flight;
+  auto settle_one = [&] {
+    auto results = in_flight.front().second.get();
+    in_flight.pop_front();
+    for (const auto& r : results)
+      (r.outcome == publish_outcome::routed ? s.confirmed : s.refused)++;
+    s.last_confirm_ns = now_ns();
+  };
+  double per_producer_rate = o.rate > 0 ? o.rate / o.producers : 0;
+  auto start = clock_type::now();
+  uint64_t n = index;  // spreads producers over the routing keys
+  uint64_t done = 0;
+  while (!stop && (quota == 0 || done < quota)) {
+    size_t this_batch = o.batch;
+    if (quota > 0) this_batch = static_cast<size_t>(std::min<uint64_t>(this_batch, quota - done));
+    if (per_producer_rate > 0) {
+      // Never ahead of the schedule: sleep until this batch is due.
+      auto due =
+          start + std::chrono::duration<double>(static_cast<double>(done) / per_producer_rate);
+      std::this_thread::sleep_until(due);
+      this_batch = std::min<size_t>(
+          this_batch, std::max<size_t>(1, static_cast<size_t>(per_producer_rate / 1000)));
+    }
+    std::vector<outbound_message> batch(this_batch);
+    for (auto& m : batch) {
+      m.exchange = exchange_name(o);
+      m.routing_key = routing_key(o, n++);
+      m.properties.persistent = o.persistent;
+      m.body.assign(std::max<size_t>(o.size, sizeof(int64_t)), 'b');
+      int64_t stamp = now_ns();
+      std::memcpy(m.body.data(), &stamp, sizeof stamp);
+    }
+    in_flight.emplace_back(this_batch, ch->publish_batch(std::move(batch)));
+    s.sent += this_batch;
+    done += this_batch;
+    while (in_flight.size() >= window_batches) settle_one();
+  }
+  while (!in_flight.empty()) settle_one();
+}
+
+void consume(const options& o, unsigned index, std::atomic<bool>& stop, stats& s) {
+  auto conn = connection::open(o.connect);
+  auto ch = conn->open_channel();
+  consume_options co;
+  co.no_ack = o.auto_ack;
+  co.prefetch = o.prefetch;
+  uint64_t since_ack = 0;
+  ch->consume(queue_name(index % o.queues), co, [&](const delivery& d) {
+    int64_t stamp = 0;
+    if (d.body.size() >= sizeof stamp) std::memcpy(&stamp, d.body.data(), sizeof stamp);
+    s.record_latency(static_cast<uint32_t>(std::max<int64_t>(0, now_ns() - stamp) / 1000));
+    ++s.received;
+    s.last_receive_ns = now_ns();
+    if (o.auto_ack) return;
+    if (o.multi_ack == 0) {
+      ch->ack(d.delivery_tag);
+    } else if (++since_ack >= o.multi_ack) {
+      ch->ack(d.delivery_tag, true);
+      since_ack = 0;
+    }
+  });
+  while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  CLI::App app{"warren-bench: load generator for warren-node"};
+  app.add_option("--host", o.connect.host)->capture_default_str();
+  app.add_option("--port", o.connect.port)->capture_default_str();
+  app.add_option("--producers", o.producers)->capture_default_str();
+  app.add_option("--consumers", o.consumers)->capture_default_str();
+  app.add_option("--size", o.size, "body bytes (at least 8: the publish time)")
+      ->capture_default_str();
+  auto* count = app.add_option("--count", o.count, "messages to publish in all");
+  auto* time = app.add_option("--time", o.time, "seconds to run");
+  count->excludes(time);
+  app.add_option("--rate", o.rate, "messages per second in all (0 = as fast as possible)");
+  app.add_flag("--persistent", o.persistent, "persistent messages in durable queues");
+  app.add_option("--confirm", o.confirm, "confirm mode with this many messages in flight");
+  app.add_option("--prefetch", o.prefetch)->capture_default_str();
+  app.add_flag("--auto-ack", o.auto_ack);
+  app.add_option("--multi-ack", o.multi_ack, "ack every N messages with multiple");
+  app.add_option("--queues", o.queues)->capture_default_str();
+  app.add_option("--exchange-type", o.exchange_type)
+      ->check(CLI::IsMember({"direct", "fanout", "topic"}))
+      ->capture_default_str();
+  app.add_option("--batch", o.batch, "messages per publish call")->capture_default_str();
+  app.add_flag("--keep", o.keep, "keep the queues and exchange afterwards");
+  app.add_flag("--json", o.json, "print the summary as one JSON object");
+  try {
+    app.parse(argc, argv);
+    if (o.count == 0 && o.time == 0) throw CLI::ValidationError("--count or --time is required");
+    if (o.batch == 0 || o.queues == 0)
+      throw CLI::ValidationError("--batch and --queues must be > 0");
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  o.connect.client_name = "warren-bench";
+  stats s;
+  try {
+    setup(o);
+    std::atomic<bool> producers_stop{false}, consumers_stop{false};
+    std::vector<std::thread> consumers, producers;
+    for (unsigned i = 0; i < o.consumers; ++i)
+      consumers.emplace_back([&, i] { consume(o, i, consumers_stop, s); });
+    auto start = clock_type::now();
+    int64_t start_ns = now_ns();
+    for (unsigned i = 0; i < o.producers; ++i) {
+      uint64_t quota = o.count == 0 ? 0 : o.count / o.producers + (i < o.count % o.producers);
+      producers.emplace_back([&, i, quota] { produce(o, i, quota, producers_stop, s); });
+    }
+    // Deliveries expected once publishing ends: fanout copies to every queue.
+    auto expected = [&] {
+      uint64_t routed = s.confirmed.load();
+      return o.consumers == 0 ? 0 : (o.exchange_type == "fanout" ? routed * o.queues : routed);
+    };
+    uint64_t last_sent = 0, last_confirmed = 0, last_received = 0, idle_seconds = 0;
+    bool publishing = true;
+    for (int second = 1;; ++second) {
+      std::this_thread::sleep_until(start + std::chrono::seconds(second));
+      if (o.time > 0 && second >= o.time) producers_stop = true;
+      std::vector<uint32_t> lat;
+      {
+        std::lock_guard<std::mutex> guard(s.mutex);
+        lat.swap(s.interval_latency);
+        s.all_latency.insert(s.all_latency.end(), lat.begin(), lat.end());
+      }
+      uint64_t sent = s.sent, confirmed = s.confirmed + s.refused, received = s.received;
+      std::fprintf(stderr,
+                   "%4ds  sent %8llu/s  confirmed %8llu/s  received %8llu/s  latency p50 %.2f ms "
+                   "p99 %.2f ms\n",
+                   second, (unsigned long long)(sent - last_sent),
+                   (unsigned long long)(confirmed - last_confirmed),
+                   (unsigned long long)(received - last_received), percentile(lat, 0.5),
+                   percentile(lat, 0.99));
+      idle_seconds = received == last_received ? idle_seconds + 1 : 0;
+      last_sent = sent, last_confirmed = confirmed, last_received = received;
+      if (publishing && (producers_stop || (o.count > 0 && confirmed >= o.count))) {
+        producers_stop = true;
+        for (auto& t : producers) t.join();
+        publishing = false;
+      }
+      if (!publishing && (s.received >= expected() || idle_seconds >= 3)) break;
+    }
+    auto elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
+    auto span = [&](int64_t last_ns) {
+      return last_ns > start_ns ? static_cast<double>(last_ns - start_ns) / 1e9 : elapsed;
+    };
+    double publish_s = span(s.last_confirm_ns), receive_s = span(s.last_receive_ns);
+    consumers_stop = true;
+    for (auto& t : consumers) t.join();
+    if (!o.keep) teardown(o);
+    std::vector<uint32_t> all;
+    {
+      std::lock_guard<std::mutex> guard(s.mutex);
+      all = s.all_latency;
+      all.insert(all.end(), s.interval_latency.begin(), s.interval_latency.end());
+    }
+    // Sends and confirms are rated over the time to the last confirm, receipts to the last
+    // delivery.
+    double max_ms = all.empty() ? 0 : *std::max_element(all.begin(), all.end()) / 1000.0;
+    nlohmann::json summary{{"sent_per_s", s.sent / publish_s},
+                           {"confirmed_per_s", s.confirmed / publish_s},
+                           {"received_per_s", s.received / receive_s},
+                           {"p50_ms", percentile(all, 0.50)},
+                           {"p95_ms", percentile(all, 0.95)},
+                           {"p99_ms", percentile(all, 0.99)},
+                           {"max_ms", max_ms},
+                           {"sent", s.sent.load()},
+                           {"confirmed", s.confirmed.load()},
+                           {"refused", s.refused.load()},
+                           {"received", s.received.load()},
+                           {"seconds", elapsed}};
+    if (o.json) {
+      std::cout << summary.dump() << '\n';
+    } else {
+      std::printf(
+          "sent %.0f msgs/s, confirmed %.0f msgs/s (%.2f s), received %.0f msgs/s (%.2f s)\n",
+          s.sent / publish_s, s.confirmed / publish_s, publish_s, s.received / receive_s,
+          receive_s);
+      std::printf("latency p50 %.3f ms, p95 %.3f ms, p99 %.3f ms, max %.3f ms\n",
+                  percentile(all, 0.5), percentile(all, 0.95), percentile(all, 0.99), max_ms);
+    }
+  } catch (const error& e) {
+    std::cerr << "error: " << e.code() << ": " << e.text() << '\n';
+    return 1;
+  }
+  return 0;
+}
