@@ -27,16 +27,9 @@ persistence::meta_mutation vhost_record(const std::string& name, bool erase) {
           erase ? std::string() : persistence::encode_vhost(name), erase};
 }
 
-// Sends `batch` to the persistence actor (if any) and runs done(error-or-none) after commit.
 template <class Done>
 void persist(self_ptr self, std::vector<persistence::meta_mutation> batch, Done done) {
-  if (!self->state.storage.persistence) {
-    done(caf::error{});
-    return;
-  }
-  self->request(self->state.storage.persistence, caf::infinite, persist_atom::value,
-                std::move(batch))
-      .then([=]() mutable { done(caf::error{}); }, [=](caf::error& err) mutable { done(err); });
+  warren::persist(self, self->state.storage.persistence, std::move(batch), std::move(done));
 }
 
 // Recreates the vhosts (and everything in them) the metadata store holds.
@@ -106,7 +99,7 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
           if (err)
             rp.deliver(err);
           else
-            static_cast<caf::response_promise&>(rp).deliver(caf::unit);
+            deliver_unit(rp);
         });
         return rp;
       },
@@ -128,7 +121,7 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
               return;
             }
             log(log_level::info, "node", "vhost " + quote(name) + " deleted");
-            static_cast<caf::response_promise&>(rp).deliver(caf::unit);
+            deliver_unit(rp);
           });
         };
         self->request(vhost, caf::infinite, shutdown_atom::value)
@@ -160,7 +153,7 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
         await_all(
             vhosts,
             [=](const caf::actor& v) { return self->request(v, caf::infinite, ready_atom::value); },
-            [=]() mutable { static_cast<caf::response_promise&>(rp).deliver(caf::unit); });
+            [=]() mutable { deliver_unit(rp); });
         return rp;
       },
       [=](list_atom, vhost_atom) {

@@ -14,6 +14,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/response_promise.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_response_promise.hpp>
 
 #include <memory>
 
@@ -30,6 +31,25 @@ struct persistence_state {
 
   static inline const char* name = "persistence";
 };
+
+/// Commits `batch` through `store` (the persistence actor), then calls done(error-or-none) in
+/// `self`'s context. Without a store (actors tested alone) or with nothing to store, done runs
+/// at once.
+template <class Self, class Done>
+void persist(Self* self, const caf::actor& store, std::vector<persistence::meta_mutation> batch,
+             Done done) {
+  if (batch.empty() || !store) {
+    done(caf::error{});
+    return;
+  }
+  self->request(store, caf::infinite, persist_atom::value, std::move(batch))
+      .then([=]() mutable { done(caf::error{}); }, [=](caf::error& err) mutable { done(err); });
+}
+
+/// Answers a request promised as `void` (CAF 0.17 needs the untyped promise for that).
+inline void deliver_unit(caf::typed_response_promise<void>& rp) {
+  static_cast<caf::response_promise&>(rp).deliver(caf::unit);
+}
 
 caf::behavior persistence_actor(caf::stateful_actor<persistence_state>* self,
                                 std::shared_ptr<persistence::lmdb_store> store);

@@ -75,17 +75,9 @@ void erase(meta_table table, std::string key, changes& out) {
   out.push_back({table, std::move(key), {}, true});
 }
 
-// Commits `batch` through the persistence actor, then calls done(error-or-none). Without
-// storage (tests of the actors alone) or with nothing to store, done runs at once.
 template <class Done>
 void persist(self_ptr self, changes batch, Done done) {
-  const auto& store = self->state.storage.persistence;
-  if (batch.empty() || !store) {
-    done(caf::error{});
-    return;
-  }
-  self->request(store, caf::infinite, persist_atom::value, std::move(batch))
-      .then([=]() mutable { done(caf::error{}); }, [=](caf::error& err) mutable { done(err); });
+  warren::persist(self, self->state.storage.persistence, std::move(batch), std::move(done));
 }
 
 // For changes nobody waits for (auto-delete, expiry): a failure is logged.
@@ -213,7 +205,7 @@ void reply_after(self_ptr self, changes batch, caf::typed_response_promise<void>
     if (err)
       rp.deliver(err);
     else
-      static_cast<caf::response_promise&>(rp).deliver(caf::unit);
+      deliver_unit(rp);
   });
 }
 
@@ -653,7 +645,7 @@ caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string na
           if (err)
             rp.deliver(err);
           else
-            static_cast<caf::response_promise&>(rp).deliver(caf::unit);
+            deliver_unit(rp);
           self->quit();
         });
         return rp;
@@ -665,9 +657,7 @@ caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string na
         gather<queue_info>(
             queue_actors(self->state),
             [=](const caf::actor& q) { return self->request(q, caf::infinite, stats_atom::value); },
-            [=](std::vector<queue_info>) mutable {
-              static_cast<caf::response_promise&>(rp).deliver(caf::unit);
-            });
+            [=](std::vector<queue_info>) mutable { deliver_unit(rp); });
         return rp;
       },
   };

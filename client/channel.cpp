@@ -19,10 +19,6 @@ rpc::Channel::Client& cap_of(const std::shared_ptr<channel::state>& st) {
   return *st->cap;
 }
 
-void write_table_to(const field_table& t, capnp::List<rpc::Field>::Builder out) {
-  net::write_table(t, out);
-}
-
 // Receives deliveries on the kj thread and runs the user's callbacks on the worker thread. A
 // deliver call completes once its callbacks ran, which is what bounds the broker's in-flight
 // window for this consumer.
@@ -94,7 +90,7 @@ void channel::exchange_declare(const std::string& name, const std::string& type,
     req.setAutoDelete(o.auto_delete);
     req.setInternal(o.internal);
     req.setPassive(o.passive);
-    write_table_to(o.arguments, req.initArguments(static_cast<unsigned>(o.arguments.size())));
+    net::write_table(o.arguments, req.initArguments(static_cast<unsigned>(o.arguments.size())));
     return req.send().ignoreResult();
   });
 }
@@ -118,7 +114,7 @@ declare_ok channel::queue_declare(const std::string& name, const queue_options& 
     req.setExclusive(o.exclusive);
     req.setAutoDelete(o.auto_delete);
     req.setPassive(o.passive);
-    write_table_to(o.arguments, req.initArguments(static_cast<unsigned>(o.arguments.size())));
+    net::write_table(o.arguments, req.initArguments(static_cast<unsigned>(o.arguments.size())));
     return req.send().then([](capnp::Response<rpc::Channel::QueueDeclareResults>&& r) {
       return declare_ok{net::text(r.getName()), r.getMessageCount(), r.getConsumerCount()};
     });
@@ -147,15 +143,26 @@ uint32_t channel::queue_purge(const std::string& name) {
   });
 }
 
+namespace {
+
+// Bind and unbind take the same parameters.
+template <class Request>
+void fill_binding(Request& req, const std::string& queue, const std::string& exchange,
+                  const std::string& key, const field_table& arguments) {
+  req.setQueue(queue);
+  req.setExchange(exchange);
+  req.setBindingKey(key);
+  net::write_table(arguments, req.initArguments(static_cast<unsigned>(arguments.size())));
+}
+
+}  // namespace
+
 void channel::queue_bind(const std::string& queue, const std::string& exchange,
                          const std::string& key, const field_table& arguments) {
   auto st = state_;
   runtime_->call<void>([st, queue, exchange, key, arguments]() {
     auto req = cap_of(st).queueBindRequest();
-    req.setQueue(queue);
-    req.setExchange(exchange);
-    req.setBindingKey(key);
-    write_table_to(arguments, req.initArguments(static_cast<unsigned>(arguments.size())));
+    fill_binding(req, queue, exchange, key, arguments);
     return req.send().ignoreResult();
   });
 }
@@ -165,10 +172,7 @@ void channel::queue_unbind(const std::string& queue, const std::string& exchange
   auto st = state_;
   runtime_->call<void>([st, queue, exchange, key, arguments]() {
     auto req = cap_of(st).queueUnbindRequest();
-    req.setQueue(queue);
-    req.setExchange(exchange);
-    req.setBindingKey(key);
-    write_table_to(arguments, req.initArguments(static_cast<unsigned>(arguments.size())));
+    fill_binding(req, queue, exchange, key, arguments);
     return req.send().ignoreResult();
   });
 }
