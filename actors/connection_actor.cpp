@@ -9,6 +9,8 @@
 #include <caf/event_based_actor.hpp>
 
 #include <algorithm>
+#include <optional>
+#include <unordered_set>
 
 namespace warren {
 
@@ -267,10 +269,33 @@ void grant_credit(self_ptr self, uint16_t id, channel_state& ch, const std::stri
   self->send(c->second.queue, credit_atom::value, self_handle(self), id, tag, n);
 }
 
+using unacked_iterator = std::map<uint64_t, channel_state::unacked_entry>::iterator;
+
+// Settles the chosen deliveries with `kind`: one message per queue, and the credit their
+// consumers earned back.
+void settle_entries(self_ptr self, uint16_t id, channel_state& ch,
+                    const std::vector<unacked_iterator>& chosen, settle_kind kind) {
+  std::map<caf::actor, std::vector<uint64_t>> by_queue;
+  std::map<std::string, uint32_t> by_consumer;
+  for (auto i : chosen) {
+    by_queue[i->second.queue].push_back(i->second.delivery_id);
+    if (!i->second.consumer_tag.empty()) ++by_consumer[i->second.consumer_tag];
+    ch.unacked.erase(i);
+  }
+  if (kind == settle_kind::ack) self->state.traffic.acked += chosen.size();
+  for (auto& [queue, ids] : by_queue)
+    self->send(queue, settle_atom::value, self_handle(self), std::move(ids), kind);
+  for (const auto& [consumer, n] : by_consumer) {
+    auto c = ch.consumers.find(consumer);
+    if (c != ch.consumers.end() && c->second.prefetch > 0 && !c->second.no_ack)
+      grant_credit(self, id, ch, consumer, n);
+  }
+}
+
 // Settles tag (or everything up to it) with `kind`; false when the tag is not outstanding.
 bool settle(self_ptr self, uint16_t id, channel_state& ch, uint64_t tag, bool multiple,
             settle_kind kind) {
-  std::vector<std::map<uint64_t, channel_state::unacked_entry>::iterator> chosen;
+  std::vector<unacked_iterator> chosen;
   if (multiple) {
     auto end = tag == 0 ? ch.unacked.end() : ch.unacked.upper_bound(tag);
     for (auto i = ch.unacked.begin(); i != end; ++i) chosen.push_back(i);
@@ -280,21 +305,28 @@ bool settle(self_ptr self, uint16_t id, channel_state& ch, uint64_t tag, bool mu
     if (i == ch.unacked.end()) return false;
     chosen.push_back(i);
   }
-  std::map<caf::actor, std::vector<uint64_t>> by_queue;
-  std::map<std::string, uint32_t> by_consumer;
-  for (auto i : chosen) {
-    by_queue[i->second.queue].push_back(i->second.delivery_id);
-    if (!i->second.consumer_tag.empty()) ++by_consumer[i->second.consumer_tag];
-    ch.unacked.erase(i);
-  }
-  for (auto& [queue, ids] : by_queue)
-    self->send(queue, settle_atom::value, self_handle(self), std::move(ids), kind);
-  for (const auto& [consumer, n] : by_consumer) {
-    auto c = ch.consumers.find(consumer);
-    if (c != ch.consumers.end() && c->second.prefetch > 0 && !c->second.no_ack)
-      grant_credit(self, id, ch, consumer, n);
-  }
+  settle_entries(self, id, ch, chosen, kind);
   return true;
+}
+
+// Acks each tag; returns the first tag that is not outstanding, if any, having acked the ones
+// before it.
+std::optional<uint64_t> ack_each(self_ptr self, uint16_t id, channel_state& ch,
+                                 const std::vector<uint64_t>& tags) {
+  std::vector<unacked_iterator> chosen;
+  chosen.reserve(tags.size());
+  std::unordered_set<uint64_t> seen;  // a tag twice in one list: the second is unknown
+  std::optional<uint64_t> unknown;
+  for (auto tag : tags) {
+    auto i = ch.unacked.find(tag);
+    if (i == ch.unacked.end() || !seen.insert(tag).second) {
+      unknown = tag;
+      break;
+    }
+    chosen.push_back(i);
+  }
+  settle_entries(self, id, ch, chosen, settle_kind::ack);
+  return unknown;
 }
 
 void close_connection(self_ptr self) {
@@ -351,8 +383,14 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         auto& st = self->state;
         uint32_t open = 0;
         for (const auto& [id, ch] : st.channels) open += ch.open ? 1 : 0;
-        return connection_info{st.hello.client_name, st.hello.peer, st.hello.vhost, st.hello.user,
-                               open};
+        connection_info info;
+        info.name = st.hello.client_name;
+        info.peer = st.hello.peer;
+        info.vhost = st.hello.vhost;
+        info.user = st.hello.user;
+        info.channels = open;
+        info.traffic = st.traffic;
+        return info;
       },
       // --- channels --------------------------------------------------------------------------
       [=](open_atom, uint64_t request, uint16_t id) {
@@ -430,6 +468,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
             fail(self, request, id, make_broker_error(reply_code::precondition_failed, problem));
             return;
           }
+          for (const auto& m : msgs) self->state.traffic.count_in(m->body.size());
           ch->publish_backlog.push_back({request, std::move(msgs)});
           drain_publishes(self, id);
         }
@@ -557,6 +596,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
           auto tag_no = ++ch.next_delivery_tag;
           if (!no_ack)
             ch.unacked.emplace(tag_no, channel_state::unacked_entry{queue, d.delivery_id, tag});
+          self->state.traffic.count_out(d.msg->body.size(), d.redelivered);
           out.push_back({tag_no, d.redelivered, std::move(d.msg), 0});
         }
         self->state.link->deliver(id, tag, std::move(out));
@@ -593,6 +633,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
                             }
                             auto& ch = c->second;
                             delivery d{0, r.delivery.redelivered, r.delivery.msg, r.remaining};
+                            self->state.traffic.count_out(d.msg->body.size(), d.redelivered);
                             if (!no_ack) {
                               d.tag = ++ch.next_delivery_tag;
                               ch.unacked.emplace(d.tag, channel_state::unacked_entry{
@@ -614,6 +655,18 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
                make_broker_error(reply_code::precondition_failed,
                                  "unknown delivery tag " + std::to_string(tag) + " on channel " +
                                      std::to_string(id)));
+          return;
+        }
+        self->state.link->reply(request, {}, {});
+      },
+      [=](settle_atom, uint64_t request, uint16_t id, const std::vector<uint64_t>& tags) {
+        auto* ch = open_channel(self, request, id);
+        if (ch == nullptr) return;
+        if (auto unknown = ack_each(self, id, *ch, tags)) {
+          fail(self, request, id,
+               make_broker_error(reply_code::precondition_failed,
+                                 "unknown delivery tag " + std::to_string(*unknown) +
+                                     " on channel " + std::to_string(id)));
           return;
         }
         self->state.link->reply(request, {}, {});
@@ -641,6 +694,9 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
       [=](list_atom, vhost_atom, uint64_t request) {
         relay<std::vector<std::string>>(self, request, 0, self->state.node, list_atom::value,
                                         vhost_atom::value);
+      },
+      [=](stats_atom, uint64_t request) {
+        relay<node_stats_info>(self, request, 0, self->state.node, stats_atom::value);
       },
       [=](list_atom, conns_atom, uint64_t request) {
         relay<std::vector<connection_info>>(self, request, 0, self->state.node, list_atom::value,

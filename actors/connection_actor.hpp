@@ -90,6 +90,7 @@ struct connection_state {
   };
   std::unordered_map<std::string, exchange_entry> exchanges;
   bool closed = false;
+  traffic_counters traffic;
 
   static inline const char* name = "connection";
 };

@@ -9,7 +9,11 @@
 #include "actors/persistence_actor.hpp"
 #include "actors/vhost_actor.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <fstream>
 
 namespace warren {
 
@@ -30,6 +34,47 @@ persistence::meta_mutation vhost_record(const std::string& name, bool erase) {
 template <class Done>
 void persist(self_ptr self, std::vector<persistence::meta_mutation> batch, Done done) {
   warren::persist(self, self->state.storage.persistence, std::move(batch), std::move(done));
+}
+
+// Every queue of every vhost, for listings and statistics.
+template <class Done>
+void all_queues(self_ptr self, Done done) {
+  std::vector<caf::actor> vhosts;
+  for (const auto& [name, vhost] : self->state.vhosts) vhosts.push_back(vhost);
+  gather<std::vector<queue_info>>(
+      vhosts,
+      [=](const caf::actor& v) {
+        return self->request(v, caf::infinite, list_atom::value, queues_atom::value);
+      },
+      [=](std::vector<std::vector<queue_info>> parts) mutable {
+        std::vector<queue_info> rows;
+        for (auto& p : parts) rows.insert(rows.end(), p.begin(), p.end());
+        done(std::move(rows));
+      });
+}
+
+template <class Done>
+void all_connections(self_ptr self, Done done) {
+  std::vector<caf::actor> conns;
+  for (const auto& [addr, conn] : self->state.connections) conns.push_back(conn);
+  gather<connection_info>(
+      conns,
+      [=](const caf::actor& c) { return self->request(c, caf::infinite, stats_atom::value); },
+      std::move(done));
+}
+
+// Resident set size of this process, from /proc/self/statm (0 where that cannot be read).
+uint64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages_total = 0, pages_resident = 0;
+  if (!(statm >> pages_total >> pages_resident)) return 0;
+  return pages_resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 // Recreates the vhosts (and everything in them) the metadata store holds.
@@ -54,6 +99,7 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
                          persistence::metadata_contents contents) {
   install_actor_defaults(self, "node");
   self->state.storage = std::move(storage);
+  self->state.started_ms = now_ms();
   bool fresh = contents.fresh;
   restore(self, std::move(contents));
   if (fresh) {
@@ -130,20 +176,23 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
         return rp;
       },
       [=](list_atom, queues_atom) {
-        // Every queue of every vhost (for the node's periodic statistics).
         auto rp = self->make_response_promise<std::vector<queue_info>>();
-        std::vector<caf::actor> vhosts;
-        for (const auto& [name, vhost] : self->state.vhosts) vhosts.push_back(vhost);
-        gather<std::vector<queue_info>>(
-            vhosts,
-            [=](const caf::actor& v) {
-              return self->request(v, caf::infinite, list_atom::value, queues_atom::value);
-            },
-            [=](std::vector<std::vector<queue_info>> parts) mutable {
-              std::vector<queue_info> rows;
-              for (auto& p : parts) rows.insert(rows.end(), p.begin(), p.end());
-              rp.deliver(std::move(rows));
-            });
+        all_queues(self,
+                   [=](std::vector<queue_info> rows) mutable { rp.deliver(std::move(rows)); });
+        return rp;
+      },
+      [=](stats_atom) {
+        auto rp = self->make_response_promise<node_stats_info>();
+        all_queues(self, [=](std::vector<queue_info> queues) mutable {
+          all_connections(self, [=](std::vector<connection_info> conns) mutable {
+            node_stats_info info;
+            info.uptime_ms = static_cast<uint64_t>(now_ms() - self->state.started_ms);
+            info.rss_bytes = resident_bytes();
+            info.queues = std::move(queues);
+            info.connections = std::move(conns);
+            rp.deliver(std::move(info));
+          });
+        });
         return rp;
       },
       [=](ready_atom) {
@@ -163,12 +212,8 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
       },
       [=](list_atom, conns_atom) {
         auto rp = self->make_response_promise<std::vector<connection_info>>();
-        std::vector<caf::actor> conns;
-        for (const auto& [addr, conn] : self->state.connections) conns.push_back(conn);
-        gather<connection_info>(
-            conns,
-            [=](const caf::actor& c) { return self->request(c, caf::infinite, stats_atom::value); },
-            [=](std::vector<connection_info> rows) mutable { rp.deliver(std::move(rows)); });
+        all_connections(
+            self, [=](std::vector<connection_info> rows) mutable { rp.deliver(std::move(rows)); });
         return rp;
       },
   };

@@ -9,6 +9,8 @@
 //   (ready_atom)                                     -> void   once every queue has recovered
 //   (list_atom, conns_atom)                          -> std::vector<connection_info>
 //   (list_atom, queues_atom)                         -> std::vector<queue_info>  every vhost
+//   (stats_atom)                                     -> node_stats_info  queues, connections,
+//                                                       uptime and memory
 #pragma once
 
 #include "actors/protocol.hpp"
@@ -30,6 +32,7 @@ struct node_state {
   std::map<std::string, std::string> users;  // name -> password
   std::unordered_map<caf::actor_addr, caf::actor> connections;
   storage_context storage;
+  int64_t started_ms = 0;  // steady clock
 
   static inline const char* name = "node";
 };

@@ -6,6 +6,7 @@
 
 #include "actors/declarations.hpp"
 #include "actors/message.hpp"
+#include "actors/traffic.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/allowed_unsafe_message_type.hpp>
@@ -128,6 +129,9 @@ struct queue_info {
   uint64_t ready = 0;
   uint64_t unacked = 0;
   uint32_t consumers = 0;
+  traffic_counters traffic;
+  uint64_t bytes_on_disk = 0;  // segment files of a durable queue
+  uint32_t segments = 0;
 };
 
 struct binding_info {
@@ -153,6 +157,15 @@ struct connection_info {
   std::string vhost;
   std::string user;
   uint32_t channels = 0;
+  traffic_counters traffic;
+};
+
+/// One reading of the node's statistics: every queue of every vhost, every connection.
+struct node_stats_info {
+  uint64_t uptime_ms = 0;
+  uint64_t rss_bytes = 0;  // resident memory of the process
+  std::vector<queue_info> queues;
+  std::vector<connection_info> connections;
 };
 
 /// Who a client says it is when it connects.
@@ -177,7 +190,8 @@ typename Inspector::result_type inspect(Inspector& f, exchange_info& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, queue_info& x) {
-  return f(x.vhost, x.spec, x.ready, x.unacked, x.consumers);
+  return f(x.vhost, x.spec, x.ready, x.unacked, x.consumers, x.traffic, x.bytes_on_disk,
+           x.segments);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, binding_info& x) {
@@ -190,7 +204,11 @@ typename Inspector::result_type inspect(Inspector& f, consumer_info& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, connection_info& x) {
-  return f(x.name, x.peer, x.vhost, x.user, x.channels);
+  return f(x.name, x.peer, x.vhost, x.user, x.channels, x.traffic);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_stats_info& x) {
+  return f(x.uptime_ms, x.rss_bytes, x.queues, x.connections);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, client_hello& x) {

@@ -191,6 +191,7 @@ void dispatch(self_ptr self) {
                                                         c.spec.connection, c.key, c.spec.channel});
       ++c.unacked;
     }
+    st.traffic.count_out(entry.msg->body.size(), entry.redelivered);
     out[idx].push_back({id, std::move(entry.msg), entry.redelivered});
   }
   for (size_t i = 0; i < n; ++i) {
@@ -301,6 +302,7 @@ void enqueue(self_ptr self, publish_batch& batch) {
       st.ready.pop_front();
     }
     auto seq = ++st.next_seq;
+    st.traffic.count_in(item.msg->body.size());
     st.ready.push_back({item.msg, seq, expiry_for(st, *item.msg, now), false});
     if (st.store && item.msg->properties.persistent) {
       st.store->append(seq, *item.msg);
@@ -362,8 +364,18 @@ void recover(self_ptr self) {
 }
 
 queue_info info_of(const queue_state& st) {
-  return {st.vhost, st.spec, st.ready.size(), st.pending.size(),
-          static_cast<uint32_t>(st.consumers.size())};
+  queue_info info;
+  info.vhost = st.vhost;
+  info.spec = st.spec;
+  info.ready = st.ready.size();
+  info.unacked = st.pending.size();
+  info.consumers = static_cast<uint32_t>(st.consumers.size());
+  info.traffic = st.traffic;
+  if (st.store) {
+    info.bytes_on_disk = st.store->bytes_on_disk();
+    info.segments = static_cast<uint32_t>(st.store->segment_count());
+  }
+  return info;
 }
 
 }  // namespace
@@ -460,6 +472,7 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
             continue;
           }
           forget(self, entry.seq);
+          if (kind == settle_kind::ack) ++st.traffic.acked;
           if (kind == settle_kind::reject) rejected.push_back(std::move(entry.msg));
         }
         requeue(self, std::move(back));
@@ -480,6 +493,7 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
         reply.found = true;
         reply.delivery = {++st.next_delivery_id, entry.msg, entry.redelivered};
         reply.remaining = static_cast<uint32_t>(st.ready.size());
+        st.traffic.count_out(entry.msg->body.size(), entry.redelivered);
         if (no_ack) {
           forget(self, entry.seq);
         } else {

@@ -1,23 +1,22 @@
 // Queue actor: owns a queue's ready list, its pending-ack map, its consumers and their credit.
 //
 // Messages (requests answer; the rest are one-way):
-//   (enqueue_atom, publish_batch)                      appends; confirms to batch.origin as
-//        (confirm_atom, channel, acked seqs, nacked seqs)
-//   (consume_atom, consumer_spec)               -> void        ACCESS_REFUSED if exclusivity
-//   clashes (cancel_atom, conn, channel, tag)           -> void        its unacked messages are
-//   requeued (credit_atom, conn, channel, tag, n)                       the consumer may take n
-//   more (settle_atom, conn, delivery ids, kind)                    ack / requeue /
-//   reject(dead-letter) (close_atom, conn, channel)                                a channel
-//   closed: drop its consumers,
-//                                                              requeue what it held
-//   (get_atom, conn, channel, no_ack)           -> get_reply
-//   (purge_atom)                                -> uint32     ready messages dropped
-//   (delete_atom, if_unused, if_empty)          -> uint32     then the actor quits
-//   (stats_atom)                                -> queue_info
-//   (declare_atom)                              -> queue_info  a redeclare: counts as use
-//   (consumers_atom)                            -> std::vector<consumer_info>
-//   (lookup_atom, message_id)                   -> lookup_reply
-//   (sync_atom), (compact_atom)                               to itself: group commit, compaction
+//   (enqueue_atom, publish_batch)            appends; confirms go to batch.origin as
+//                                            (confirm_atom, channel, acked seqs, nacked seqs)
+//   (consume_atom, consumer_spec) -> void    ACCESS_REFUSED if exclusivity clashes
+//   (cancel_atom, conn, channel, tag)        its unacked messages are requeued
+//   (credit_atom, conn, channel, tag, n)     the consumer may take n more
+//   (settle_atom, conn, delivery ids, kind)  ack / requeue / reject (dead-letter)
+//   (close_atom, conn, channel)              a channel closed: drop its consumers, requeue
+//                                            what it held
+//   (get_atom, conn, channel, no_ack)        -> get_reply
+//   (purge_atom)                             -> uint32     ready messages dropped
+//   (delete_atom, if_unused, if_empty)       -> uint32     then the actor quits
+//   (stats_atom)                             -> queue_info with traffic counters
+//   (declare_atom)                           -> queue_info a redeclare: counts as use
+//   (consumers_atom)                         -> std::vector<consumer_info>
+//   (lookup_atom, message_id)                -> lookup_reply
+//   (sync_atom), (compact_atom)              to itself: group commit, compaction
 // Outgoing: (deliver_atom, channel, tag, no_ack, deliveries) to consumers' connections;
 // (cancelled_atom, channel, tag, reason) when the queue goes; (unused_atom, name, self) to the
 // vhost when auto-delete or x-expires says the queue should go; (dead_atom, exchange, messages)
@@ -82,6 +81,7 @@ struct queue_state {
   bool tick_scheduled = false;
   int64_t last_used_ms = 0;
   std::unordered_set<caf::actor_addr> monitored;
+  traffic_counters traffic;
 
   // Durable queues keep persistent messages in their segment store; confirms for those wait
   // for the next group commit.

@@ -348,7 +348,10 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
   if (stored(spec)) put_queue(st, spec, entry.id, batch);
   st.queues[spec.name] = std::move(entry);
   auto rp = self->make_response_promise<queue_info>();
-  reply_after(self, std::move(batch), rp, queue_info{st.vhost, spec, 0, 0, 0});
+  queue_info fresh;
+  fresh.vhost = st.vhost;
+  fresh.spec = spec;
+  reply_after(self, std::move(batch), rp, std::move(fresh));
   return rp;
 }
 

@@ -1,12 +1,58 @@
 #include "apps/node_stats.hpp"
 
 #include "actors/log.hpp"
-#include "actors/names.hpp"
 #include "actors/protocol.hpp"
+#include "apps/text_table.hpp"
 
 #include <caf/scoped_actor.hpp>
 
+#include <map>
+
 namespace warren {
+
+namespace {
+
+std::string per_second(double n) {
+  return text::compact(n) + "/s";
+}
+
+// The table of one interval: every queue that holds messages, has consumers or had traffic.
+void log_interval(const node_stats_info& now, const node_stats_info* before) {
+  std::map<std::string, const traffic_counters*> earlier;
+  if (before != nullptr)
+    for (const auto& q : before->queues) earlier[q.vhost + '\0' + q.spec.name] = &q.traffic;
+  double seconds = before ? (now.uptime_ms - before->uptime_ms) / 1000.0 : 0;
+  static const traffic_counters zero;
+  text::table rows{{"vhost", "queue", "ready", "unacked", "consumers", "enqueued", "delivered",
+                    "acked", "redelivered", "on disk"}};
+  uint64_t ready = 0, unacked = 0;
+  traffic_rates total;
+  for (const auto& q : now.queues) {
+    ready += q.ready;
+    unacked += q.unacked;
+    auto i = earlier.find(q.vhost + '\0' + q.spec.name);
+    auto r = rates_between(i == earlier.end() ? zero : *i->second, q.traffic, seconds);
+    total.published += r.published;
+    total.delivered += r.delivered;
+    total.acked += r.acked;
+    bool active = r.published > 0 || r.delivered > 0 || r.acked > 0;
+    if (q.ready == 0 && q.unacked == 0 && q.consumers == 0 && !active) continue;
+    rows.push_back({q.vhost, q.spec.name, std::to_string(q.ready), std::to_string(q.unacked),
+                    std::to_string(q.consumers), per_second(r.published), per_second(r.delivered),
+                    per_second(r.acked), per_second(r.redelivered),
+                    text::bytes(static_cast<double>(q.bytes_on_disk))});
+  }
+  log(log_level::info, "stats",
+      std::to_string(now.queues.size()) + " queues, " + std::to_string(now.connections.size()) +
+          " connections, " + std::to_string(ready) + " ready, " + std::to_string(unacked) +
+          " unacked; enqueued " + per_second(total.published) + ", delivered " +
+          per_second(total.delivered) + ", acked " + per_second(total.acked) + "; " +
+          text::bytes(static_cast<double>(now.rss_bytes)) + " resident");
+  if (rows.size() == 1) return;
+  for (const auto& line : text::format_table(rows)) log(log_level::info, "stats", "  " + line);
+}
+
+}  // namespace
 
 node_stats::node_stats(caf::actor_system& system, caf::actor node, unsigned interval_seconds)
     : system_(system), node_(std::move(node)), interval_(interval_seconds) {
@@ -23,26 +69,16 @@ node_stats::~node_stats() {
 }
 
 void node_stats::run() {
+  std::optional<node_stats_info> previous;
   std::unique_lock<std::mutex> lock(mutex_);
   while (!wake_.wait_for(lock, std::chrono::seconds(interval_), [this] { return stop_; })) {
     lock.unlock();
     caf::scoped_actor self{system_};
-    self->request(node_, std::chrono::seconds(interval_), list_atom::value, queues_atom::value)
+    self->request(node_, std::chrono::seconds(interval_), stats_atom::value)
         .receive(
-            [](std::vector<queue_info>& queues) {
-              uint64_t ready = 0, unacked = 0;
-              for (const auto& q : queues) {
-                ready += q.ready;
-                unacked += q.unacked;
-                if (q.ready == 0 && q.unacked == 0 && q.consumers == 0) continue;
-                log(log_level::info, "stats",
-                    "queue " + quote(q.spec.name) + " vhost " + quote(q.vhost) + " ready=" +
-                        std::to_string(q.ready) + " unacked=" + std::to_string(q.unacked) +
-                        " consumers=" + std::to_string(q.consumers));
-              }
-              log(log_level::info, "stats",
-                  std::to_string(queues.size()) + " queues, " + std::to_string(ready) + " ready, " +
-                      std::to_string(unacked) + " unacked");
+            [&](node_stats_info& now) {
+              log_interval(now, previous ? &*previous : nullptr);
+              previous = std::move(now);
             },
             [](caf::error& err) {
               log(log_level::warn, "stats", "could not collect statistics: " + caf::to_string(err));

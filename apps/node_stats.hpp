@@ -1,6 +1,6 @@
 // node_stats: the periodic statistics of warren-node --stats-interval. A thread that, every
-// interval, asks the node for its queues and logs one line per queue that holds messages or
-// has consumers, plus a summary line.
+// interval, reads the node's counters and logs a summary line with the node's rates, then a
+// compact table of the queues that hold messages, have consumers or had traffic.
 #pragma once
 
 #include <caf/actor.hpp>
@@ -8,6 +8,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace warren {

@@ -2,6 +2,7 @@
 // Exit codes: 0 success, 1 the broker (or the connection) reported an error, 2 usage error.
 // Errors are printed to stderr as "error: CODE: text".
 #include "apps/warrenctl_output.hpp"
+#include "apps/warrenctl_stats.hpp"
 #include "client/channel.hpp"
 #include "client/client_error.hpp"
 #include "client/connection.hpp"
@@ -316,6 +317,15 @@ int main(int argc, char** argv) {
   auto* lookup_cmd = app.add_subcommand("lookup", "find a message still held by a queue");
   lookup_cmd->add_option("MESSAGE_ID", message_id_text)->required();
 
+  warrenctl::stats_options stats_opt;
+  auto* stats_cmd =
+      app.add_subcommand("stats", "rates per queue and connection between two readings");
+  stats_cmd->add_option("--interval", stats_opt.interval_seconds, "seconds between readings")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  stats_cmd->add_flag("--watch", stats_opt.watch, "print a report every interval until stopped");
+  stats_cmd->add_option("--reports", stats_opt.reports, "with --watch: stop after N reports");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -331,6 +341,9 @@ int main(int argc, char** argv) {
       conn->add_vhost(name);
     } else if (cmd == delete_vhost) {
       conn->delete_vhost(name);
+    } else if (cmd == stats_cmd) {
+      stats_opt.json = opt.json;
+      warrenctl::run_stats(*conn, stats_opt);
     } else if (cmd == list_cmd) {
       if (what == "vhosts") warrenctl::print_list(conn->list_vhosts(), opt.json);
       if (what == "exchanges") warrenctl::print_list(conn->list_exchanges(), opt.json);

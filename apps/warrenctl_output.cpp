@@ -22,20 +22,7 @@ std::string dump_json(const json& j) {
 }
 
 void print_table(const table& rows) {
-  std::vector<size_t> width;
-  for (const auto& row : rows)
-    for (size_t i = 0; i < row.size(); ++i) {
-      if (width.size() <= i) width.push_back(0);
-      width[i] = std::max(width[i], row[i].size());
-    }
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
-    }
-    std::cout << line << '\n';
-  }
+  for (const auto& line : warren::text::format_table(rows)) std::cout << line << '\n';
 }
 
 json to_json(const field_value& v) {

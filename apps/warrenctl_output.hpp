@@ -2,6 +2,7 @@
 // for scripts.
 #pragma once
 
+#include "apps/text_table.hpp"
 #include "client/types.hpp"
 
 #include <nlohmann/json.hpp>
@@ -11,7 +12,7 @@
 
 namespace warrenctl {
 
-using table = std::vector<std::vector<std::string>>;  // first row: headings
+using table = warren::text::table;
 
 /// One-line JSON text; invalid UTF-8 in strings is replaced, never fatal.
 std::string dump_json(const nlohmann::json& j);

@@ -117,6 +117,28 @@ struct QueueInfo {
   messagesReady @6 :UInt64;
   messagesUnacked @7 :UInt64;
   consumers @8 :UInt32;
+  traffic @9 :Traffic;
+  bytesOnDisk @10 :UInt64;     # segment files of a durable queue
+  segments @11 :UInt32;
+}
+
+# Counters since the queue or connection began; they only grow. Rates are the difference of two
+# readings divided by the time between them (warrenctl stats does that).
+struct Traffic {
+  published @0 :UInt64;        # messages taken in: enqueued (queue), published (connection)
+  delivered @1 :UInt64;        # messages handed out, by push or by get
+  acked @2 :UInt64;            # deliveries settled by a positive ack
+  redelivered @3 :UInt64;      # deliveries marked redelivered
+  bytesIn @4 :UInt64;          # body bytes
+  bytesOut @5 :UInt64;
+}
+
+# One reading of the node's statistics.
+struct NodeStats {
+  uptimeMs @0 :UInt64;
+  rssBytes @1 :UInt64;         # resident memory of the node process
+  queues @2 :List(QueueInfo);  # every vhost
+  connections @3 :List(ConnectionInfo);
 }
 
 struct BindingInfo {
@@ -145,6 +167,7 @@ struct ConnectionInfo {
   vhost @2 :Text;
   user @3 :Text;
   channels @4 :UInt32;
+  traffic @5 :Traffic;
 }
 
 # The bootstrap capability.
@@ -171,6 +194,9 @@ interface Connection {
   listBindings @7 () -> (bindings :List(BindingInfo));
   listConsumers @8 () -> (consumers :List(ConsumerInfo));
   listConnections @9 () -> (connections :List(ConnectionInfo));   # of every vhost
+
+  # Counters of every queue and connection of the node, with its uptime and memory.
+  nodeStats @10 () -> (stats :NodeStats);
 }
 
 # An independent session on a connection: its own delivery tags, consumers, prefetch and
@@ -259,4 +285,9 @@ interface Channel {
 
   # Returns every unacked delivery of this channel to its queue (AMQP basic.recover, requeue).
   recover @19 () -> ();
+
+  # Acks each of these tags, in order, as `ack(tag, false)` would: one call for many acks. The
+  # client library sends the acks its user makes one by one this way. An unknown tag is a
+  # PRECONDITION_FAILED channel error; the tags before it stay acked.
+  ackEach @20 (deliveryTags :List(UInt64)) -> ();
 }

@@ -5,6 +5,9 @@
 #include "client/client_wire.hpp"
 #include "net/wire_fields.hpp"
 
+#include <algorithm>
+#include <utility>
+
 namespace warren::client {
 
 namespace {
@@ -17,6 +20,41 @@ constexpr size_t max_batch_messages = 5000;
 rpc::Channel::Client& cap_of(const std::shared_ptr<channel::state>& st) {
   if (!st->cap) throw error("CHANNEL_ERROR", "the channel is closed");
   return *st->cap;
+}
+
+std::vector<uint64_t> take_acks(channel::state& st) {
+  std::lock_guard<std::mutex> guard(st.acks_mutex);
+  return std::exchange(st.acks, {});
+}
+
+// Sends gathered single acks, in the order they were made (kj thread).
+kj::Promise<void> send_acks(channel::state& st, const std::vector<uint64_t>& tags) {
+  if (tags.empty() || !st.cap) return kj::READY_NOW;
+  if (tags.size() == 1) {
+    auto req = st.cap->ackRequest();
+    req.setDeliveryTag(tags.front());
+    return req.send().ignoreResult();
+  }
+  auto req = st.cap->ackEachRequest();
+  auto list = req.initDeliveryTags(static_cast<unsigned>(tags.size()));
+  for (unsigned i = 0; i < tags.size(); ++i) list.set(i, tags[i]);
+  return req.send().ignoreResult();
+}
+
+// While the worker runs the callbacks of one delivery batch, single acks only gather; they go
+// out when the batch is done (or every ack_flush_count), so a consumer that acks each message
+// makes one call per batch rather than one per message, and its credit comes back in one piece.
+constexpr size_t ack_flush_count = 64;
+
+struct ack_scope {
+  std::vector<std::pair<std::shared_ptr<channel::state>, client_runtime*>> touched;
+};
+thread_local ack_scope* current_ack_scope = nullptr;
+
+void flush_acks(const std::shared_ptr<channel::state>& st, client_runtime* runtime) {
+  auto tags = take_acks(*st);
+  if (tags.empty()) return;
+  runtime->fire([st, tags = std::move(tags)]() { return send_acks(*st, tags); });
 }
 
 // Receives deliveries on the kj thread and runs the user's callbacks on the worker thread. A
@@ -39,6 +77,8 @@ class consumer_impl final : public rpc::Consumer::Server {
         std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<void>>>(kj::mv(pair.fulfiller));
     auto handler = on_message_;
     runtime_->run_on_worker([batch = std::move(batch), done, handler]() {
+      ack_scope scope;
+      current_ack_scope = &scope;
       for (const auto& d : batch) {
         try {
           (*handler)(d);
@@ -46,6 +86,8 @@ class consumer_impl final : public rpc::Consumer::Server {
           // A throwing callback must not take the consumer down; the message stays unacked.
         }
       }
+      current_ack_scope = nullptr;
+      for (const auto& [st, runtime] : scope.touched) flush_acks(st, runtime);
       (*done)->fulfill();
     });
     return kj::mv(pair.promise);
@@ -268,24 +310,51 @@ std::optional<delivery> channel::get(const std::string& queue, bool no_ack) {
 
 void channel::settle(uint64_t tag, bool multiple, int kind) {
   auto st = state_;
-  runtime_->fire([st, tag, multiple, kind]() -> kj::Promise<void> {
-    if (!st->cap) return kj::READY_NOW;
+  // Single acks made before this settle go out before it.
+  auto earlier = take_acks(*st);
+  runtime_->fire([st, earlier = std::move(earlier), tag, multiple, kind]() -> kj::Promise<void> {
+    auto acks = send_acks(*st, earlier);
+    if (!st->cap) return acks;
+    kj::Promise<void> sent = nullptr;
     if (kind == 0) {
       auto req = st->cap->ackRequest();
       req.setDeliveryTag(tag);
       req.setMultiple(multiple);
-      return req.send().ignoreResult();
+      sent = req.send().ignoreResult();
+    } else {
+      auto req = st->cap->nackRequest();
+      req.setDeliveryTag(tag);
+      req.setMultiple(multiple);
+      req.setRequeue(kind == 1);
+      sent = req.send().ignoreResult();
     }
-    auto req = st->cap->nackRequest();
-    req.setDeliveryTag(tag);
-    req.setMultiple(multiple);
-    req.setRequeue(kind == 1);
-    return req.send().ignoreResult();
+    // Both calls are on the wire now; the task ends when both are answered.
+    return acks.then([sent = kj::mv(sent)]() mutable { return kj::mv(sent); });
   });
 }
 
 void channel::ack(uint64_t delivery_tag, bool multiple) {
-  settle(delivery_tag, multiple, 0);
+  if (multiple) {
+    settle(delivery_tag, true, 0);
+    return;
+  }
+  auto st = state_;
+  size_t gathered = 0;
+  {
+    std::lock_guard<std::mutex> guard(st->acks_mutex);
+    st->acks.push_back(delivery_tag);
+    gathered = st->acks.size();
+  }
+  if (auto* scope = current_ack_scope) {
+    // Inside a consumer callback: sent when its batch is done.
+    bool known = std::any_of(scope->touched.begin(), scope->touched.end(),
+                             [&](const auto& entry) { return entry.first == st; });
+    if (!known) scope->touched.emplace_back(st, runtime_.get());
+    if (gathered >= ack_flush_count) flush_acks(st, runtime_.get());
+    return;
+  }
+  // Elsewhere the first ack of a burst posts the send; later ones ride along with it.
+  if (gathered == 1) runtime_->fire([st]() { return send_acks(*st, take_acks(*st)); });
 }
 
 void channel::nack(uint64_t delivery_tag, bool multiple, bool requeue) {

@@ -47,10 +47,24 @@ exchange_row read_exchange_row(rpc::ExchangeInfo::Reader in) {
           net::read_table(in.getArguments())};
 }
 
+traffic_counters read_traffic(rpc::Traffic::Reader in) {
+  traffic_counters t;
+  t.published = in.getPublished();
+  t.delivered = in.getDelivered();
+  t.acked = in.getAcked();
+  t.redelivered = in.getRedelivered();
+  t.bytes_in = in.getBytesIn();
+  t.bytes_out = in.getBytesOut();
+  return t;
+}
+
 queue_row read_queue_row(rpc::QueueInfo::Reader in) {
-  return {text(in.getName()),    text(in.getVhost()),     in.getDurable(),
-          in.getExclusive(),     in.getAutoDelete(),      net::read_table(in.getArguments()),
-          in.getMessagesReady(), in.getMessagesUnacked(), in.getConsumers()};
+  return {text(in.getName()),    text(in.getVhost()),
+          in.getDurable(),       in.getExclusive(),
+          in.getAutoDelete(),    net::read_table(in.getArguments()),
+          in.getMessagesReady(), in.getMessagesUnacked(),
+          in.getConsumers(),     read_traffic(in.getTraffic()),
+          in.getBytesOnDisk(),   in.getSegments()};
 }
 
 binding_row read_binding_row(rpc::BindingInfo::Reader in) {
@@ -65,8 +79,17 @@ consumer_row read_consumer_row(rpc::ConsumerInfo::Reader in) {
 }
 
 connection_row read_connection_row(rpc::ConnectionInfo::Reader in) {
-  return {text(in.getName()), text(in.getPeer()), text(in.getVhost()), text(in.getUser()),
-          in.getChannels()};
+  return {text(in.getName()), text(in.getPeer()), text(in.getVhost()),
+          text(in.getUser()), in.getChannels(),   read_traffic(in.getTraffic())};
+}
+
+node_stats read_node_stats(rpc::NodeStats::Reader in) {
+  node_stats out;
+  out.uptime_ms = in.getUptimeMs();
+  out.rss_bytes = in.getRssBytes();
+  for (auto q : in.getQueues()) out.queues.push_back(read_queue_row(q));
+  for (auto c : in.getConnections()) out.connections.push_back(read_connection_row(c));
+  return out;
 }
 
 const char* to_string(publish_outcome o) {

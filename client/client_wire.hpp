@@ -12,6 +12,7 @@ publish_result read_publish_result(rpc::PublishResult::Reader in);
 
 exchange_row read_exchange_row(rpc::ExchangeInfo::Reader in);
 queue_row read_queue_row(rpc::QueueInfo::Reader in);
+node_stats read_node_stats(rpc::NodeStats::Reader in);
 binding_row read_binding_row(rpc::BindingInfo::Reader in);
 consumer_row read_consumer_row(rpc::ConsumerInfo::Reader in);
 connection_row read_connection_row(rpc::ConnectionInfo::Reader in);

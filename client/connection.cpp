@@ -122,4 +122,14 @@ WARREN_LIST(list_connections, listConnectionsRequest, rpc::Connection::ListConne
 
 #undef WARREN_LIST
 
+node_stats connection::stats() {
+  auto st = state_;
+  return runtime_->call<node_stats>([st]() {
+    return cap_of(st).nodeStatsRequest().send().then(
+        [](capnp::Response<rpc::Connection::NodeStatsResults>&& r) {
+          return read_node_stats(r.getStats());
+        });
+  });
+}
+
 }  // namespace warren::client

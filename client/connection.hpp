@@ -47,6 +47,8 @@ class connection {
   std::vector<binding_row> list_bindings();
   std::vector<consumer_row> list_consumers();
   std::vector<connection_row> list_connections();
+  /// Traffic counters of every queue and connection of the node, with its uptime and memory.
+  node_stats stats();
 
   struct state;  // kj-thread side, shared with channels
 

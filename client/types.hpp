@@ -3,6 +3,7 @@
 
 #include "actors/message.hpp"
 #include "actors/message_id.hpp"
+#include "actors/traffic.hpp"
 
 #include <cstdint>
 #include <string>
@@ -15,6 +16,7 @@ using warren::field_table;
 using warren::field_value;
 using warren::message_id;
 using warren::message_properties;
+using warren::traffic_counters;
 
 struct outbound_message {
   std::string exchange;  // "" = default exchange (routing key = queue name)
@@ -91,6 +93,9 @@ struct queue_row {
   field_table arguments;
   uint64_t messages_ready = 0, messages_unacked = 0;
   uint32_t consumers = 0;
+  traffic_counters traffic;
+  uint64_t bytes_on_disk = 0;
+  uint32_t segments = 0;
 };
 
 struct binding_row {
@@ -108,6 +113,15 @@ struct consumer_row {
 struct connection_row {
   std::string name, peer, vhost, user;
   uint32_t channels = 0;
+  traffic_counters traffic;
+};
+
+/// One reading of the node's statistics (connection::node_stats).
+struct node_stats {
+  uint64_t uptime_ms = 0;
+  uint64_t rss_bytes = 0;
+  std::vector<queue_row> queues;  // every vhost
+  std::vector<connection_row> connections;
 };
 
 }  // namespace warren::client

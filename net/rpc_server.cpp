@@ -212,6 +212,17 @@ class channel_impl final : public rpc::Channel::Server {
     return settle(p.getDeliveryTag(), p.getMultiple(), settle_kind::ack);
   }
 
+  kj::Promise<void> ackEach(AckEachContext ctx) override {
+    auto list = ctx.getParams().getDeliveryTags();
+    std::vector<uint64_t> tags;
+    tags.reserve(list.size());
+    for (auto tag : list) tags.push_back(tag);
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), settle_atom::value, r, id_, std::move(tags));
+           })
+        .ignoreResult();
+  }
+
   kj::Promise<void> nack(NackContext ctx) override {
     auto p = ctx.getParams();
     return settle(p.getDeliveryTag(), p.getMultiple(),
@@ -366,6 +377,12 @@ class connection_impl final : public rpc::Connection::Server {
       auto out = ctx.getResults().initConnections(static_cast<unsigned>(rows.size()));
       for (unsigned i = 0; i < rows.size(); ++i) write_connection(rows[i], out[i]);
     });
+  }
+  kj::Promise<void> nodeStats(NodeStatsContext ctx) override {
+    return ask([&](uint64_t r) { caf::anon_send(actor(), stats_atom::value, r); })
+        .then([ctx](caf::message m) mutable {
+          write_node_stats(m.get_as<node_stats_info>(0), ctx.getResults().initStats());
+        });
   }
 
  private:

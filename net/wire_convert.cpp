@@ -30,6 +30,15 @@ void write_delivery(const delivery& d, const std::string& consumer_tag,
   out.setMessageCount(d.message_count);
 }
 
+void write_traffic(const traffic_counters& t, rpc::Traffic::Builder out) {
+  out.setPublished(t.published);
+  out.setDelivered(t.delivered);
+  out.setAcked(t.acked);
+  out.setRedelivered(t.redelivered);
+  out.setBytesIn(t.bytes_in);
+  out.setBytesOut(t.bytes_out);
+}
+
 void write_exchange(const exchange_info& info, rpc::ExchangeInfo::Builder out) {
   out.setName(info.spec.name);
   out.setVhost(info.vhost);
@@ -52,6 +61,9 @@ void write_queue(const queue_info& info, rpc::QueueInfo::Builder out) {
   out.setMessagesReady(info.ready);
   out.setMessagesUnacked(info.unacked);
   out.setConsumers(info.consumers);
+  write_traffic(info.traffic, out.initTraffic());
+  out.setBytesOnDisk(info.bytes_on_disk);
+  out.setSegments(info.segments);
 }
 
 void write_binding(const binding_info& info, rpc::BindingInfo::Builder out) {
@@ -81,6 +93,17 @@ void write_connection(const connection_info& info, rpc::ConnectionInfo::Builder 
   out.setVhost(info.vhost);
   out.setUser(info.user);
   out.setChannels(info.channels);
+  write_traffic(info.traffic, out.initTraffic());
+}
+
+void write_node_stats(const node_stats_info& info, rpc::NodeStats::Builder out) {
+  out.setUptimeMs(info.uptime_ms);
+  out.setRssBytes(info.rss_bytes);
+  auto queues = out.initQueues(static_cast<unsigned>(info.queues.size()));
+  for (unsigned i = 0; i < info.queues.size(); ++i) write_queue(info.queues[i], queues[i]);
+  auto conns = out.initConnections(static_cast<unsigned>(info.connections.size()));
+  for (unsigned i = 0; i < info.connections.size(); ++i)
+    write_connection(info.connections[i], conns[i]);
 }
 
 kj::Exception to_exception(const broker_failure& failure) {

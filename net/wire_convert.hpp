@@ -17,6 +17,8 @@ void write_delivery(const delivery& d, const std::string& consumer_tag, rpc::Del
 
 void write_exchange(const exchange_info& info, rpc::ExchangeInfo::Builder out);
 void write_queue(const queue_info& info, rpc::QueueInfo::Builder out);
+void write_traffic(const traffic_counters& t, rpc::Traffic::Builder out);
+void write_node_stats(const node_stats_info& info, rpc::NodeStats::Builder out);
 void write_binding(const binding_info& info, rpc::BindingInfo::Builder out);
 void write_consumer(const consumer_info& info, rpc::ConsumerInfo::Builder out);
 void write_connection(const connection_info& info, rpc::ConnectionInfo::Builder out);

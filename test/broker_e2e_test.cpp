@@ -20,6 +20,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <regex>
 #include <thread>
 
 using namespace warren::client;
@@ -488,6 +489,55 @@ BOOST_AUTO_TEST_CASE(acking_an_unknown_tag_closes_the_channel) {
   BOOST_TEST(expect_error([&] { ch->queue_declare("q"); }) == "CHANNEL_ERROR");
 }
 
+BOOST_AUTO_TEST_CASE(acks_made_in_callbacks_settle_every_delivery_and_are_counted) {
+  ch->queue_declare("q");
+  std::vector<outbound_message> batch;
+  for (int i = 0; i < 500; ++i) batch.push_back(message("", "q", "body-" + std::to_string(i)));
+  ch->publish_batch(batch).get();
+  uint64_t body_bytes = 0;
+  for (const auto& m : batch) body_bytes += m.body.size();
+  consume_options o;
+  o.prefetch = 10;
+  auto* raw = ch.get();
+  ch->consume("q", o, [raw](const delivery& d) { raw->ack(d.delivery_tag); });
+  auto q = wait_queue("q", [](const queue_row& r) {
+    return r.messages_ready == 0 && r.messages_unacked == 0 && r.traffic.acked == 500;
+  });
+  BOOST_TEST(q.traffic.published == 500u);
+  BOOST_TEST(q.traffic.delivered == 500u);
+  BOOST_TEST(q.traffic.redelivered == 0u);
+  BOOST_TEST(q.traffic.bytes_in == body_bytes);
+  BOOST_TEST(q.traffic.bytes_out == body_bytes);
+  auto stats = conn->stats();
+  BOOST_REQUIRE(stats.connections.size() == 1u);
+  const auto& mine = stats.connections.front().traffic;
+  BOOST_TEST(mine.published == 500u);
+  BOOST_TEST(mine.delivered == 500u);
+  BOOST_TEST(mine.acked == 500u);
+  BOOST_TEST(stats.rss_bytes > 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_tag_acked_twice_closes_the_channel_and_keeps_the_first_ack) {
+  ch->queue_declare("q");
+  send("", "q", "first");
+  send("", "q", "second");
+  auto a = ch->get("q");
+  auto b = ch->get("q");
+  // Made back to back, these may travel in one ackEach call or in several: either way the
+  // repeated tag is a channel error and the ack before it stands.
+  ch->ack(a->delivery_tag);
+  ch->ack(a->delivery_tag);
+  ch->ack(b->delivery_tag);
+  BOOST_TEST(expect_error([&] { ch->queue_declare("q"); }) == "CHANNEL_ERROR");
+  auto other = conn->open_channel();
+  auto q = wait_queue("q", [](const queue_row& r) { return r.messages_unacked == 0; });
+  BOOST_TEST(q.messages_ready == 1u);
+  auto back = other->get("q");
+  BOOST_REQUIRE(back.has_value());
+  BOOST_TEST(back->body == "second");
+  BOOST_TEST(back->redelivered);
+}
+
 BOOST_AUTO_TEST_CASE(unacked_messages_return_when_the_consumer_is_cancelled) {
   ch->queue_declare("q");
   send("", "q", "m");
@@ -709,12 +759,14 @@ BOOST_AUTO_TEST_CASE(stats_interval_logs_active_queues) {
   auto ch = conn->open_channel();
   ch->queue_declare("busy");
   ch->publish({"", "busy", "x", {}, false});
+  // A summary line, then a table row for the queue: vhost, name, ready, unacked, consumers.
+  const std::regex row(R"(stats:\s+/\s+busy\s+1\s+0\s+0\s)");
+  const std::regex summary(R"(stats: 1 queues, 1 connections, 1 ready, 0 unacked; enqueued)");
   auto deadline = std::chrono::steady_clock::now() + patience;
-  while (node.log().find("queue 'busy' vhost '/' ready=1") == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline)
+  while (!std::regex_search(node.log(), row) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  BOOST_TEST(node.log().find("queue 'busy' vhost '/' ready=1 unacked=0 consumers=0") !=
-             std::string::npos);
+  BOOST_TEST(std::regex_search(node.log(), row));
+  BOOST_TEST(std::regex_search(node.log(), summary));
 }
 
 BOOST_AUTO_TEST_CASE(a_taken_port_is_a_clear_error) {

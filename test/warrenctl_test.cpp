@@ -6,6 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <sstream>
 
 using nlohmann::json;
@@ -80,6 +83,80 @@ BOOST_AUTO_TEST_CASE(list_queues_json_has_the_contract_fields) {
   BOOST_TEST(q["messages_unacked"] == 0);
   BOOST_TEST(q["consumers"] == 0);
   BOOST_TEST(q["arguments"]["x-max-length"] == 10);
+}
+
+BOOST_AUTO_TEST_CASE(stats_json_counts_traffic_and_shows_no_rates_when_idle) {
+  ok({"declare-queue", "q", "--durable"});
+  ok({"publish", "", "q", "--persistent"}, "aa\nbbb\nc\n");
+  BOOST_TEST(ok({"get", "q"}).out == "aa\n");
+  auto reports = json_lines(ok({"--json", "stats", "--interval", "0.2"}).out);
+  BOOST_REQUIRE(reports.size() == 1u);
+  auto r = reports[0];
+  BOOST_TEST(r["interval_s"].get<double>() > 0);
+  BOOST_TEST(r["rss_bytes"].get<uint64_t>() > 0u);
+  BOOST_REQUIRE(r["queues"].size() == 1u);
+  auto q = r["queues"][0];
+  BOOST_TEST(q["name"] == "q");
+  BOOST_TEST(q["published"] == 3);
+  BOOST_TEST(q["delivered"] == 1);
+  BOOST_TEST(q["acked"] == 1);
+  BOOST_TEST(q["redelivered"] == 0);
+  BOOST_TEST(q["bytes_in"] == 6);
+  BOOST_TEST(q["bytes_out"] == 2);
+  BOOST_TEST(q["ready"] == 2);
+  BOOST_TEST(q["unacked"] == 0);
+  BOOST_TEST(q["segments"] == 1);
+  BOOST_TEST(q["bytes_on_disk"].get<uint64_t>() > 0u);
+  // Nothing happened between the two readings.
+  BOOST_TEST(q["published_per_s"] == 0.0);
+  BOOST_TEST(q["delivered_per_s"] == 0.0);
+  BOOST_TEST(r["totals"]["ready"] == 2);
+  BOOST_TEST(r["totals"]["published_per_s"] == 0.0);
+  // The stats command's own connection is the only one.
+  BOOST_REQUIRE(r["connections"].size() == 1u);
+  BOOST_TEST(r["connections"][0]["name"] == "warrenctl");
+}
+
+BOOST_AUTO_TEST_CASE(stats_watch_reports_rates_while_messages_flow) {
+  ok({"declare-queue", "q"});
+  int out_fd = -1;
+  pid_t pid =
+      warren::test::spawn_command({WARRENCTL_PATH, "--port", std::to_string(node.port()), "--json",
+                                   "stats", "--watch", "--reports", "2", "--interval", "1"},
+                                  out_fd);
+  // Publish without pause until the two reports are out, so every interval sees traffic.
+  std::string lines;
+  for (int i = 0; i < 100; ++i) lines += "m\n";
+  uint64_t published = 0;
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    ok({"publish", "", "q"}, lines);
+    published += 100;
+  }
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(out_fd, buf, sizeof buf)) > 0;) out.append(buf, n);
+  close(out_fd);
+  BOOST_REQUIRE(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+  auto reports = json_lines(out);
+  BOOST_REQUIRE(reports.size() == 2u);
+  for (const auto& r : reports) {
+    BOOST_REQUIRE(r["queues"].size() == 1u);
+    double rate = r["queues"][0]["published_per_s"];
+    double seconds = r["interval_s"];
+    BOOST_TEST(rate > 0);
+    BOOST_TEST(rate * seconds <= static_cast<double>(published) + 0.5);
+    BOOST_TEST(r["totals"]["published_per_s"].get<double>() == rate);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(stats_prints_a_table_for_people) {
+  ok({"declare-queue", "q"});
+  auto out = ok({"stats", "--interval", "0.2"}).out;
+  BOOST_TEST(out.find("node: up ") == 0u);
+  BOOST_TEST(out.find("queue  ready  unacked  consumers  enqueued") != std::string::npos);
+  BOOST_TEST(out.find("connection  peer") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(list_exchanges_and_bindings_json) {

@@ -1,0 +1,183 @@
+#include "apps/warrenctl_stats.hpp"
+
+#include "apps/warrenctl_output.hpp"
+
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <thread>
+
+using namespace warren::client;
+using nlohmann::json;
+using warren::traffic_rates;
+
+namespace warrenctl {
+
+namespace {
+
+std::string queue_key(const queue_row& q) {
+  return q.vhost + '\0' + q.name;
+}
+std::string connection_key(const connection_row& c) {
+  return c.name + '\0' + c.peer;
+}
+
+// Rates of every row of `after`, against the row with the same key in `before` (a row that is
+// new counts from zero).
+template <class Row, class Key>
+std::vector<traffic_rates> rates_of(const std::vector<Row>& before, const std::vector<Row>& after,
+                                    double seconds, Key key) {
+  std::map<std::string, const warren::traffic_counters*> earlier;
+  for (const auto& row : before) earlier[key(row)] = &row.traffic;
+  std::vector<traffic_rates> out;
+  static const warren::traffic_counters zero;
+  for (const auto& row : after) {
+    auto i = earlier.find(key(row));
+    out.push_back(
+        warren::rates_between(i == earlier.end() ? zero : *i->second, row.traffic, seconds));
+  }
+  return out;
+}
+
+json rates_json(const traffic_rates& r) {
+  return json{{"published_per_s", r.published}, {"delivered_per_s", r.delivered},
+              {"acked_per_s", r.acked},         {"redelivered_per_s", r.redelivered},
+              {"bytes_in_per_s", r.bytes_in},   {"bytes_out_per_s", r.bytes_out}};
+}
+
+json counters_json(const warren::traffic_counters& t) {
+  return json{{"published", t.published}, {"delivered", t.delivered},
+              {"acked", t.acked},         {"redelivered", t.redelivered},
+              {"bytes_in", t.bytes_in},   {"bytes_out", t.bytes_out}};
+}
+
+traffic_rates sum(const std::vector<traffic_rates>& rows) {
+  traffic_rates total;
+  for (const auto& r : rows) {
+    total.published += r.published;
+    total.delivered += r.delivered;
+    total.acked += r.acked;
+    total.redelivered += r.redelivered;
+    total.bytes_in += r.bytes_in;
+    total.bytes_out += r.bytes_out;
+  }
+  return total;
+}
+
+std::string per_second(double n) {
+  return warren::text::compact(n) + "/s";
+}
+std::string bytes_per_second(double n) {
+  return warren::text::bytes(n) + "/s";
+}
+
+std::string duration(uint64_t ms) {
+  auto s = ms / 1000;
+  char buf[48];
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%luh%02lum", static_cast<unsigned long>(s / 3600),
+                  static_cast<unsigned long>(s / 60 % 60));
+  else
+    std::snprintf(buf, sizeof buf, "%lum%02lus", static_cast<unsigned long>(s / 60),
+                  static_cast<unsigned long>(s % 60));
+  return buf;
+}
+
+void report(const node_stats& before, const node_stats& after, bool as_json) {
+  double seconds = (after.uptime_ms - before.uptime_ms) / 1000.0;
+  auto queue_rates = rates_of(before.queues, after.queues, seconds, queue_key);
+  auto conn_rates = rates_of(before.connections, after.connections, seconds, connection_key);
+  auto total = sum(queue_rates);
+  uint64_t ready = 0, unacked = 0, on_disk = 0;
+  for (const auto& q : after.queues) {
+    ready += q.messages_ready;
+    unacked += q.messages_unacked;
+    on_disk += q.bytes_on_disk;
+  }
+  if (as_json) {
+    json queues = json::array(), conns = json::array();
+    for (size_t i = 0; i < after.queues.size(); ++i) {
+      const auto& q = after.queues[i];
+      json row{{"vhost", q.vhost},          {"name", q.name},
+               {"ready", q.messages_ready}, {"unacked", q.messages_unacked},
+               {"consumers", q.consumers},  {"bytes_on_disk", q.bytes_on_disk},
+               {"segments", q.segments}};
+      row.update(counters_json(q.traffic));
+      row.update(rates_json(queue_rates[i]));
+      queues.push_back(std::move(row));
+    }
+    for (size_t i = 0; i < after.connections.size(); ++i) {
+      const auto& c = after.connections[i];
+      json row{{"name", c.name},
+               {"peer", c.peer},
+               {"vhost", c.vhost},
+               {"user", c.user},
+               {"channels", c.channels}};
+      row.update(counters_json(c.traffic));
+      row.update(rates_json(conn_rates[i]));
+      conns.push_back(std::move(row));
+    }
+    json totals{{"ready", ready}, {"unacked", unacked}, {"bytes_on_disk", on_disk}};
+    totals.update(rates_json(total));
+    std::cout << dump_json(json{{"interval_s", seconds},
+                                {"uptime_ms", after.uptime_ms},
+                                {"rss_bytes", after.rss_bytes},
+                                {"totals", totals},
+                                {"queues", queues},
+                                {"connections", conns}})
+              << std::endl;
+    return;
+  }
+  std::cout << "node: up " << duration(after.uptime_ms) << ", "
+            << warren::text::bytes(after.rss_bytes) << " resident, " << after.queues.size()
+            << " queue(s), " << after.connections.size() << " connection(s); rates over "
+            << warren::text::compact(seconds) << " s\n"
+            << "queues: enqueued " << per_second(total.published) << ", delivered "
+            << per_second(total.delivered) << ", acked " << per_second(total.acked)
+            << ", redelivered " << per_second(total.redelivered) << ", in "
+            << bytes_per_second(total.bytes_in) << ", out " << bytes_per_second(total.bytes_out)
+            << "; " << ready << " ready, " << unacked << " unacked, "
+            << warren::text::bytes(on_disk) << " on disk\n\n";
+  table queues{{"vhost", "queue", "ready", "unacked", "consumers", "enqueued", "delivered", "acked",
+                "redelivered", "in", "out", "on disk", "segments"}};
+  for (size_t i = 0; i < after.queues.size(); ++i) {
+    const auto& q = after.queues[i];
+    const auto& r = queue_rates[i];
+    queues.push_back({q.vhost, q.name, std::to_string(q.messages_ready),
+                      std::to_string(q.messages_unacked), std::to_string(q.consumers),
+                      per_second(r.published), per_second(r.delivered), per_second(r.acked),
+                      per_second(r.redelivered), bytes_per_second(r.bytes_in),
+                      bytes_per_second(r.bytes_out), warren::text::bytes(q.bytes_on_disk),
+                      std::to_string(q.segments)});
+  }
+  print_table(queues);
+  std::cout << '\n';
+  table conns{{"connection", "peer", "vhost", "user", "channels", "published", "delivered", "acked",
+               "in", "out"}};
+  for (size_t i = 0; i < after.connections.size(); ++i) {
+    const auto& c = after.connections[i];
+    const auto& r = conn_rates[i];
+    conns.push_back({c.name, c.peer, c.vhost, c.user, std::to_string(c.channels),
+                     per_second(r.published), per_second(r.delivered), per_second(r.acked),
+                     bytes_per_second(r.bytes_in), bytes_per_second(r.bytes_out)});
+  }
+  print_table(conns);
+  std::cout << std::flush;
+}
+
+}  // namespace
+
+void run_stats(connection& conn, const stats_options& options) {
+  auto before = conn.stats();
+  auto pause = std::chrono::milliseconds(static_cast<int64_t>(options.interval_seconds * 1000));
+  for (unsigned n = 1;; ++n) {
+    std::this_thread::sleep_for(pause);
+    auto after = conn.stats();
+    if (options.watch && !options.json && n > 1) std::cout << "\n";
+    report(before, after, options.json);
+    if (!options.watch || (options.reports != 0 && n >= options.reports)) return;
+    before = std::move(after);
+  }
+}
+
+}  // namespace warrenctl
