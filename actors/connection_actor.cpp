@@ -253,7 +253,7 @@ std::string check_publish(const std::vector<message_ptr>& msgs) {
     if (problem.empty()) problem = check_key("routing key", m.routing_key);
     if (problem.empty()) {
       std::optional<int64_t> ttl;
-      problem = parse_expiration(m.properties.expiration, ttl);
+      problem = parse_expiration(m.properties().expiration, ttl);
     }
     if (!problem.empty())
       return msgs.size() == 1 ? problem

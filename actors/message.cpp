@@ -58,4 +58,34 @@ bool same_table(const field_table& a, const field_table& b) {
   });
 }
 
+bool only_delivery_mode(const message_properties& p) {
+  return p.content_type.empty() && p.content_encoding.empty() && p.headers.empty() &&
+         p.priority == 0 && p.correlation_id.empty() && p.reply_to.empty() &&
+         p.expiration.empty() && p.message_id.empty() && p.timestamp == 0 && p.type.empty() &&
+         p.user_id.empty() && p.app_id.empty();
+}
+
+const message_properties& message::properties() const {
+  if (properties_) return *properties_;
+  static const message_properties transient_defaults = [] {
+    message_properties p;
+    p.persistent = false;
+    return p;
+  }();
+  static const message_properties persistent_defaults = [] {
+    message_properties p;
+    p.persistent = true;
+    return p;
+  }();
+  return persistent_ ? persistent_defaults : transient_defaults;
+}
+
+void message::set_properties(message_properties p) {
+  persistent_ = p.persistent;
+  if (only_delivery_mode(p))
+    properties_.reset();
+  else
+    properties_ = std::make_shared<const message_properties>(std::move(p));
+}
+
 }  // namespace warren

@@ -90,13 +90,26 @@ struct message_properties {
   std::string app_id;
 };
 
+/// True when `p` carries nothing but its delivery mode.
+bool only_delivery_mode(const message_properties& p);
+
+/// A message inside the broker. Kept small because queues hold millions of them: properties
+/// other than the delivery mode are stored only when a message has any, shared between copies.
 struct message {
   warren::message_id id;
   std::string exchange;
   std::string routing_key;
-  message_properties properties;
   std::string body;
   bool mandatory = false;
+
+  bool persistent() const { return persistent_; }
+  /// The message's properties; defaults (with its delivery mode) when it carries none.
+  const message_properties& properties() const;
+  void set_properties(message_properties p);
+
+ private:
+  bool persistent_ = false;
+  std::shared_ptr<const message_properties> properties_;  // null: only the delivery mode
 };
 
 using message_ptr = std::shared_ptr<const message>;

@@ -104,11 +104,12 @@ void dead_letter(self_ptr self, std::vector<message_ptr> msgs, const char* reaso
   out.reserve(msgs.size());
   for (auto& m : msgs) {
     auto copy = std::make_shared<message>(*m);
-    auto& headers = copy->properties.headers;
-    if (find_field(headers, "x-first-death-queue") == nullptr) {
-      headers.push_back({"x-first-death-queue", field_value::of_text(st.spec.name)});
-      headers.push_back({"x-first-death-reason", field_value::of_text(reason)});
-      headers.push_back({"x-first-death-exchange", field_value::of_text(m->exchange)});
+    if (find_field(m->properties().headers, "x-first-death-queue") == nullptr) {
+      auto props = m->properties();
+      props.headers.push_back({"x-first-death-queue", field_value::of_text(st.spec.name)});
+      props.headers.push_back({"x-first-death-reason", field_value::of_text(reason)});
+      props.headers.push_back({"x-first-death-exchange", field_value::of_text(m->exchange)});
+      copy->set_properties(std::move(props));
     }
     copy->exchange = *st.limits.dead_letter_exchange;
     if (st.limits.dead_letter_routing_key) copy->routing_key = *st.limits.dead_letter_routing_key;
@@ -138,7 +139,7 @@ void requeue(self_ptr self, std::vector<queue_state::pending_entry> entries) {
   auto& st = self->state;
   std::sort(entries.begin(), entries.end(),
             [](const auto& a, const auto& b) { return a.seq > b.seq; });
-  for (auto& e : entries) st.ready.push_front({std::move(e.msg), e.seq, e.expires_at, true});
+  for (auto& e : entries) st.ready.push_front({std::move(e.msg), e.seq, true, e.expires_at});
 }
 
 queue_state::consumer* find_consumer(queue_state& st, uint64_t key) {
@@ -192,7 +193,7 @@ void dispatch(self_ptr self) {
       ++c.unacked;
     }
     st.traffic.count_out(entry.msg->body.size(), entry.redelivered);
-    out[idx].push_back({id, std::move(entry.msg), entry.redelivered});
+    out[idx].push_back({id, std::move(entry.msg), entry.redelivered != 0});
   }
   for (size_t i = 0; i < n; ++i) {
     if (out[i].empty()) continue;
@@ -276,7 +277,7 @@ void schedule_tick(self_ptr self) {
 int64_t expiry_for(const queue_state& st, const message& m, int64_t now) {
   std::optional<int64_t> ttl = st.limits.message_ttl_ms;
   std::optional<int64_t> per_message;
-  if (parse_expiration(m.properties.expiration, per_message).empty() && per_message)
+  if (parse_expiration(m.properties().expiration, per_message).empty() && per_message)
     ttl = ttl ? std::min(*ttl, *per_message) : *per_message;
   return ttl ? now + *ttl : 0;
 }
@@ -303,8 +304,8 @@ void enqueue(self_ptr self, publish_batch& batch) {
     }
     auto seq = ++st.next_seq;
     st.traffic.count_in(item.msg->body.size());
-    st.ready.push_back({item.msg, seq, expiry_for(st, *item.msg, now), false});
-    if (st.store && item.msg->properties.persistent) {
+    st.ready.push_back({item.msg, seq, false, expiry_for(st, *item.msg, now)});
+    if (st.store && item.msg->persistent()) {
       st.store->append(seq, *item.msg);
       if (st.fsync == persistence::fsync_policy::always) {
         // Each message is on disk before anything else happens.
@@ -343,7 +344,7 @@ void recover(self_ptr self) {
   auto now = now_ms();
   for (auto& r : messages) {
     int64_t expires = expiry_for(st, *r.msg, now);
-    st.ready.push_back({std::move(r.msg), r.seq, expires, r.delivered});
+    st.ready.push_back({std::move(r.msg), r.seq, r.delivered, expires});
   }
   st.next_seq = st.store->max_seq();
   if (report.segments > 0)
@@ -491,7 +492,7 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
         auto entry = std::move(st.ready.front());
         st.ready.pop_front();
         reply.found = true;
-        reply.delivery = {++st.next_delivery_id, entry.msg, entry.redelivered};
+        reply.delivery = {++st.next_delivery_id, entry.msg, entry.redelivered != 0};
         reply.remaining = static_cast<uint32_t>(st.ready.size());
         st.traffic.count_out(entry.msg->body.size(), entry.redelivered);
         if (no_ack) {
@@ -561,7 +562,7 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
         lookup_reply reply;
         for (const auto& e : st.ready) {
           if (e.msg->id == id) {
-            reply = {true, st.spec.name, "ready", {0, e.msg, e.redelivered}};
+            reply = {true, st.spec.name, "ready", {0, e.msg, e.redelivered != 0}};
             return reply;
           }
         }

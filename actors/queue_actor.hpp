@@ -44,11 +44,12 @@
 namespace warren {
 
 struct queue_state {
+  // 32 bytes: a queue holds one per ready message.
   struct ready_entry {
     message_ptr msg;
-    uint64_t seq;        // arrival order, kept across requeues
+    uint64_t seq : 63;  // arrival order, kept across requeues
+    uint64_t redelivered : 1;
     int64_t expires_at;  // steady clock ms; 0 = never
-    bool redelivered;
   };
   struct pending_entry {
     message_ptr msg;

@@ -91,7 +91,7 @@ void routing_table::route(const message& msg, std::vector<queue_id>& out) const 
       break;
     case exchange_type::headers:
       for (const auto& [args, queue] : headers_)
-        if (headers_match(args, msg.properties.headers)) out.push_back(queue);
+        if (headers_match(args, msg.properties().headers)) out.push_back(queue);
       break;
   }
   std::sort(out.begin() + first, out.end());

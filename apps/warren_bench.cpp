@@ -70,8 +70,9 @@ double percentile(std::vector<uint32_t>& v, double p) {
 std::string queue_name(unsigned i) {
   return "warren-bench-" + std::to_string(i);
 }
+// Direct runs publish through the default exchange, as amqp-bench's publish and e2e modes do.
 std::string exchange_name(const options& o) {
-  return "warren-bench." + o.exchange_type;
+  return o.exchange_type == "direct" ? "" : "warren-bench." + o.exchange_type;
 }
 
 std::string routing_key(const options& o, uint64_t n) {
@@ -84,13 +85,17 @@ std::string routing_key(const options& o, uint64_t n) {
 void setup(const options& o) {
   auto conn = connection::open(o.connect);
   auto ch = conn->open_channel();
-  exchange_options xo;
-  xo.durable = o.persistent;
-  ch->exchange_declare(exchange_name(o), o.exchange_type, xo);
+  bool named_exchange = !exchange_name(o).empty();
+  if (named_exchange) {
+    exchange_options xo;
+    xo.durable = o.persistent;
+    ch->exchange_declare(exchange_name(o), o.exchange_type, xo);
+  }
   for (unsigned i = 0; i < o.queues; ++i) {
     queue_options qo;
     qo.durable = o.persistent;
     ch->queue_declare(queue_name(i), qo);
+    if (!named_exchange) continue;
     std::string key = o.exchange_type == "topic"    ? "bench." + std::to_string(i) + ".*"
                       : o.exchange_type == "fanout" ? ""
                                                     : queue_name(i);
@@ -102,7 +107,7 @@ void teardown(const options& o) {
   auto conn = connection::open(o.connect);
   auto ch = conn->open_channel();
   for (unsigned i = 0; i < o.queues; ++i) ch->queue_delete(queue_name(i));
-  ch->exchange_delete(exchange_name(o));
+  if (!exchange_name(o).empty()) ch->exchange_delete(exchange_name(o));
 }
 
 void produce(const options& o, unsigned index, uint64_t quota, std::atomic<bool>& stop, stats& s) {

@@ -10,7 +10,7 @@ message_ptr read_outbound(rpc::OutboundMessage::Reader in) {
   m->exchange = text(in.getExchange());
   m->routing_key = text(in.getRoutingKey());
   m->mandatory = in.getMandatory();
-  m->properties = read_properties(in.getProperties());
+  m->set_properties(read_properties(in.getProperties()));
   auto body = in.getBody();
   m->body.assign(reinterpret_cast<const char*>(body.begin()), body.size());
   return m;
@@ -25,7 +25,7 @@ void write_delivery(const delivery& d, const std::string& consumer_tag,
   out.setExchange(m.exchange);
   out.setRoutingKey(m.routing_key);
   out.setMessageId(kj::arrayPtr(m.id.bytes.data(), m.id.bytes.size()));
-  write_properties(m.properties, out.initProperties());
+  write_properties(m.properties(), out.initProperties());
   out.setBody(bytes_of(m.body));
   out.setMessageCount(d.message_count);
 }

@@ -45,7 +45,7 @@ std::string encode_payload(uint64_t seq, const message& m) {
   r.setId(kj::arrayPtr(m.id.bytes.data(), m.id.bytes.size()));
   r.setExchange(m.exchange);
   r.setRoutingKey(m.routing_key);
-  net::write_properties(m.properties, r.initProperties());
+  net::write_properties(m.properties(), r.initProperties());
   r.setBody(net::bytes_of(m.body));
   auto words = capnp::messageToFlatArray(builder);
   auto bytes = words.asBytes();
@@ -64,7 +64,7 @@ std::shared_ptr<message> decode_payload(const char* data, size_t size, uint64_t&
   message_id_from_bytes(net::bytes(r.getId()), m->id);
   m->exchange = net::text(r.getExchange());
   m->routing_key = net::text(r.getRoutingKey());
-  m->properties = net::read_properties(r.getProperties());
+  m->set_properties(net::read_properties(r.getProperties()));
   m->body = net::bytes(r.getBody());
   return m;
 }

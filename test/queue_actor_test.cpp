@@ -272,7 +272,7 @@ BOOST_AUTO_TEST_CASE(rejected_messages_are_dead_lettered) {
         BOOST_REQUIRE(msgs.size() == 1u);
         BOOST_TEST(msgs[0]->routing_key == "dead");
         BOOST_TEST(msgs[0]->body == "bad");
-        const auto* reason = find_field(msgs[0]->properties.headers, "x-first-death-reason");
+        const auto* reason = find_field(msgs[0]->properties().headers, "x-first-death-reason");
         BOOST_REQUIRE(reason != nullptr);
         BOOST_TEST(reason->s == "rejected");
       },
@@ -286,7 +286,8 @@ BOOST_AUTO_TEST_CASE(expired_messages_are_dead_lettered_without_a_consumer) {
   vhost->receive(
       [](dead_atom, const std::string&, const std::vector<message_ptr>& msgs) {
         BOOST_REQUIRE(msgs.size() == 1u);
-        BOOST_TEST(find_field(msgs[0]->properties.headers, "x-first-death-reason")->s == "expired");
+        BOOST_TEST(find_field(msgs[0]->properties().headers, "x-first-death-reason")->s ==
+                   "expired");
       },
       caf::after(patience) >> [] { BOOST_FAIL("the message did not expire"); });
   BOOST_TEST(stats(q).ready == 0u);

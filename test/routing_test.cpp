@@ -23,7 +23,9 @@ bool topic_matches(const std::string& binding, const std::string& key) {
 message msg(const std::string& key, field_table headers = {}) {
   message m;
   m.routing_key = key;
-  m.properties.headers = std::move(headers);
+  message_properties p;
+  p.headers = std::move(headers);
+  m.set_properties(std::move(p));
   return m;
 }
 

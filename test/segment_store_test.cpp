@@ -21,8 +21,10 @@ message make_message(const std::string& body) {
   m.id = next_message_id();
   m.exchange = "ex";
   m.routing_key = "key";
-  m.properties.persistent = true;
-  m.properties.headers = {{"h", field_value::of_int(7)}};
+  message_properties p;
+  p.persistent = true;
+  p.headers = {{"h", field_value::of_int(7)}};
+  m.set_properties(std::move(p));
   m.body = body;
   return m;
 }
@@ -72,8 +74,8 @@ BOOST_AUTO_TEST_CASE(synced_messages_come_back_whole_and_in_order) {
   BOOST_TEST(bodies(back) == (strings{"one", "two", "three"}), boost::test_tools::per_element());
   BOOST_TEST((back[0].msg->id == original.id));
   BOOST_TEST(back[0].msg->routing_key == "key");
-  BOOST_TEST(back[0].msg->properties.persistent);
-  BOOST_TEST(find_field(back[0].msg->properties.headers, "h")->i == 7);
+  BOOST_TEST(back[0].msg->persistent());
+  BOOST_TEST(find_field(back[0].msg->properties().headers, "h")->i == 7);
   BOOST_TEST(back[2].seq == 3u);
   BOOST_TEST(!back[0].delivered);
 }
