@@ -75,9 +75,28 @@ std::string exchange_name(const options& o) {
   return o.exchange_type == "direct" ? "" : "warren-bench." + o.exchange_type;
 }
 
+// Topic runs use amqp-bench's topology so that the figures compare: queues in groups of four,
+// bound with *, # and literal words so that every routing key matches exactly its group.
+std::string topic_binding(unsigned q) {
+  auto g = std::to_string(q / 4);
+  switch (q % 4) {
+    case 0:
+      return "g" + g + ".*.*";
+    case 1:
+      return "g" + g + ".#";
+    case 2:
+      return "*.m" + g + ".*";
+    default:
+      return "#.m" + g + ".#";
+  }
+}
+
 std::string routing_key(const options& o, uint64_t n) {
   unsigned q = static_cast<unsigned>(n % o.queues);
-  if (o.exchange_type == "topic") return "bench." + std::to_string(q) + ".x";
+  if (o.exchange_type == "topic") {
+    auto g = std::to_string(n % (o.queues / 4));
+    return "g" + g + ".m" + g + ".t" + std::to_string(n % 1000);
+  }
   if (o.exchange_type == "fanout") return "";
   return queue_name(q);
 }
@@ -96,7 +115,7 @@ void setup(const options& o) {
     qo.durable = o.persistent;
     ch->queue_declare(queue_name(i), qo);
     if (!named_exchange) continue;
-    std::string key = o.exchange_type == "topic"    ? "bench." + std::to_string(i) + ".*"
+    std::string key = o.exchange_type == "topic"    ? topic_binding(i)
                       : o.exchange_type == "fanout" ? ""
                                                     : queue_name(i);
     ch->queue_bind(queue_name(i), exchange_name(o), key);
@@ -212,6 +231,8 @@ int main(int argc, char** argv) {
     if (o.count == 0 && o.time == 0) throw CLI::ValidationError("--count or --time is required");
     if (o.batch == 0 || o.queues == 0)
       throw CLI::ValidationError("--batch and --queues must be > 0");
+    if (o.exchange_type == "topic" && o.queues % 4 != 0)
+      throw CLI::ValidationError("topic runs bind queues in groups of four: --queues 4, 8, 16...");
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
@@ -233,7 +254,10 @@ int main(int argc, char** argv) {
     // Deliveries expected once publishing ends: fanout copies to every queue.
     auto expected = [&] {
       uint64_t routed = s.confirmed.load();
-      return o.consumers == 0 ? 0 : (o.exchange_type == "fanout" ? routed * o.queues : routed);
+      if (o.consumers == 0) return uint64_t{0};
+      if (o.exchange_type == "fanout") return routed * o.queues;
+      if (o.exchange_type == "topic") return routed * 4;  // every key matches one group of four
+      return routed;
     };
     uint64_t last_sent = 0, last_confirmed = 0, last_received = 0, idle_seconds = 0;
     bool publishing = true;

@@ -111,16 +111,20 @@ bool node_process::alive() {
 int node_process::stop() {
   if (reaped_ || pid_ <= 0) return status_;
   ::kill(pid_, SIGTERM);
-  for (int i = 0; i < 600; ++i) {
-    if (waitpid(pid_, &status_, WNOHANG) == pid_) {
+  for (int i = 0; i < 600 && !reaped_; ++i) {
+    if (waitpid(pid_, &status_, WNOHANG) == pid_)
       reaped_ = true;
-      return status_;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ::kill(pid_, SIGKILL);
-  waitpid(pid_, &status_, 0);
-  reaped_ = true;
+  if (!reaped_) {
+    ::kill(pid_, SIGKILL);
+    waitpid(pid_, &status_, 0);
+    reaped_ = true;
+  }
+  // The process is gone; let the reader take in the last of its output before anyone looks.
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait_for(lock, std::chrono::seconds(10), [&] { return eof_; });
   return status_;
 }
 

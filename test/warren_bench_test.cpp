@@ -45,6 +45,25 @@ BOOST_AUTO_TEST_CASE(fanout_runs_deliver_a_copy_per_queue_and_keep_leaves_them) 
   BOOST_TEST(queues[0]["durable"] == true);
 }
 
+BOOST_AUTO_TEST_CASE(topic_runs_route_every_message_to_one_group_of_four_queues) {
+  node_process node;
+  auto r = run_command({WARREN_BENCH_PATH, "--port", std::to_string(node.port()), "--count", "1000",
+                        "--consumers", "0", "--queues", "8", "--exchange-type", "topic", "--keep"});
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  auto queues = json::parse(run_command({WARRENCTL_PATH, "--port", std::to_string(node.port()),
+                                         "--json", "list", "queues"})
+                                .out);
+  BOOST_REQUIRE(queues.size() == 8u);
+  // Two groups of four: each message lands in the four queues of its group.
+  for (const auto& q : queues) BOOST_TEST(q["messages_ready"] == 500);
+}
+
+BOOST_AUTO_TEST_CASE(topic_runs_need_queues_in_groups_of_four) {
+  BOOST_TEST(run_command({WARREN_BENCH_PATH, "--port", "1", "--count", "10", "--exchange-type",
+                          "topic", "--queues", "6"})
+                 .exit_code == 2);
+}
+
 BOOST_AUTO_TEST_CASE(missing_count_and_time_is_a_usage_error) {
   BOOST_TEST(run_command({WARREN_BENCH_PATH, "--port", "1"}).exit_code == 2);
 }
