@@ -13,29 +13,8 @@ SIZE=${SIZE:-64}
 N_ALWAYS=${N_ALWAYS:-3000}
 RECOVER_N=${RECOVER_N:-1000000}
 RECOVER_SIZE=${RECOVER_SIZE:-1024}
-WORK=$(mktemp -d /var/tmp/warren-bench-XXXXXX)  # on the real disk, not a tmpfs
-NODE_PID=
-cleanup() {
-  [ -n "$NODE_PID" ] && kill -9 "$NODE_PID" 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-# start_node DATA_DIR [extra flags...]: starts warren-node, sets NODE_PID and PORT
-start_node() {
-  local dir=$1; shift
-  local log="$WORK/node.log"
-  "$BUILD/warren-node" --port 0 --data-dir "$dir" "$@" 2>"$log" &
-  NODE_PID=$!
-  for _ in $(seq 1 600); do
-    PORT=$(grep -ao 'ready on [^ ]*:[0-9]*' "$log" | sed 's/.*://' || true)
-    [ -n "$PORT" ] && return 0
-    sleep 0.05
-  done
-  echo "node did not start:"; cat "$log"; exit 1
-}
-
-stop_node() { kill "$NODE_PID"; wait "$NODE_PID" 2>/dev/null || true; NODE_PID=; }
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 
 lines() {  # lines COUNT SIZE: COUNT lines of SIZE-1 characters plus a newline
   python3 -c "import sys; n,s=int(sys.argv[1]),int(sys.argv[2]); l=('x'*(s-1)+'\n'); sys.stdout.write(l*n)" "$1" "$2"

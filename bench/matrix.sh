@@ -18,39 +18,16 @@ N_PERSIST=${N_PERSIST:-50000}
 RABBITMQ=${RABBITMQ:-0}
 AMQP_BENCH=${AMQP_BENCH:-/tmp/amqp-bench}
 RMQ_LOCAL=${RMQ_LOCAL:-../shared/tools/amqp-bench/rmq-local.sh}
-WORK=$(mktemp -d /var/tmp/warren-matrix-XXXXXX)  # on the real disk, not a tmpfs
-NODE_PID=
-cleanup() {
-  [ -n "$NODE_PID" ] && kill -9 "$NODE_PID" 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-# start_node: a fresh node; sets NODE_PID, PORT and START_MS (start to the ready line)
-start_node() {
-  rm -rf "$WORK/data"
-  local log="$WORK/node.log" t0
-  t0=$(date +%s%N)
-  "$BUILD/warren-node" --port 0 --data-dir "$WORK/data" --fsync batch 2>"$log" &
-  NODE_PID=$!
-  for _ in $(seq 1 2000); do
-    PORT=$(grep -ao 'ready on [^ ]*:[0-9]*' "$log" | sed 's/.*://' || true)
-    if [ -n "$PORT" ]; then
-      START_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
-      return 0
-    fi
-    sleep 0.005
-  done
-  echo "node did not start:"; cat "$log"; exit 1
-}
-stop_node() { kill "$NODE_PID"; wait "$NODE_PID" 2>/dev/null || true; NODE_PID=; }
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 hwm_kb() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
 
 # warren RESULT_KEY ARGS...: one warren-bench run on a fresh node; prints the figure
 warren() {
   local key=$1; shift
-  start_node
+  rm -rf "$WORK/data"
+  start_node "$WORK/data" --fsync batch
   local out
   out=$("$BUILD/warren-bench" --port "$PORT" --json "$@" 2>>"$WORK/bench.log")
   PEAK_KB=$(( $(hwm_kb "$NODE_PID") > ${PEAK_KB:-0} ? $(hwm_kb "$NODE_PID") : ${PEAK_KB:-0} ))
@@ -113,7 +90,8 @@ scenario "latency p99 at 10k msgs/s, 64 B" ms p99_ms \
 
 if [ -z "${ONLY:-}" ] || [[ "memory" =~ $ONLY ]]; then
   # Memory: idle, start, and 1M queued 64 B messages (transient, no consumer).
-  start_node
+  rm -rf "$WORK/data"
+  start_node "$WORK/data" --fsync batch
   sleep 0.5
   idle=$(rss_kb "$NODE_PID")
   start_ms=$START_MS

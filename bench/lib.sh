@@ -1,0 +1,32 @@
+# Shared by the bench scripts (sourced): a scratch dir on the real disk, removed on exit with any
+# node still running, and starting and stopping warren-node on a free port.
+# Expects BUILD (the build dir) to be set.
+
+WORK=$(mktemp -d /var/tmp/warren-bench-XXXXXX)  # on the real disk, not a tmpfs
+NODE_PID=
+cleanup() {
+  [ -n "$NODE_PID" ] && kill -9 "$NODE_PID" 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# start_node DATA_DIR [flags...]: starts warren-node on a free port; sets NODE_PID, PORT and
+# START_MS (start to the ready line).
+start_node() {
+  local dir=$1; shift
+  local log="$WORK/node.log" t0
+  t0=$(date +%s%N)
+  "$BUILD/warren-node" --port 0 --data-dir "$dir" "$@" 2>"$log" &
+  NODE_PID=$!
+  for _ in $(seq 1 6000); do
+    PORT=$(grep -ao 'ready on [^ ]*:[0-9]*' "$log" | sed 's/.*://' || true)
+    if [ -n "$PORT" ]; then
+      START_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
+      return 0
+    fi
+    sleep 0.005
+  done
+  echo "node did not start:"; cat "$log"; exit 1
+}
+
+stop_node() { kill "$NODE_PID"; wait "$NODE_PID" 2>/dev/null || true; NODE_PID=; }
