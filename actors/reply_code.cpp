@@ -20,6 +20,7 @@ constexpr code_name code_names[] = {
     {reply_code::syntax_error, "SYNTAX_ERROR"},
     {reply_code::command_invalid, "COMMAND_INVALID"},
     {reply_code::channel_error, "CHANNEL_ERROR"},
+    {reply_code::unexpected_frame, "UNEXPECTED_FRAME"},
     {reply_code::resource_error, "RESOURCE_ERROR"},
     {reply_code::not_allowed, "NOT_ALLOWED"},
     {reply_code::not_implemented, "NOT_IMPLEMENTED"},

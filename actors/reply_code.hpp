@@ -17,6 +17,7 @@ enum class reply_code : uint16_t {
   syntax_error = 502,
   command_invalid = 503,
   channel_error = 504,
+  unexpected_frame = 505,
   resource_error = 506,
   not_allowed = 530,
   not_implemented = 540,

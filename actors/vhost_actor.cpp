@@ -261,7 +261,8 @@ caf::result<void> delete_exchange(self_ptr self, const std::string& name, bool i
     return make_broker_error(
         reply_code::access_refused,
         "exchange " + quote(name) + " belongs to the server and cannot be deleted");
-  if (st.exchanges.count(name) == 0) return no_exchange(st, name);
+  // Deleting what is not there is not an error (as in RabbitMQ): deletes are idempotent.
+  if (st.exchanges.count(name) == 0) return caf::unit;
   if (if_unused) {
     for (const auto& [key, b] : st.bindings)
       if (b.exchange == name)
@@ -359,7 +360,7 @@ caf::result<uint32_t> delete_queue(self_ptr self, const std::string& name, bool 
                                    bool if_empty, const caf::actor& requester) {
   auto& st = self->state;
   auto q = st.queues.find(name);
-  if (q == st.queues.end()) return no_queue(st, name);
+  if (q == st.queues.end()) return uint32_t{0};  // idempotent, as in RabbitMQ
   if (auto err = check_owner(st, q->second, requester)) return err;
   auto rp = self->make_response_promise<uint32_t>();
   auto actor = q->second.actor;

@@ -5,6 +5,7 @@
 #include "actors/persistence_actor.hpp"
 #include "actors/protocol.hpp"
 #include "apps/node_stats.hpp"
+#include "net/amqp/amqp_server.hpp"
 #include "net/rpc_server.hpp"
 #include "persistence/data_dir.hpp"
 #include "persistence/lmdb_store.hpp"
@@ -28,6 +29,8 @@ struct node_options {
   std::string fsync = "batch";
   std::string bind = "127.0.0.1";
   uint16_t port = 5680;
+  uint16_t amqp_port = 5672;
+  uint16_t heartbeat = 60;
   std::string log_level = "info";
   std::string scheduler = "sharing";
   size_t workers = 2;
@@ -48,6 +51,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--bind", opt.bind, "address to listen on")->capture_default_str();
   app.add_option("--port", opt.port, "Cap'n Proto RPC port (0 picks a free one)")
+      ->capture_default_str();
+  app.add_option("--amqp-port", opt.amqp_port, "AMQP 0-9-1 port (0 turns the listener off)")
+      ->capture_default_str();
+  app.add_option("--heartbeat", opt.heartbeat,
+                 "AMQP heartbeat interval offered to clients, in seconds (0 = none)")
       ->capture_default_str();
   app.add_option("--log-level", opt.log_level, "error|warn|info|debug")
       ->check(CLI::IsMember({"error", "warn", "info", "debug"}))
@@ -133,6 +141,20 @@ int main(int argc, char** argv) {
     caf::anon_send_exit(storage.persistence, caf::exit_reason::user_shutdown);
     return 1;
   }
+  warren::amqp::amqp_server amqp(system, node);
+  if (opt.amqp_port != 0) {
+    try {
+      auto amqp_port = amqp.start(opt.bind, opt.amqp_port, opt.heartbeat);
+      warren::log(warren::log_level::info, "node",
+                  "AMQP 0-9-1 listener on " + opt.bind + ":" + std::to_string(amqp_port));
+    } catch (const std::exception& e) {
+      warren::log(warren::log_level::error, "node", e.what());
+      server.stop();
+      caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
+      caf::anon_send_exit(storage.persistence, caf::exit_reason::user_shutdown);
+      return 1;
+    }
+  }
   warren::log(warren::log_level::info, "node",
               "warren-node ready on " + opt.bind + ":" + std::to_string(port));
 
@@ -141,6 +163,7 @@ int main(int argc, char** argv) {
   sigwait(&stop_signals, &signal_number);
   warren::log(warren::log_level::info, "node",
               std::string("stopping on ") + (signal_number == SIGINT ? "SIGINT" : "SIGTERM"));
+  amqp.stop();
   server.stop();
   caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(storage.persistence, caf::exit_reason::user_shutdown);

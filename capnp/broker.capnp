@@ -209,6 +209,7 @@ interface Channel {
                       passive :Bool, arguments :List(Field)) -> ();
 
   # Deletes an exchange and its bindings. `ifUnused` refuses (PRECONDITION_FAILED) while bound.
+  # Deleting an exchange that does not exist succeeds (as in RabbitMQ).
   exchangeDelete @1 (name :Text, ifUnused :Bool) -> ();
 
   # Declares a queue. An empty name asks the server for a generated `amq.gen-...` name.
@@ -221,6 +222,7 @@ interface Channel {
                                                consumerCount :UInt32);
 
   # Deletes a queue; its consumers are cancelled. Returns how many ready messages were dropped.
+  # Deleting a queue that does not exist succeeds and returns 0 (as in RabbitMQ).
   queueDelete @3 (name :Text, ifUnused :Bool, ifEmpty :Bool) -> (messageCount :UInt32);
 
   # Drops the ready messages of a queue (unacked ones stay). Returns how many were dropped.

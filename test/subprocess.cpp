@@ -1,12 +1,16 @@
 #include "subprocess.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -45,6 +49,10 @@ node_process::node_process(std::vector<std::string> extra_args, std::string data
   data_dir_ = data_dir;
   std::vector<std::string> argv{WARREN_NODE_PATH, "--port",     "0",      "--log-level",
                                 "info",           "--data-dir", data_dir_};
+  if (std::find(extra_args.begin(), extra_args.end(), "--amqp-port") == extra_args.end()) {
+    argv.push_back("--amqp-port");
+    argv.push_back(std::to_string(free_port()));
+  }
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   int err_pipe[2];
   if (pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
@@ -75,6 +83,24 @@ node_process::node_process(std::vector<std::string> extra_args, std::string data
     throw std::runtime_error("warren-node did not start; it logged:\n" + log());
   }
   port_ = static_cast<uint16_t>(std::stoi(m[1]));
+  static const std::regex amqp_line("AMQP 0-9-1 listener on [^:]+:([0-9]+)");
+  if (std::regex_search(log_, m, amqp_line)) amqp_port_ = static_cast<uint16_t>(std::stoi(m[1]));
+}
+
+uint16_t free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    throw std::runtime_error("could not find a free port");
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
 }
 
 node_process::~node_process() {

@@ -28,8 +28,8 @@ class temp_dir {
 };
 
 /// A warren-node child process listening on a port the OS picked, with its data in `data_dir`
-/// (a fresh temporary one when empty). Stopped (SIGTERM, then SIGKILL if it lingers) when
-/// destroyed.
+/// (a fresh temporary one when empty). Its AMQP listener gets a free port too, unless
+/// `extra_args` names one. Stopped (SIGTERM, then SIGKILL if it lingers) when destroyed.
 class node_process {
  public:
   explicit node_process(std::vector<std::string> extra_args = {}, std::string data_dir = {});
@@ -39,6 +39,7 @@ class node_process {
   node_process& operator=(const node_process&) = delete;
 
   uint16_t port() const { return port_; }
+  uint16_t amqp_port() const { return amqp_port_; }
   pid_t pid() const { return pid_; }
 
   /// Everything the node logged so far.
@@ -62,6 +63,7 @@ class node_process {
 
   pid_t pid_ = -1;
   uint16_t port_ = 0;
+  uint16_t amqp_port_ = 0;
   std::thread reader_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
@@ -76,6 +78,9 @@ struct command_result {
   std::string out;
   std::string err;
 };
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (bound, read and released).
+uint16_t free_port();
 
 /// Runs `argv` to completion, feeding `input` to its standard input.
 command_result run_command(const std::vector<std::string>& argv, const std::string& input = {});

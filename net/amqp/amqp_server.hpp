@@ -1,0 +1,35 @@
+// amqp_server: the AMQP 0-9-1 front door. Listens on a TCP address and serves every accepted
+// connection with an amqp_session, on its own kj event loop and thread (the Cap'n Proto front
+// door has its own), so a busy AMQP client never delays Cap'n Proto ones and vice versa.
+//
+// start() returns the bound port once the socket listens, or throws std::runtime_error naming the
+// address. stop() (any thread) drops every connection, whose connection actors then requeue
+// what their clients held, and joins the thread.
+#pragma once
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace warren::amqp {
+
+class amqp_server {
+ public:
+  amqp_server(caf::actor_system& system, caf::actor node);
+  ~amqp_server();
+
+  amqp_server(const amqp_server&) = delete;
+  amqp_server& operator=(const amqp_server&) = delete;
+
+  uint16_t start(const std::string& bind_address, uint16_t port, uint16_t heartbeat_seconds);
+  void stop();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace warren::amqp

@@ -1,0 +1,42 @@
+// amqp_session: one AMQP 0-9-1 client connection, on the AMQP listener's kj thread.
+//
+// It reads frames from the socket, runs the connection handshake (PLAIN and AMQPLAIN, tune,
+// heartbeats), and turns channel methods into requests to a connection actor, the same actor
+// the Cap'n Proto front door uses: a front door, not a second broker. The actor answers through
+// amqp_link (a client_link posting onto the loop); the session writes the -ok methods,
+// deliveries, returns, confirms and closes.
+//
+// Throughput: all publishes of one socket read go to the actor as one batch per channel, single
+// acks of one read as one ackEach, and everything written in one loop turn as one write. A
+// publisher is held back by not reading its socket while too many of its messages are still
+// unanswered (the broker's credit), so no mailbox grows without bound.
+#pragma once
+
+#include "net/loop_bridge.hpp"
+
+#include <kj/async-io.h>
+#include <kj/timer.h>
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include <memory>
+#include <string>
+
+namespace warren::amqp {
+
+struct session_config {
+  caf::actor_system* system = nullptr;
+  caf::actor node;
+  std::shared_ptr<net::loop_bridge> bridge;
+  kj::Timer* timer = nullptr;
+  uint16_t heartbeat_seconds = 60;  // offered in connection.tune; 0 = none
+  uint32_t frame_max = 131072;
+  uint16_t channel_max = 2047;
+};
+
+/// Serves one accepted connection until it ends (either side closed it, or it broke). `peer` is
+/// "host:port"; guest may only log in from a loopback peer.
+kj::Promise<void> serve(kj::Own<kj::AsyncIoStream> stream, std::string peer, bool peer_is_loopback,
+                        const session_config& config);
+
+}  // namespace warren::amqp

@@ -1,0 +1,135 @@
+#include "net/amqp/properties.hpp"
+
+#include <cmath>
+
+namespace warren::amqp {
+
+namespace {
+
+warren::field_value to_field(const value& v) {
+  switch (v.type) {
+    case 't':
+      return warren::field_value::of_bool(v.boolean);
+    case 'f':
+    case 'd':
+      return warren::field_value::of_double(v.floating);
+    case 'D':
+      return warren::field_value::of_double(static_cast<double>(v.integer) /
+                                            std::pow(10.0, v.scale));
+    case 'S':
+      return warren::field_value::of_text(v.bytes);
+    case 'x':
+      return warren::field_value::of_bytes(v.bytes);
+    case 'V':
+      return {};
+    case 'F':
+    case 'A': {
+      writer w;
+      if (v.type == 'F') {
+        w.field_table(*v.nested_table);
+      } else {
+        table holder{{"", v}};
+        w.field_table(holder);
+      }
+      return warren::field_value::of_bytes(w.take());
+    }
+    default:  // every integer width, and timestamps
+      return warren::field_value::of_int(v.integer);
+  }
+}
+
+value to_value(const warren::field_value& f) {
+  value v;
+  switch (f.kind) {
+    case warren::field_value::none:
+      break;
+    case warren::field_value::boolean:
+      v = value::of_bool(f.b);
+      break;
+    case warren::field_value::integer:
+      v = value::of_long(f.i);
+      break;
+    case warren::field_value::floating:
+      v.type = 'd';
+      v.floating = f.d;
+      break;
+    case warren::field_value::text:
+      v = value::of_string(f.s);
+      break;
+    case warren::field_value::bytes:
+      v.type = 'x';
+      v.bytes = f.s;
+      break;
+  }
+  return v;
+}
+
+template <class T>
+void copy_text(const std::optional<std::string>& from, T& to) {
+  if (from) to = *from;
+}
+
+std::optional<std::string> text_or_none(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  return s;
+}
+
+}  // namespace
+
+warren::field_table to_fields(const table& t) {
+  warren::field_table out;
+  out.reserve(t.size());
+  for (const auto& [key, v] : t) out.push_back({key, to_field(v)});
+  return out;
+}
+
+table to_table(const warren::field_table& fields) {
+  table out;
+  out.reserve(fields.size());
+  for (const auto& f : fields) out.emplace_back(f.key, to_value(f.value));
+  return out;
+}
+
+message_properties to_message_properties(const basic_properties& p) {
+  message_properties m;
+  if (p.delivery_mode) {
+    if (*p.delivery_mode != 1 && *p.delivery_mode != 2)
+      throw protocol_error(reply_code::syntax_error,
+                           "delivery mode " + std::to_string(*p.delivery_mode) +
+                               " is neither 1 (transient) nor 2 (persistent)");
+    m.persistent = *p.delivery_mode == 2;
+  }
+  copy_text(p.content_type, m.content_type);
+  copy_text(p.content_encoding, m.content_encoding);
+  if (p.headers) m.headers = to_fields(*p.headers);
+  if (p.priority) m.priority = *p.priority;
+  copy_text(p.correlation_id, m.correlation_id);
+  copy_text(p.reply_to, m.reply_to);
+  copy_text(p.expiration, m.expiration);
+  copy_text(p.message_id, m.message_id);
+  if (p.timestamp) m.timestamp = static_cast<int64_t>(*p.timestamp);
+  copy_text(p.type, m.type);
+  copy_text(p.user_id, m.user_id);
+  copy_text(p.app_id, m.app_id);
+  return m;
+}
+
+basic_properties to_basic_properties(const message_properties& m) {
+  basic_properties p;
+  p.delivery_mode = m.persistent ? 2 : 1;
+  p.content_type = text_or_none(m.content_type);
+  p.content_encoding = text_or_none(m.content_encoding);
+  if (!m.headers.empty()) p.headers = to_table(m.headers);
+  if (m.priority != 0) p.priority = m.priority;
+  p.correlation_id = text_or_none(m.correlation_id);
+  p.reply_to = text_or_none(m.reply_to);
+  p.expiration = text_or_none(m.expiration);
+  p.message_id = text_or_none(m.message_id);
+  if (m.timestamp != 0) p.timestamp = static_cast<uint64_t>(m.timestamp);
+  p.type = text_or_none(m.type);
+  p.user_id = text_or_none(m.user_id);
+  p.app_id = text_or_none(m.app_id);
+  return p;
+}
+
+}  // namespace warren::amqp
