@@ -329,6 +329,21 @@ std::optional<uint64_t> ack_each(self_ptr self, uint16_t id, channel_state& ch,
   return unknown;
 }
 
+// Hands a queue's deliveries to the front door with this channel's delivery tags.
+void forward_deliveries(self_ptr self, uint16_t id, channel_state& ch, const std::string& tag,
+                        bool no_ack, const caf::actor& queue, std::vector<queued_delivery>& batch) {
+  std::vector<delivery> out;
+  out.reserve(batch.size());
+  for (auto& d : batch) {
+    auto tag_no = ++ch.next_delivery_tag;
+    if (!no_ack)
+      ch.unacked.emplace(tag_no, channel_state::unacked_entry{queue, d.delivery_id, tag});
+    self->state.traffic.count_out(d.msg->body.size(), d.redelivered);
+    out.push_back({tag_no, d.redelivered, std::move(d.msg), 0});
+  }
+  self->state.link->deliver(id, tag, std::move(out));
+}
+
 void close_connection(self_ptr self) {
   auto& st = self->state;
   if (st.closed) return;
@@ -510,7 +525,10 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         if (prefetch == 0) prefetch = ch->default_prefetch;
         if (no_ack) prefetch = 0;
         // Reserve the tag now so a second consume with it fails even before the queue answers.
-        ch->consumers[tag] = {caf::actor{}, queue, no_ack, prefetch};
+        auto& reserved = ch->consumers[tag];
+        reserved.queue_name = queue;
+        reserved.no_ack = no_ack;
+        reserved.prefetch = prefetch;
         self->request(self->state.vhost, caf::infinite, find_atom::value, queues_atom::value, queue,
                       self_handle(self))
             .then(
@@ -528,13 +546,19 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
                           [=]() {
                             auto c = self->state.channels.find(id);
                             if (c == self->state.channels.end() || !c->second.open) {
-                              self->send(q, cancel_atom::value, self_handle(self), id, tag);
+                              self->send(q, cancel_atom::value, self_handle(self), id, tag, true);
                               reply_channel_gone(self, request, id);
                               return;
                             }
-                            c->second.consumers[tag].queue = q;
+                            auto& entry = c->second.consumers[tag];
+                            entry.queue = q;
                             touch_queue(c->second, q);
                             self->state.link->reply(request, {}, caf::make_message(tag));
+                            if (!entry.early.empty()) {
+                              auto early = std::move(entry.early);
+                              entry.early.clear();
+                              forward_deliveries(self, id, c->second, tag, no_ack, q, early);
+                            }
                           },
                           [=](caf::error& err) {
                             self->state.channels[id].consumers.erase(tag);
@@ -546,7 +570,8 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
                   fail(self, request, id, err);
                 });
       },
-      [=](cancel_atom, uint64_t request, uint16_t id, const std::string& tag) {
+      [=](cancel_atom, uint64_t request, uint16_t id, const std::string& tag,
+          bool requeue_unacked) {
         auto* ch = open_channel(self, request, id);
         if (ch == nullptr) return;
         auto c = ch->consumers.find(tag);
@@ -557,19 +582,29 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         // Answer once the queue has dropped the consumer: deliveries it sent before that are
         // then already here, so no-ack ones reach the client ahead of the cancel's answer.
         c->second.cancelling = true;
+        c->second.keep_unacked = !requeue_unacked;
         auto forget = [=] {
           auto chan = self->state.channels.find(id);
           if (chan != self->state.channels.end() && chan->second.open) {
             auto& st = chan->second;
             st.consumers.erase(tag);
             // The queue requeued this consumer's unacked messages; their tags are void now.
-            for (auto i = st.unacked.begin(); i != st.unacked.end();)
-              i = i->second.consumer_tag == tag ? st.unacked.erase(i) : std::next(i);
+            // Otherwise (AMQP's basic.cancel) they stay unacked on the channel, to be settled.
+            for (auto i = st.unacked.begin(); i != st.unacked.end();) {
+              if (i->second.consumer_tag != tag) {
+                ++i;
+              } else if (requeue_unacked) {
+                i = st.unacked.erase(i);
+              } else {
+                i->second.consumer_tag.clear();  // settled like a get: no credit to give back
+                ++i;
+              }
+            }
           }
           self->state.link->reply(request, {}, {});
         };
         self->request(c->second.queue, caf::infinite, cancel_atom::value, self_handle(self), id,
-                      tag)
+                      tag, requeue_unacked)
             .then([=]() { forget(); }, [=](caf::error&) { forget(); });
       },
       [=](cancelled_atom, uint16_t id, const std::string& tag, const std::string& reason) {
@@ -588,18 +623,19 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         // A manual-ack delivery for a consumer already cancelled was requeued by the queue when
         // the cancel reached it: passing it on would hand out a message that is ready again.
         auto consumer = ch.consumers.find(tag);
-        if (!no_ack && (consumer == ch.consumers.end() || consumer->second.cancelling)) return;
+        if (!no_ack && (consumer == ch.consumers.end() ||
+                        (consumer->second.cancelling && !consumer->second.keep_unacked)))
+          return;
         auto queue = caf::actor_cast<caf::actor>(self->current_sender());
-        std::vector<delivery> out;
-        out.reserve(batch.size());
-        for (auto& d : batch) {
-          auto tag_no = ++ch.next_delivery_tag;
-          if (!no_ack)
-            ch.unacked.emplace(tag_no, channel_state::unacked_entry{queue, d.delivery_id, tag});
-          self->state.traffic.count_out(d.msg->body.size(), d.redelivered);
-          out.push_back({tag_no, d.redelivered, std::move(d.msg), 0});
+        if (consumer != ch.consumers.end() && !consumer->second.queue) {
+          // The queue took the consumer and delivered before its consume call is answered:
+          // clients must see consume-ok first (AMQP clients reject unknown consumer tags).
+          auto& early = consumer->second.early;
+          early.insert(early.end(), std::make_move_iterator(batch.begin()),
+                       std::make_move_iterator(batch.end()));
+          return;
         }
-        self->state.link->deliver(id, tag, std::move(out));
+        forward_deliveries(self, id, ch, tag, no_ack, queue, batch);
       },
       [=](flushed_atom, uint16_t id, const std::string& tag, uint32_t n) {
         // The front door wrote n deliveries to the network: consumers that are not limited by

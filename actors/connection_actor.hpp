@@ -40,11 +40,14 @@ struct channel_state {
     std::string consumer_tag;  // empty for get
   };
   struct consumer_entry {
-    caf::actor queue;
+    caf::actor queue;  // unset until the queue took the consumer
     std::string queue_name;
-    bool no_ack;
-    uint32_t prefetch;
-    bool cancelling = false;  // cancel sent to the queue, not yet confirmed
+    bool no_ack = false;
+    uint32_t prefetch = 0;
+    bool cancelling = false;    // cancel sent to the queue, not yet confirmed
+    bool keep_unacked = false;  // that cancel leaves unacked deliveries on the channel
+    // Deliveries that arrived before the consume call was answered; passed on right after.
+    std::vector<queued_delivery> early;
   };
   struct publish_call {
     uint64_t request;

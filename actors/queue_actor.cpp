@@ -429,7 +429,8 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
         dispatch(self);
         return caf::unit;
       },
-      [=](cancel_atom, const caf::actor& conn, uint16_t channel, const std::string& tag) {
+      [=](cancel_atom, const caf::actor& conn, uint16_t channel, const std::string& tag,
+          bool requeue_unacked) {
         auto& st = self->state;
         auto c = std::find_if(st.consumers.begin(), st.consumers.end(), [&](const auto& c) {
           return c.spec.connection == conn && c.spec.channel == channel && c.spec.tag == tag;
@@ -439,7 +440,10 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
         st.consumers.erase(c);
         std::vector<queue_state::pending_entry> back;
         for (auto i = st.pending.begin(); i != st.pending.end();) {
-          if (i->second.consumer == key) {
+          if (i->second.consumer == key && !requeue_unacked) {
+            i->second.consumer = 0;  // still the channel's to settle, like a get
+            ++i;
+          } else if (i->second.consumer == key) {
             back.push_back(std::move(i->second));
             i = st.pending.erase(i);
           } else {

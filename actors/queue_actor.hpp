@@ -4,7 +4,8 @@
 //   (enqueue_atom, publish_batch)            appends; confirms go to batch.origin as
 //                                            (confirm_atom, channel, acked seqs, nacked seqs)
 //   (consume_atom, consumer_spec) -> void    ACCESS_REFUSED if exclusivity clashes
-//   (cancel_atom, conn, channel, tag)        its unacked messages are requeued
+//   (cancel_atom, conn, channel, tag, requeue)  its unacked messages are requeued, or (AMQP)
+//                                            stay unacked on the channel
 //   (credit_atom, conn, channel, tag, n)     the consumer may take n more
 //   (settle_atom, conn, delivery ids, kind)  ack / requeue / reject (dead-letter)
 //   (close_atom, conn, channel)              a channel closed: drop its consumers, requeue

@@ -188,7 +188,7 @@ class channel_impl final : public rpc::Channel::Server {
 
   kj::Promise<void> cancel(CancelContext ctx) override {
     auto tag = text(ctx.getParams().getConsumerTag());
-    return ask([&](uint64_t r) { caf::anon_send(actor(), cancel_atom::value, r, id_, tag); })
+    return ask([&](uint64_t r) { caf::anon_send(actor(), cancel_atom::value, r, id_, tag, true); })
         .then([this, tag](caf::message) { session_->remove_consumer(id_, tag); });
   }
 

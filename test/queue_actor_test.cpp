@@ -209,7 +209,7 @@ BOOST_AUTO_TEST_CASE(cancel_requeues_that_consumers_messages) {
   subscribe(q, "a", 10);
   enqueue(q, {"1"});
   next_delivery();
-  conn->send(q, cancel_atom::value, caf::actor{conn}, uint16_t{1}, std::string("a"));
+  conn->send(q, cancel_atom::value, caf::actor{conn}, uint16_t{1}, std::string("a"), true);
   auto s = stats(q);
   BOOST_TEST(s.consumers == 0u);
   BOOST_TEST(s.ready == 1u);

@@ -964,8 +964,9 @@ void session::on_channel_method(uint16_t id, channel& ch, method_id m, reader& r
         w.short_string(tag);
         send_method(id, std::move(w));
       };
-    return request(id, m, std::move(done),
-                   [&](uint64_t q) { caf::anon_send(actor_, cancel_atom::value, q, id, tag); });
+    return request(id, m, std::move(done), [&](uint64_t q) {
+      caf::anon_send(actor_, cancel_atom::value, q, id, tag, false);
+    });
   }
   if (m == basic_get) {
     r.short_uint();
