@@ -162,6 +162,8 @@ void route_run(self_ptr self, uint16_t id, const std::shared_ptr<channel_state::
 }
 
 void drain_publishes(self_ptr self, uint16_t id);
+void closes_after_publishes(self_ptr self, uint16_t id);
+void close_connection(self_ptr self);
 
 // Looks up exchanges the cache does not know, then carries on with the backlog.
 void resolve_exchanges(self_ptr self, uint16_t id, std::vector<std::string> names) {
@@ -222,6 +224,7 @@ void drain_publishes(self_ptr self, uint16_t id) {
              make_broker_error(reply_code::access_refused, "cannot publish to internal exchange " +
                                                                quote(m->exchange) + " in vhost " +
                                                                quote(st.hello.vhost)));
+        closes_after_publishes(self, id);
         return;
       }
     }
@@ -241,6 +244,28 @@ void drain_publishes(self_ptr self, uint16_t id) {
       }
     }
   }
+  closes_after_publishes(self, id);
+}
+
+// Carries out a channel or connection close that waited for exchange lookups of publishes
+// accepted before it.
+void closes_after_publishes(self_ptr self, uint16_t id) {
+  auto& st = self->state;
+  auto c = st.channels.find(id);
+  if (c != st.channels.end() && !c->second.resolving && c->second.close_after_publishes) {
+    auto request = *c->second.close_after_publishes;
+    close_channel(self, id, {reply_code::channel_error, "closed by the client"});
+    st.channels.erase(id);
+    if (request != 0) st.link->reply(request, {}, {});
+  }
+  if (!st.close_after_publishes) return;
+  if (std::any_of(st.channels.begin(), st.channels.end(),
+                  [](const auto& ch) { return ch.second.open && ch.second.resolving; }))
+    return;
+  auto request = *st.close_after_publishes;
+  st.close_after_publishes.reset();
+  close_connection(self);
+  if (request != 0) st.link->reply(request, {}, {});
 }
 
 // What is wrong with a publish call's messages, or empty. Checked before anything is routed so
@@ -391,6 +416,14 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
                 });
       },
       [=](close_atom, uint64_t request) {
+        // Publishes still waiting for an exchange lookup were accepted before the close: they
+        // are routed first.
+        auto& st = self->state;
+        if (std::any_of(st.channels.begin(), st.channels.end(),
+                        [](const auto& c) { return c.second.open && c.second.resolving; })) {
+          st.close_after_publishes = request == 0 ? std::optional<uint64_t>(0) : request;
+          return;
+        }
         close_connection(self);
         if (request != 0) self->state.link->reply(request, {}, {});
       },
@@ -421,6 +454,11 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         st.link->reply(request, {}, {});
       },
       [=](close_atom, uint64_t request, uint16_t id) {
+        auto c = self->state.channels.find(id);
+        if (c != self->state.channels.end() && c->second.open && c->second.resolving) {
+          c->second.close_after_publishes = request;  // routed first, as accepted before
+          return;
+        }
         close_channel(self, id, {reply_code::channel_error, "closed by the client"});
         self->state.channels.erase(id);
         if (request != 0) self->state.link->reply(request, {}, {});

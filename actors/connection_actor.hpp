@@ -25,6 +25,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 namespace warren {
@@ -78,7 +79,8 @@ struct channel_state {
   std::unordered_map<uint64_t, pending_publish> pending;
   std::deque<queued_publish> publish_backlog;  // waiting for exchange lookups, in order
   bool resolving = false;
-  std::vector<caf::actor> queues_touched;  // told when this channel closes
+  std::optional<uint64_t> close_after_publishes;  // the client's close, once resolving ends
+  std::vector<caf::actor> queues_touched;         // told when this channel closes
 };
 
 struct connection_state {
@@ -93,6 +95,7 @@ struct connection_state {
   };
   std::unordered_map<std::string, exchange_entry> exchanges;
   bool closed = false;
+  std::optional<uint64_t> close_after_publishes;  // the client's close, once lookups end
   traffic_counters traffic;
 
   static inline const char* name = "connection";

@@ -136,6 +136,10 @@ class session : public std::enable_shared_from_this<session>, public kj::TaskSet
     std::map<uint64_t, std::shared_ptr<publish_call>> calls;  // in confirm order
     std::vector<uint64_t> acks;                               // single acks of this read
     method_id last_method;
+    // A channel carries out its methods in order, as RabbitMQ's does: a get, declare, purge...
+    // after publishes waits until the broker has taken them, and so does everything after it.
+    size_t publishes_in_flight = 0;
+    std::deque<frame> held;
   };
   struct pending_request {
     uint16_t channel;
@@ -211,15 +215,56 @@ class session : public std::enable_shared_from_this<session>, public kj::TaskSet
       }
       return;
     }
-    switch (f.type) {
-      case frame_type::heartbeat:
-        return;
-      case frame_type::method:
-        return on_method(f.channel, f.payload);
-      case frame_type::header:
-      case frame_type::body:
-        return on_content(f);
+    if (f.type == frame_type::heartbeat) return;
+    if (f.channel != 0 && hold(f)) return;
+    if (f.type == frame_type::method) return on_method(f.channel, f.payload);
+    on_content(f);
+  }
+
+  // True when the frame must wait for the channel's publishes to be taken (it is then held).
+  bool hold(const frame& f) {
+    auto c = channels_.find(f.channel);
+    if (c == channels_.end() || c->second.closing) return false;
+    auto& ch = c->second;
+    if (!ch.held.empty()) {
+      ch.held.push_back(f);
+      return true;
     }
+    if (f.type != frame_type::method || ch.publish) return false;
+    reader r(f.payload);
+    method_id m{r.short_uint(), r.short_uint()};
+    if (m == basic_publish || m == basic_ack || m == basic_nack || m == basic_reject ||
+        m == channel_close)
+      return false;
+    send_publishes(f.channel, ch);
+    if (ch.publishes_in_flight == 0) return false;
+    ch.held.push_back(f);
+    return true;
+  }
+
+  // The channel's publishes were all taken: what waited for them runs now, in order.
+  void release_held(uint16_t id) {
+    auto c = channels_.find(id);
+    if (c == channels_.end()) return;
+    auto held = std::move(c->second.held);
+    c->second.held.clear();
+    try {
+      while (!held.empty() && phase_ == phase::running) {
+        auto f = std::move(held.front());
+        held.pop_front();
+        on_frame(f);
+        c = channels_.find(id);
+        if (c == channels_.end()) return;
+        if (!c->second.held.empty()) {
+          // Held again: the rest waits behind it.
+          for (auto& rest : held) c->second.held.push_back(std::move(rest));
+          break;
+        }
+      }
+    } catch (const protocol_error& e) {
+      connection_error(e.code, e.what(), {});
+    }
+    flush_channels();
   }
 
   void on_content(const frame& f) {
@@ -308,6 +353,7 @@ class session : public std::enable_shared_from_this<session>, public kj::TaskSet
       ch.calls.emplace(call->first_tag, call);
     }
     unanswered_ += call->msgs.size();
+    ++ch.publishes_in_flight;
     auto msgs = call->msgs;
     request(
         id, basic_publish,
@@ -1029,6 +1075,17 @@ void session::complete(uint64_t request, caf::error error, caf::message result) 
   pending_.erase(i);
   if (phase_ == phase::done) return;
   release_credit(p.credit);
+  if (p.method == basic_publish) {
+    auto c = channels_.find(p.channel);
+    if (c != channels_.end() && c->second.publishes_in_flight > 0 &&
+        --c->second.publishes_in_flight == 0 && !c->second.held.empty()) {
+      // Answer this call first, then what waited for it.
+      if (!error && p.done) p.done(result);
+      release_held(p.channel);
+      if (!error) return;
+      p.done = nullptr;
+    }
+  }
   if (!error) {
     if (p.done) p.done(result);
     flush_output();
