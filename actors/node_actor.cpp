@@ -7,13 +7,11 @@
 #include "actors/log.hpp"
 #include "actors/names.hpp"
 #include "actors/persistence_actor.hpp"
+#include "actors/resource_alarm.hpp"
 #include "actors/vhost_actor.hpp"
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 
 namespace warren {
 
@@ -61,14 +59,6 @@ void all_connections(self_ptr self, Done done) {
       conns,
       [=](const caf::actor& c) { return self->request(c, caf::infinite, stats_atom::value); },
       std::move(done));
-}
-
-// Resident set size of this process, from /proc/self/statm (0 where that cannot be read).
-uint64_t resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  uint64_t pages_total = 0, pages_resident = 0;
-  if (!(statm >> pages_total >> pages_resident)) return 0;
-  return pages_resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
 int64_t now_ms() {

@@ -59,6 +59,8 @@ using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 using sync_atom = caf::atom_constant<caf::atom("sync")>;
 using compact_atom = caf::atom_constant<caf::atom("compact")>;
 using ready_atom = caf::atom_constant<caf::atom("ready")>;
+using blocked_atom = caf::atom_constant<caf::atom("blocked")>;
+using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
 
 /// How a connection settles deliveries it holds.
 enum class settle_kind : uint8_t { ack, requeue, reject };

@@ -4,6 +4,7 @@
 #include "actors/node_actor.hpp"
 #include "actors/persistence_actor.hpp"
 #include "actors/protocol.hpp"
+#include "actors/resource_alarm.hpp"
 #include "apps/node_stats.hpp"
 #include "net/amqp/amqp_server.hpp"
 #include "net/rpc_server.hpp"
@@ -31,6 +32,8 @@ struct node_options {
   uint16_t port = 5680;
   uint16_t amqp_port = 5672;
   uint16_t heartbeat = 60;
+  double memory_high_watermark = 0.4;
+  uint64_t disk_free_limit = 50'000'000;
   std::string log_level = "info";
   std::string scheduler = "sharing";
   size_t workers = 2;
@@ -56,6 +59,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--heartbeat", opt.heartbeat,
                  "AMQP heartbeat interval offered to clients, in seconds (0 = none)")
+      ->capture_default_str();
+  app.add_option("--memory-high-watermark", opt.memory_high_watermark,
+                 "hold back AMQP publishers while resident memory is above this fraction of RAM")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--disk-free-limit", opt.disk_free_limit,
+                 "hold back AMQP publishers while the data dir's disk has less free bytes")
       ->capture_default_str();
   app.add_option("--log-level", opt.log_level, "error|warn|info|debug")
       ->check(CLI::IsMember({"error", "warn", "info", "debug"}))
@@ -141,7 +151,10 @@ int main(int argc, char** argv) {
     caf::anon_send_exit(storage.persistence, caf::exit_reason::user_shutdown);
     return 1;
   }
-  warren::amqp::amqp_server amqp(system, node);
+  auto alarm = system.spawn(warren::resource_alarm,
+                            warren::make_resource_limits(opt.memory_high_watermark,
+                                                         opt.disk_free_limit, storage.data_dir));
+  warren::amqp::amqp_server amqp(system, node, alarm);
   if (opt.amqp_port != 0) {
     try {
       auto amqp_port = amqp.start(opt.bind, opt.amqp_port, opt.heartbeat);
@@ -150,6 +163,7 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       warren::log(warren::log_level::error, "node", e.what());
       server.stop();
+      caf::anon_send_exit(alarm, caf::exit_reason::user_shutdown);
       caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
       caf::anon_send_exit(storage.persistence, caf::exit_reason::user_shutdown);
       return 1;
@@ -165,6 +179,7 @@ int main(int argc, char** argv) {
               std::string("stopping on ") + (signal_number == SIGINT ? "SIGINT" : "SIGTERM"));
   amqp.stop();
   server.stop();
+  caf::anon_send_exit(alarm, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(storage.persistence, caf::exit_reason::user_shutdown);
   return 0;  // ~actor_system waits for every actor to finish

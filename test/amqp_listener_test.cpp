@@ -18,6 +18,7 @@
 #include <chrono>
 #include <filesystem>
 #include <random>
+#include <thread>
 
 using namespace warren::amqp;
 using warren::test::node_process;
@@ -87,11 +88,12 @@ class raw_client {
   }
 
   // Protocol header, start-ok as guest, tune-ok, open "/".
-  void handshake(uint16_t heartbeat = 0) {
+  void handshake(uint16_t heartbeat = 0, bool wants_blocked = false) {
     send(std::string(protocol_header));
     BOOST_REQUIRE((next_method().first == method_id{10, 10}));
     auto ok = method_payload({10, 11});
-    ok.field_table({});
+    table capabilities{{"connection.blocked", value::of_bool(wants_blocked)}};
+    ok.field_table({{"capabilities", value::of_table(capabilities)}});
     ok.short_string("PLAIN");
     ok.long_string(std::string("\0guest\0guest", 12));
     ok.short_string("en_US");
@@ -214,6 +216,74 @@ BOOST_AUTO_TEST_CASE(bad_credentials_and_vhosts) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// --- flow control ------------------------------------------------------------------------------
+
+// Needs root to mount a small tmpfs (CI and the development machines run as root).
+BOOST_AUTO_TEST_CASE(a_disk_alarm_blocks_publishers_until_space_returns) {
+  warren::test::temp_dir mount_point;
+  auto mount =
+      run_command({"/usr/bin/mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mount_point.path()});
+  BOOST_REQUIRE_MESSAGE(mount.exit_code == 0, "cannot mount a tmpfs: " << mount.err);
+  struct unmount {
+    std::string path;
+    ~unmount() { run_command({"/usr/bin/umount", "-l", path}); }
+  } unmount_later{mount_point.path()};
+  node_process node({"--disk-free-limit", "8000000"}, mount_point.path() + "/data");
+  raw_client c(node.amqp_port());
+  c.handshake(0, true);
+  c.open_channel(1);
+  auto declare = method_payload({50, 10});
+  declare.short_uint(0);
+  declare.short_string("held");
+  declare.bits({false, false, false, false, false});
+  declare.field_table({});
+  c.send_method(1, std::move(declare));
+  BOOST_REQUIRE((c.next_method().first == method_id{50, 11}));
+
+  // Fill the disk past the limit: the node says it holds publishers back.
+  auto ballast = mount_point.path() + "/ballast";
+  {
+    std::string block(1 << 20, 'b');
+    FILE* f = std::fopen(ballast.c_str(), "w");
+    BOOST_REQUIRE(f != nullptr);
+    for (int i = 0; i < 10; ++i) std::fwrite(block.data(), 1, block.size(), f);
+    std::fclose(f);
+  }
+  auto [blocked, reason] = c.next_method();
+  BOOST_REQUIRE((blocked == method_id{10, 60}));
+  BOOST_TEST(reader(reason).short_string().find("disk alarm") != std::string::npos);
+
+  // A publish now is not taken while the alarm lasts.
+  auto publish = method_payload({60, 40});
+  publish.short_uint(0);
+  publish.short_string("");
+  publish.short_string("held");
+  publish.bits({false, false});
+  content_header h;
+  h.body_size = 4;
+  std::string frames;
+  write_content(frames, 1, publish.bytes(), h, "wait", frame_min_size);
+  c.send(frames);
+  warren::client::connect_options o;
+  o.port = node.port();
+  auto admin = warren::client::connection::open(o);
+  auto ready = [&] {
+    for (const auto& q : admin->list_queues())
+      if (q.name == "held") return q.messages_ready;
+    return uint64_t{999};
+  };
+  BOOST_TEST(ready() == 0u);
+
+  // Space returns: unblocked, and the publish goes through.
+  std::filesystem::remove(ballast);
+  BOOST_REQUIRE((c.next_method().first == method_id{10, 61}));
+  auto deadline = std::chrono::steady_clock::now() + patience;
+  while (ready() != 1 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  BOOST_TEST(ready() == 1u);
+  BOOST_TEST(node.log().find("disk alarm") != std::string::npos);
+}
 
 // --- rabbitmq-c's amqp-tools
 // ----------------------------------------------------------------------

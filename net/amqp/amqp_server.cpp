@@ -1,6 +1,7 @@
 #include "net/amqp/amqp_server.hpp"
 
 #include "actors/log.hpp"
+#include "actors/protocol.hpp"
 #include "net/amqp/amqp_session.hpp"
 #include "net/loop_bridge.hpp"
 
@@ -10,6 +11,8 @@
 #include <sys/socket.h>
 
 #include <kj/async-io.h>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
 
 #include <future>
 #include <mutex>
@@ -54,10 +57,12 @@ peer_address peer_of(kj::AsyncIoStream& stream) {
 }  // namespace
 
 struct amqp_server::impl : public kj::TaskSet::ErrorHandler {
-  impl(caf::actor_system& system, caf::actor node) : system(system), node(std::move(node)) {}
+  impl(caf::actor_system& system, caf::actor node, caf::actor alarm)
+      : system(system), node(std::move(node)), alarm(std::move(alarm)) {}
 
   caf::actor_system& system;
   caf::actor node;
+  caf::actor alarm;
   std::thread thread;
   std::mutex mutex;
   kj::CrossThreadPromiseFulfiller<void>* stop_signal = nullptr;  // owned by the kj thread
@@ -92,8 +97,21 @@ struct amqp_server::impl : public kj::TaskSet::ErrorHandler {
       config.bridge = std::make_shared<net::loop_bridge>();
       config.timer = &io.provider->getTimer();
       config.heartbeat_seconds = heartbeat;
+      config.flow = std::make_shared<flow_control>();
       kj::TaskSet background(*this);
       background.add(config.bridge->run());
+      // The resource alarm's verdicts reach this loop through a small relay actor.
+      auto relay = system.spawn(
+          [bridge = config.bridge, flow = config.flow](caf::event_based_actor*) -> caf::behavior {
+            return {[=](blocked_atom, bool blocked, std::string& reason) {
+              bridge->post([flow, blocked, reason]() { flow->set(blocked, reason); });
+            }};
+          });
+      if (alarm) caf::anon_send(alarm, subscribe_atom::value, relay);
+      struct stop_relay {
+        caf::actor relay;
+        ~stop_relay() { caf::anon_send_exit(relay, caf::exit_reason::user_shutdown); }
+      } relay_guard{relay};
       kj::Own<kj::ConnectionReceiver> listener;
       try {
         auto addr = io.provider->getNetwork().parseAddress(bind, port).wait(io.waitScope);
@@ -133,8 +151,8 @@ struct amqp_server::impl : public kj::TaskSet::ErrorHandler {
   }
 };
 
-amqp_server::amqp_server(caf::actor_system& system, caf::actor node)
-    : impl_(std::make_unique<impl>(system, std::move(node))) {}
+amqp_server::amqp_server(caf::actor_system& system, caf::actor node, caf::actor alarm)
+    : impl_(std::make_unique<impl>(system, std::move(node), std::move(alarm))) {}
 
 amqp_server::~amqp_server() {
   stop();

@@ -18,7 +18,8 @@ namespace warren::amqp {
 
 class amqp_server {
  public:
-  amqp_server(caf::actor_system& system, caf::actor node);
+  /// `alarm` (a resource_alarm, may be null) tells when publishers must be held back.
+  amqp_server(caf::actor_system& system, caf::actor node, caf::actor alarm);
   ~amqp_server();
 
   amqp_server(const amqp_server&) = delete;

@@ -24,7 +24,7 @@ namespace {
 constexpr method_id connection_start{10, 10}, connection_start_ok{10, 11},
     connection_secure_ok{10, 21}, connection_tune{10, 30}, connection_tune_ok{10, 31},
     connection_open{10, 40}, connection_open_ok{10, 41}, connection_close{10, 50},
-    connection_close_ok{10, 51};
+    connection_close_ok{10, 51}, connection_blocked{10, 60}, connection_unblocked{10, 61};
 constexpr method_id channel_open{20, 10}, channel_open_ok{20, 11}, channel_flow{20, 20},
     channel_flow_ok{20, 21}, channel_close{20, 40}, channel_close_ok{20, 41};
 constexpr method_id exchange_declare{40, 10}, exchange_declare_ok{40, 11}, exchange_delete{40, 20},
@@ -78,7 +78,9 @@ class amqp_link final : public client_link {
   std::weak_ptr<session> session_;
 };
 
-class session : public std::enable_shared_from_this<session>, public kj::TaskSet::ErrorHandler {
+class session : public std::enable_shared_from_this<session>,
+                public kj::TaskSet::ErrorHandler,
+                public flow_listener {
  public:
   session(kj::Own<kj::AsyncIoStream> stream, std::string peer, bool loopback,
           const session_config& config)
@@ -98,8 +100,26 @@ class session : public std::enable_shared_from_this<session>, public kj::TaskSet
   }
 
   kj::Promise<void> run() {
+    if (config_.flow) config_.flow->listen(weak_from_this());
     tasks_.add(read_loop());
     return finished_promise_.addBranch();
+  }
+
+  // The node started or stopped holding back publishers.
+  void flow_changed() override {
+    if (phase_ != phase::running) return;
+    bool blocked = config_.flow->blocked();
+    if (blocked && wants_blocked_ && !told_blocked_) {
+      auto w = method_payload(connection_blocked);
+      w.short_string(config_.flow->reason().substr(0, 255));
+      send_method(0, std::move(w));
+      told_blocked_ = true;
+    } else if (!blocked && told_blocked_) {
+      send_method(0, method_payload(connection_unblocked));
+      told_blocked_ = false;
+    }
+    if (!blocked) maybe_resume_reading();
+    flush_output();
   }
 
   // --- from the connection actor (kj thread) ----------------------------------------------
@@ -151,8 +171,15 @@ class session : public std::enable_shared_from_this<session>, public kj::TaskSet
   // --- reading ------------------------------------------------------------------------------
   kj::Promise<void> read_loop() {
     if (phase_ == phase::done) return kj::READY_NOW;
-    if (unanswered_ >= max_unanswered_messages) {
-      // The broker has not taken what this publisher sent: stop reading until it has.
+    if (input_held_ && !must_pause_reading()) {
+      // Frames left in the buffer while publishers were held back go before reading more.
+      input_held_ = false;
+      process_input();
+      return read_loop();
+    }
+    if (must_pause_reading()) {
+      // The broker has not taken what this publisher sent, or the node holds publishers back:
+      // stop reading until that changes.
       auto paf = kj::newPromiseAndFulfiller<void>();
       resume_reading_ = kj::mv(paf.fulfiller);
       return paf.promise.then([this] { return read_loop(); });
@@ -189,6 +216,10 @@ class session : public std::enable_shared_from_this<session>, public kj::TaskSet
       while (phase_ != phase::done) {
         auto f = parse_frame(std::string_view(input_).substr(at), frame_max_, used);
         if (!f) break;
+        if (publish_held_back(*f)) {  // stays in the buffer until the alarm clears
+          input_held_ = true;
+          break;
+        }
         at += used;
         on_frame(*f);
       }
@@ -199,6 +230,17 @@ class session : public std::enable_shared_from_this<session>, public kj::TaskSet
     if (phase_ == phase::closing && input_.size() > frame_max_ + frame_overhead)
       input_.clear();  // after a framing error nothing more is parsed
     flush_channels();
+  }
+
+  // While the node holds publishers back, a basic.publish is not taken: reading stops before it.
+  bool publish_held_back(const frame& f) {
+    if (!config_.flow || !config_.flow->blocked() || phase_ != phase::running) return false;
+    if (f.type != frame_type::method || f.channel == 0 || f.payload.size() < 4) return false;
+    reader r(f.payload);
+    method_id m{r.short_uint(), r.short_uint()};
+    if (!(m == basic_publish)) return false;
+    has_published_ = true;
+    return true;
   }
 
   void on_frame(const frame& f) {
@@ -496,7 +538,7 @@ class session : public std::enable_shared_from_this<session>, public kj::TaskSet
                        {"per_consumer_qos", value::of_bool(true)},
                        {"authentication_failure_close", value::of_bool(true)},
                        {"exchange_exchange_bindings", value::of_bool(false)},
-                       {"connection.blocked", value::of_bool(false)}};
+                       {"connection.blocked", value::of_bool(true)}};
     table props{{"product", value::of_string("Warren")},
                 {"version", value::of_string("0.1")},
                 {"platform", value::of_string("C++ (CAF, Cap'n Proto)")},
@@ -517,6 +559,9 @@ class session : public std::enable_shared_from_this<session>, public kj::TaskSet
     auto response = r.long_string();
     r.short_string();  // locale
     for (const auto& [key, v] : client_props) {
+      if (key == "capabilities" && v.type == 'F')
+        for (const auto& [cap, on] : *v.nested_table)
+          if (cap == "connection.blocked" && on.type == 't') wants_blocked_ = on.boolean;
       if (key == "connection_name" && v.type == 'S') client_name_ = v.bytes;
       if (key == "product" && v.type == 'S' && client_name_.empty()) client_name_ = v.bytes;
     }
@@ -594,6 +639,7 @@ class session : public std::enable_shared_from_this<session>, public kj::TaskSet
           w.short_string("");
           send_method(0, std::move(w));
           phase_ = phase::running;
+          if (config_.flow && config_.flow->blocked()) flow_changed();
         },
         [&](uint64_t r) { caf::anon_send(actor_, open_atom::value, r); });
   }
@@ -746,10 +792,20 @@ class session : public std::enable_shared_from_this<session>, public kj::TaskSet
 
   void release_credit(size_t n) {
     unanswered_ -= std::min(unanswered_, n);
-    if (unanswered_ < max_unanswered_messages / 2 && resume_reading_) {
-      resume_reading_->fulfill();
-      resume_reading_ = nullptr;
-    }
+    if (unanswered_ < max_unanswered_messages / 2) maybe_resume_reading();
+  }
+
+  // A connection that publishes is not read while the node holds publishers back (consumers
+  // are: acking is what frees memory); nor while too much of what it sent is unanswered.
+  bool must_pause_reading() const {
+    return unanswered_ >= max_unanswered_messages ||
+           (has_published_ && config_.flow && config_.flow->blocked());
+  }
+
+  void maybe_resume_reading() {
+    if (!resume_reading_ || must_pause_reading()) return;
+    resume_reading_->fulfill();
+    resume_reading_ = nullptr;
   }
 
   kj::Promise<void> heartbeat_loop() {
@@ -789,6 +845,10 @@ class session : public std::enable_shared_from_this<session>, public kj::TaskSet
   uint64_t next_request_ = 0;
   std::unordered_map<uint64_t, pending_request> pending_;
   size_t unanswered_ = 0;
+  bool has_published_ = false;
+  bool input_held_ = false;     // complete frames wait in input_ for the alarm to clear
+  bool wants_blocked_ = false;  // the client announced the connection.blocked capability
+  bool told_blocked_ = false;
   kj::Own<kj::PromiseFulfiller<void>> resume_reading_;
   char read_buffer_[65536];
   std::string input_;
@@ -824,6 +884,7 @@ void session::on_channel_method(uint16_t id, channel& ch, method_id m, reader& r
       throw protocol_error(reply_code::not_implemented,
                            "basic.publish with immediate=true is not supported (as in RabbitMQ)");
     ch.publish = std::move(p);
+    has_published_ = true;
     return;
   }
   if (m == basic_ack) {
@@ -1171,6 +1232,19 @@ void amqp_link::connection_closed(const broker_failure& reason) {
 }
 
 }  // namespace
+
+void flow_control::set(bool blocked, std::string reason) {
+  blocked_ = blocked;
+  reason_ = std::move(reason);
+  auto listeners = listeners_;
+  listeners_.clear();
+  for (auto& weak : listeners) {
+    if (auto l = weak.lock()) {
+      listeners_.push_back(weak);
+      l->flow_changed();
+    }
+  }
+}
 
 kj::Promise<void> serve(kj::Own<kj::AsyncIoStream> stream, std::string peer, bool peer_is_loopback,
                         const session_config& config) {

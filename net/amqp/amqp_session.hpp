@@ -21,14 +21,38 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace warren::amqp {
+
+/// Something that reacts when the node starts or stops holding back publishers (kj thread).
+class flow_listener {
+ public:
+  // noexcept(false) like the kj objects its implementations hold.
+  virtual ~flow_listener() noexcept(false) = default;
+  virtual void flow_changed() = 0;
+};
+
+/// The node's resource alarm as the AMQP listener's loop sees it (kj thread only).
+class flow_control {
+ public:
+  bool blocked() const { return blocked_; }
+  const std::string& reason() const { return reason_; }
+  void set(bool blocked, std::string reason);
+  void listen(std::weak_ptr<flow_listener> listener) { listeners_.push_back(std::move(listener)); }
+
+ private:
+  bool blocked_ = false;
+  std::string reason_;
+  std::vector<std::weak_ptr<flow_listener>> listeners_;
+};
 
 struct session_config {
   caf::actor_system* system = nullptr;
   caf::actor node;
   std::shared_ptr<net::loop_bridge> bridge;
   kj::Timer* timer = nullptr;
+  std::shared_ptr<flow_control> flow;
   uint16_t heartbeat_seconds = 60;  // offered in connection.tune; 0 = none
   uint32_t frame_max = 131072;
   uint16_t channel_max = 2047;

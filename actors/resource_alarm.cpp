@@ -1,0 +1,101 @@
+#include "actors/resource_alarm.hpp"
+
+#include "actors/actor_defaults.hpp"
+#include "actors/log.hpp"
+
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+
+namespace warren {
+
+namespace {
+
+using self_ptr = caf::stateful_actor<resource_alarm_state>*;
+
+constexpr auto check_interval = std::chrono::seconds(1);
+
+std::string mib(uint64_t bytes) {
+  return std::to_string(bytes >> 20) + " MiB";
+}
+
+// Why publishers must wait, or empty when they need not.
+std::string alarm_reason(const resource_limits& limits) {
+  if (limits.memory_bytes != 0) {
+    auto rss = resident_bytes();
+    if (rss > limits.memory_bytes)
+      return "memory alarm: " + mib(rss) + " resident, limit " + mib(limits.memory_bytes);
+  }
+  if (limits.disk_free_bytes != 0) {
+    struct statvfs fs {};
+    if (statvfs(limits.data_dir.c_str(), &fs) == 0) {
+      uint64_t free = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+      if (free < limits.disk_free_bytes)
+        return "disk alarm: " + mib(free) + " free in " + limits.data_dir + ", limit " +
+               mib(limits.disk_free_bytes);
+    }
+  }
+  return {};
+}
+
+void check(self_ptr self) {
+  auto& st = self->state;
+  auto reason = alarm_reason(st.limits);
+  bool blocked = !reason.empty();
+  if (blocked != st.blocked) {
+    st.blocked = blocked;
+    st.reason = reason;
+    if (blocked)
+      log(log_level::warn, "alarm", reason + "; publishers are held back");
+    else
+      log(log_level::info, "alarm", "resources are back under their limits; publishers resume");
+    for (const auto& s : st.subscribers) self->send(s, blocked_atom::value, blocked, reason);
+  }
+  self->delayed_send(self, check_interval, tick_atom::value);
+}
+
+}  // namespace
+
+uint64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages_total = 0, pages_resident = 0;
+  if (!(statm >> pages_total >> pages_resident)) return 0;
+  return pages_resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+resource_limits make_resource_limits(double memory_fraction, uint64_t disk_free_bytes,
+                                     std::string data_dir) {
+  resource_limits limits;
+  auto ram =
+      static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  limits.memory_bytes = static_cast<uint64_t>(static_cast<double>(ram) * memory_fraction);
+  limits.disk_free_bytes = disk_free_bytes;
+  limits.data_dir = std::move(data_dir);
+  return limits;
+}
+
+caf::behavior resource_alarm(caf::stateful_actor<resource_alarm_state>* self,
+                             resource_limits limits) {
+  install_actor_defaults(self, "resource_alarm");
+  self->state.limits = std::move(limits);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& subs = self->state.subscribers;
+    subs.erase(std::remove_if(subs.begin(), subs.end(),
+                              [&](const caf::actor& a) { return a.address() == dm.source; }),
+               subs.end());
+  });
+  check(self);
+  return {
+      [=](tick_atom) { check(self); },
+      [=](subscribe_atom, const caf::actor& subscriber) {
+        self->monitor(subscriber);
+        self->state.subscribers.push_back(subscriber);
+        self->send(subscriber, blocked_atom::value, self->state.blocked, self->state.reason);
+      },
+  };
+}
+
+}  // namespace warren

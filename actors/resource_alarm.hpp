@@ -1,0 +1,45 @@
+// Resource alarm: watches the node's resident memory and the free space of its data dir once a
+// second. When memory goes over its limit or free disk space under its limit, publishers must
+// be held back (AMQP: connection.blocked, and their sockets are no longer read) until it clears,
+// as RabbitMQ's memory and disk alarms do. Consumers keep going: they are what frees memory.
+//
+//   (subscribe_atom, actor)   the actor gets (blocked_atom, bool blocked, reason) now and at
+//                             every change, until it goes away
+#pragma once
+
+#include "actors/protocol.hpp"
+
+#include <caf/behavior.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include <string>
+#include <vector>
+
+namespace warren {
+
+struct resource_limits {
+  uint64_t memory_bytes = 0;     // resident memory above which publishers are blocked; 0 = none
+  uint64_t disk_free_bytes = 0;  // free space of the data dir below which they are; 0 = none
+  std::string data_dir;
+};
+
+/// The limits from the node's flags: memory as a fraction of physical RAM.
+resource_limits make_resource_limits(double memory_fraction, uint64_t disk_free_bytes,
+                                     std::string data_dir);
+
+struct resource_alarm_state {
+  resource_limits limits;
+  bool blocked = false;
+  std::string reason;
+  std::vector<caf::actor> subscribers;
+  static inline const char* name = "resource_alarm";
+};
+
+caf::behavior resource_alarm(caf::stateful_actor<resource_alarm_state>* self,
+                             resource_limits limits);
+
+/// Resident set size of this process (0 where /proc cannot be read).
+uint64_t resident_bytes();
+
+}  // namespace warren
