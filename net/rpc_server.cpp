@@ -9,15 +9,7 @@
 #include <kj/async-io.h>
 #include <caf/send.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-
-#include <future>
-#include <mutex>
 #include <stdexcept>
-#include <thread>
 
 namespace warren::net {
 
@@ -445,138 +437,31 @@ struct served_client {
   capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc;
 };
 
-std::string peer_name(kj::AsyncIoStream& stream) {
-  sockaddr_storage addr{};
-  unsigned len = sizeof addr;
-  try {
-    stream.getpeername(reinterpret_cast<sockaddr*>(&addr), &len);
-  } catch (...) {
-    return "unknown";
-  }
-  char host[INET6_ADDRSTRLEN] = "?";
-  uint16_t port = 0;
-  if (addr.ss_family == AF_INET) {
-    auto* in = reinterpret_cast<sockaddr_in*>(&addr);
-    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-    port = ntohs(in->sin_port);
-  } else if (addr.ss_family == AF_INET6) {
-    auto* in = reinterpret_cast<sockaddr_in6*>(&addr);
-    inet_ntop(AF_INET6, &in->sin6_addr, host, sizeof host);
-    port = ntohs(in->sin6_port);
-  }
-  return std::string(host) + ":" + std::to_string(port);
-}
-
 }  // namespace
 
-struct rpc_server::impl : public kj::TaskSet::ErrorHandler {
-  impl(caf::actor_system& system, caf::actor node) : system(system), node(std::move(node)) {}
-
-  caf::actor_system& system;
-  caf::actor node;
-  std::thread thread;
-  std::mutex mutex;
-  kj::CrossThreadPromiseFulfiller<void>* stop_signal = nullptr;  // owned by the kj thread
-  bool stop_requested = false;
-
-  void taskFailed(kj::Exception&& e) override {
-    log(log_level::debug, "rpc",
-        std::string("client connection ended: ") + e.getDescription().cStr());
-  }
-
-  kj::Promise<void> accept_loop(kj::ConnectionReceiver& listener, kj::TaskSet& clients,
-                                const std::shared_ptr<loop_bridge>& bridge) {
-    return listener.accept().then(
-        [this, &listener, &clients, bridge](kj::Own<kj::AsyncIoStream> stream) {
-          int one = 1;
-          try {
-            stream->setsockopt(IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-          } catch (...) {
-          }
-          auto peer = peer_name(*stream);
-          capnp::ReaderOptions options;
-          options.traversalLimitInWords = max_message_words;
-          auto client = kj::heap<served_client>(
-              kj::mv(stream), kj::heap<broker_impl>(system, node, bridge, peer), options);
-          auto& network = client->network;
-          clients.add(network.onDisconnect().attach(kj::mv(client)));
-          return accept_loop(listener, clients, bridge);
-        });
-  }
-
-  void run(std::string bind, uint16_t port, std::promise<uint16_t>& ready) {
-    kj::Own<kj::CrossThreadPromiseFulfiller<void>> stop_owner;
-    try {
-      auto io = kj::setupAsyncIo();
-      auto bridge = std::make_shared<loop_bridge>();
-      kj::TaskSet background(*this);
-      background.add(bridge->run());
-      kj::Own<kj::ConnectionReceiver> listener;
-      try {
-        auto addr = io.provider->getNetwork().parseAddress(bind, port).wait(io.waitScope);
-        listener = addr->listen();
-      } catch (const kj::Exception& e) {
-        throw std::runtime_error("cannot listen on " + bind + ":" + std::to_string(port) + ": " +
-                                 e.getDescription().cStr());
-      }
-      auto stop = kj::newPromiseAndCrossThreadFulfiller<void>();
-      {
-        std::lock_guard<std::mutex> guard(mutex);
-        stop_owner = kj::mv(stop.fulfiller);
-        stop_signal = stop_owner.get();
-        if (stop_requested) stop_signal->fulfill();
-      }
-      ready.set_value(static_cast<uint16_t>(listener->getPort()));
-      {
-        kj::TaskSet clients(*this);
-        background.add(accept_loop(*listener, clients, bridge));
-        stop.promise.wait(io.waitScope);
-        // Leaving this scope drops every client: sessions close their connection actors.
-      }
-      bridge->close();
-      std::lock_guard<std::mutex> guard(mutex);
-      stop_signal = nullptr;
-    } catch (...) {
-      {
-        std::lock_guard<std::mutex> guard(mutex);
-        stop_signal = nullptr;
-      }
-      try {
-        ready.set_exception(std::current_exception());
-      } catch (const std::future_error&) {
-        log(log_level::error, "rpc", "the RPC server thread failed after start-up");
-      }
-    }
-  }
-};
-
 rpc_server::rpc_server(caf::actor_system& system, caf::actor node)
-    : impl_(std::make_unique<impl>(system, std::move(node))) {}
+    : system_(system), node_(std::move(node)), listener_("RPC") {}
 
 rpc_server::~rpc_server() {
   stop();
 }
 
 uint16_t rpc_server::start(const std::string& bind_address, uint16_t port) {
-  std::promise<uint16_t> ready;
-  auto bound = ready.get_future();
-  impl_->thread =
-      std::thread([this, bind_address, port, &ready] { impl_->run(bind_address, port, ready); });
-  try {
-    return bound.get();
-  } catch (...) {
-    impl_->thread.join();
-    throw;
-  }
+  return listener_.start(bind_address, port, [this](const loop_context& loop) -> serve_function {
+    auto bridge = loop.bridge;
+    return [this, bridge](kj::Own<kj::AsyncIoStream> stream, const peer_address& peer) {
+      capnp::ReaderOptions options;
+      options.traversalLimitInWords = max_message_words;
+      auto client = kj::heap<served_client>(
+          kj::mv(stream), kj::heap<broker_impl>(system_, node_, bridge, peer.name), options);
+      auto& network = client->network;
+      return network.onDisconnect().attach(kj::mv(client));
+    };
+  });
 }
 
 void rpc_server::stop() {
-  {
-    std::lock_guard<std::mutex> guard(impl_->mutex);
-    impl_->stop_requested = true;
-    if (impl_->stop_signal != nullptr) impl_->stop_signal->fulfill();
-  }
-  if (impl_->thread.joinable()) impl_->thread.join();
+  listener_.stop();
 }
 
 }  // namespace warren::net

@@ -1,11 +1,13 @@
-// rpc_server: the Cap'n Proto front door. Listens on a TCP address, serves the `Broker`
-// bootstrap capability to every client, and runs the kj event loop on its own thread.
+// rpc_server: the Cap'n Proto front door. Listens on a TCP address (its own listener_thread and
+// kj event loop) and serves the `Broker` bootstrap capability to every client.
 //
 // start() returns once the socket listens (with the port, useful when 0 was asked for) or throws
 // std::runtime_error naming the address that could not be used. stop() may be called from any
 // thread (a signal-waiting main thread, typically); it drops every client connection, whose
 // connection actors then requeue what those clients held, and joins the thread.
 #pragma once
+
+#include "net/listener_thread.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
@@ -28,8 +30,9 @@ class rpc_server {
   void stop();
 
  private:
-  struct impl;
-  std::unique_ptr<impl> impl_;
+  caf::actor_system& system_;
+  caf::actor node_;
+  listener_thread listener_;
 };
 
 }  // namespace warren::net

@@ -1,11 +1,13 @@
 // amqp_server: the AMQP 0-9-1 front door. Listens on a TCP address and serves every accepted
-// connection with an amqp_session, on its own kj event loop and thread (the Cap'n Proto front
-// door has its own), so a busy AMQP client never delays Cap'n Proto ones and vice versa.
+// connection with an amqp_session, on its own listener_thread and kj event loop (the Cap'n
+// Proto front door has its own), so a busy AMQP client never delays Cap'n Proto ones.
 //
 // start() returns the bound port once the socket listens, or throws std::runtime_error naming the
 // address. stop() (any thread) drops every connection, whose connection actors then requeue
 // what their clients held, and joins the thread.
 #pragma once
+
+#include "net/listener_thread.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
@@ -29,8 +31,10 @@ class amqp_server {
   void stop();
 
  private:
-  struct impl;
-  std::unique_ptr<impl> impl_;
+  caf::actor_system& system_;
+  caf::actor node_;
+  caf::actor alarm_;
+  net::listener_thread listener_;
 };
 
 }  // namespace warren::amqp

@@ -1,0 +1,155 @@
+#include "net/listener_thread.hpp"
+
+#include "actors/log.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <future>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+namespace warren::net {
+
+namespace {
+
+peer_address peer_of(kj::AsyncIoStream& stream) {
+  sockaddr_storage addr{};
+  unsigned len = sizeof addr;
+  try {
+    stream.getpeername(reinterpret_cast<sockaddr*>(&addr), &len);
+  } catch (...) {
+    return {};
+  }
+  peer_address out;
+  char host[INET6_ADDRSTRLEN] = "?";
+  uint16_t port = 0;
+  if (addr.ss_family == AF_INET) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&addr);
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+    port = ntohs(in->sin_port);
+    out.loopback = (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+  } else if (addr.ss_family == AF_INET6) {
+    auto* in = reinterpret_cast<sockaddr_in6*>(&addr);
+    inet_ntop(AF_INET6, &in->sin6_addr, host, sizeof host);
+    port = ntohs(in->sin6_port);
+    out.loopback = IN6_IS_ADDR_LOOPBACK(&in->sin6_addr) ||
+                   (IN6_IS_ADDR_V4MAPPED(&in->sin6_addr) && in->sin6_addr.s6_addr[12] == 127);
+  }
+  out.name = std::string(host) + ":" + std::to_string(port);
+  return out;
+}
+
+}  // namespace
+
+struct listener_thread::impl : public kj::TaskSet::ErrorHandler {
+  explicit impl(std::string what) : what(std::move(what)) {}
+
+  std::string what;
+  std::thread thread;
+  std::mutex mutex;
+  kj::CrossThreadPromiseFulfiller<void>* stop_signal = nullptr;  // owned by the loop thread
+  bool stop_requested = false;
+
+  void taskFailed(kj::Exception&& e) override {
+    log(log_level::debug, "net", what + " connection ended: " + e.getDescription().cStr());
+  }
+
+  kj::Promise<void> accept_loop(kj::ConnectionReceiver& listener, kj::TaskSet& connections,
+                                serve_function& serve) {
+    return listener.accept().then(
+        [this, &listener, &connections, &serve](kj::Own<kj::AsyncIoStream> stream) {
+          int one = 1;
+          try {
+            stream->setsockopt(IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+          } catch (...) {
+          }
+          auto peer = peer_of(*stream);
+          connections.add(serve(kj::mv(stream), peer));
+          return accept_loop(listener, connections, serve);
+        });
+  }
+
+  void run(std::string bind, uint16_t port, setup_function setup, std::promise<uint16_t>& ready) {
+    kj::Own<kj::CrossThreadPromiseFulfiller<void>> stop_owner;
+    try {
+      auto io = kj::setupAsyncIo();
+      auto bridge = std::make_shared<loop_bridge>();
+      kj::TaskSet background(*this);
+      background.add(bridge->run());
+      kj::Own<kj::ConnectionReceiver> listener;
+      try {
+        auto addr = io.provider->getNetwork().parseAddress(bind, port).wait(io.waitScope);
+        listener = addr->listen();
+      } catch (const kj::Exception& e) {
+        throw std::runtime_error("cannot listen on " + bind + ":" + std::to_string(port) + " (" +
+                                 what + "): " + e.getDescription().cStr());
+      }
+      auto stop = kj::newPromiseAndCrossThreadFulfiller<void>();
+      {
+        std::lock_guard<std::mutex> guard(mutex);
+        stop_owner = kj::mv(stop.fulfiller);
+        stop_signal = stop_owner.get();
+        if (stop_requested) stop_signal->fulfill();
+      }
+      {
+        auto serve = setup(loop_context{bridge, io.provider->getTimer()});
+        ready.set_value(static_cast<uint16_t>(listener->getPort()));
+        kj::TaskSet connections(*this);
+        background.add(accept_loop(*listener, connections, serve));
+        stop.promise.wait(io.waitScope);
+        // Leaving this scope drops every connection (their actors requeue what clients held),
+        // then the front door's serve function.
+      }
+      bridge->close();
+      std::lock_guard<std::mutex> guard(mutex);
+      stop_signal = nullptr;
+    } catch (...) {
+      {
+        std::lock_guard<std::mutex> guard(mutex);
+        stop_signal = nullptr;
+      }
+      try {
+        ready.set_exception(std::current_exception());
+      } catch (const std::future_error&) {
+        log(log_level::error, "net", "the " + what + " listener thread failed after start-up");
+      }
+    }
+  }
+};
+
+listener_thread::listener_thread(std::string what)
+    : impl_(std::make_unique<impl>(std::move(what))) {}
+
+listener_thread::~listener_thread() {
+  stop();
+}
+
+uint16_t listener_thread::start(const std::string& bind_address, uint16_t port,
+                                setup_function setup) {
+  std::promise<uint16_t> ready;
+  auto bound = ready.get_future();
+  impl_->thread = std::thread([this, bind_address, port, setup = std::move(setup), &ready] {
+    impl_->run(bind_address, port, setup, ready);
+  });
+  try {
+    return bound.get();
+  } catch (...) {
+    impl_->thread.join();
+    throw;
+  }
+}
+
+void listener_thread::stop() {
+  {
+    std::lock_guard<std::mutex> guard(impl_->mutex);
+    impl_->stop_requested = true;
+    if (impl_->stop_signal != nullptr) impl_->stop_signal->fulfill();
+  }
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+}  // namespace warren::net

@@ -1,0 +1,56 @@
+// listener_thread: a TCP listener with its own kj event loop on its own thread, shared by the
+// front doors (Cap'n Proto and AMQP). It accepts connections, sets TCP_NODELAY, and hands each
+// stream with its peer address to the front door's serve function, keeping it until the promise
+// that function returns settles.
+//
+// start() returns once the socket listens (with the port, useful when 0 was asked for) or throws
+// std::runtime_error naming the address. stop() may be called from any thread; it drops every
+// connection, then the serve function, and joins the thread.
+#pragma once
+
+#include "net/loop_bridge.hpp"
+
+#include <kj/async-io.h>
+#include <kj/timer.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace warren::net {
+
+struct peer_address {
+  std::string name = "unknown";  // "host:port"
+  bool loopback = false;
+};
+
+/// The loop's facilities, for the front door's set-up (on the loop thread).
+struct loop_context {
+  std::shared_ptr<loop_bridge> bridge;  // other threads post work onto this loop
+  kj::Timer& timer;
+};
+
+using serve_function =
+    std::function<kj::Promise<void>(kj::Own<kj::AsyncIoStream>, const peer_address&)>;
+/// Runs on the loop thread before the first accept; what it returns serves every connection.
+using setup_function = std::function<serve_function(const loop_context&)>;
+
+class listener_thread {
+ public:
+  /// `what` names the listener in errors and logs ("RPC", "AMQP").
+  explicit listener_thread(std::string what);
+  ~listener_thread();
+
+  listener_thread(const listener_thread&) = delete;
+  listener_thread& operator=(const listener_thread&) = delete;
+
+  uint16_t start(const std::string& bind_address, uint16_t port, setup_function setup);
+  void stop();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace warren::net
