@@ -19,8 +19,28 @@ bool operator==(const field_value& a, const field_value& b) {
     case field_value::text:
     case field_value::bytes:
       return a.s == b.s;
+    case field_value::table:
+      return same_table(a.items, b.items);
+    case field_value::array:
+      return a.items.size() == b.items.size() &&
+             std::equal(a.items.begin(), a.items.end(), b.items.begin(),
+                        [](const field& x, const field& y) { return x.value == y.value; });
   }
   return false;
+}
+
+field_value field_value::of_table(std::vector<field> entries) {
+  field_value x;
+  x.kind = table;
+  x.items = std::move(entries);
+  return x;
+}
+
+field_value field_value::of_array(std::vector<field_value> values) {
+  field_value x;
+  x.kind = array;
+  for (auto& v : values) x.items.push_back({std::string(), std::move(v)});
+  return x;
 }
 
 std::string to_string(const field_value& v) {
@@ -40,6 +60,17 @@ std::string to_string(const field_value& v) {
       return v.s;
     case field_value::bytes:
       return "<" + std::to_string(v.s.size()) + " bytes>";
+    case field_value::table:
+    case field_value::array: {
+      bool table = v.kind == field_value::table;
+      std::string out = table ? "{" : "[";
+      for (size_t n = 0; n < v.items.size(); ++n) {
+        if (n > 0) out += ", ";
+        if (table) out += v.items[n].key + "=";
+        out += to_string(v.items[n].value);
+      }
+      return out + (table ? "}" : "]");
+    }
   }
   return {};
 }

@@ -13,15 +13,18 @@
 
 namespace warren {
 
+struct field;
+
 /// One value of a field table. A small tagged struct rather than std::variant so that CAF can
-/// inspect (and later serialize between nodes) it.
+/// inspect (and later serialize between nodes) it. Tables and arrays nest, as AMQP's do.
 struct field_value {
-  enum kind_t : uint8_t { none, boolean, integer, floating, text, bytes };
+  enum kind_t : uint8_t { none, boolean, integer, floating, text, bytes, table, array };
   kind_t kind = none;
   bool b = false;
   int64_t i = 0;
   double d = 0;
-  std::string s;  // text or bytes
+  std::string s;             // text or bytes
+  std::vector<field> items;  // table: its entries; array: its values, with empty keys
 
   static field_value of_bool(bool v) {
     field_value x;
@@ -53,12 +56,15 @@ struct field_value {
     x.s = std::move(v);
     return x;
   }
+  static field_value of_table(std::vector<field> entries);
+  static field_value of_array(std::vector<field_value> values);
 
   friend bool operator==(const field_value& a, const field_value& b);
   friend bool operator!=(const field_value& a, const field_value& b) { return !(a == b); }
 };
 
-/// Text form for tables and logs: `true`, `42`, `1.5`, `abc`, `<3 bytes>`, `<none>`.
+/// Text form for tables and logs: `true`, `42`, `1.5`, `abc`, `<3 bytes>`, `<none>`,
+/// `{k=v, ...}`, `[a, b]`.
 std::string to_string(const field_value& v);
 
 struct field {
@@ -116,7 +122,7 @@ using message_ptr = std::shared_ptr<const message>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, field_value& x) {
-  return f(x.kind, x.b, x.i, x.d, x.s);
+  return f(x.kind, x.b, x.i, x.d, x.s, x.items);
 }
 
 template <class Inspector>

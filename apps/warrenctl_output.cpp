@@ -39,6 +39,13 @@ json to_json(const field_value& v) {
       return v.s;
     case field_value::bytes:
       return json::binary(std::vector<uint8_t>(v.s.begin(), v.s.end()));
+    case field_value::table:
+      return to_json(v.items);
+    case field_value::array: {
+      json out = json::array();
+      for (const auto& item : v.items) out.push_back(to_json(item.value));
+      return out;
+    }
   }
   return nullptr;
 }

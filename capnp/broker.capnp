@@ -27,6 +27,8 @@ struct Value {
     float @3 :Float64;
     text @4 :Text;
     bytes @5 :Data;
+    table @6 :List(Field);    # nested, as AMQP field tables nest
+    array @7 :List(Value);
   }
 }
 

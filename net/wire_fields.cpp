@@ -2,66 +2,79 @@
 
 namespace warren::net {
 
+namespace {
+
+field_value read_value(rpc::Value::Reader v) {
+  switch (v.which()) {
+    case rpc::Value::NONE:
+      return {};
+    case rpc::Value::BOOL:
+      return field_value::of_bool(v.getBool());
+    case rpc::Value::INT:
+      return field_value::of_int(v.getInt());
+    case rpc::Value::FLOAT:
+      return field_value::of_double(v.getFloat());
+    case rpc::Value::TEXT:
+      return field_value::of_text(text(v.getText()));
+    case rpc::Value::BYTES: {
+      auto d = v.getBytes();
+      return field_value::of_bytes(std::string(reinterpret_cast<const char*>(d.begin()), d.size()));
+    }
+    case rpc::Value::TABLE:
+      return field_value::of_table(read_table(v.getTable()));
+    case rpc::Value::ARRAY: {
+      std::vector<field_value> values;
+      for (auto item : v.getArray()) values.push_back(read_value(item));
+      return field_value::of_array(std::move(values));
+    }
+  }
+  return {};
+}
+
+void write_value(const field_value& x, rpc::Value::Builder v) {
+  switch (x.kind) {
+    case field_value::none:
+      v.setNone();
+      break;
+    case field_value::boolean:
+      v.setBool(x.b);
+      break;
+    case field_value::integer:
+      v.setInt(x.i);
+      break;
+    case field_value::floating:
+      v.setFloat(x.d);
+      break;
+    case field_value::text:
+      v.setText(x.s);
+      break;
+    case field_value::bytes:
+      v.setBytes(bytes_of(x.s));
+      break;
+    case field_value::table:
+      write_table(x.items, v.initTable(static_cast<unsigned>(x.items.size())));
+      break;
+    case field_value::array: {
+      auto list = v.initArray(static_cast<unsigned>(x.items.size()));
+      for (unsigned i = 0; i < x.items.size(); ++i) write_value(x.items[i].value, list[i]);
+      break;
+    }
+  }
+}
+
+}  // namespace
+
 field_table read_table(capnp::List<rpc::Field>::Reader list) {
   field_table out;
   out.reserve(list.size());
-  for (auto f : list) {
-    field entry;
-    entry.key = text(f.getKey());
-    auto v = f.getValue();
-    switch (v.which()) {
-      case rpc::Value::NONE:
-        break;
-      case rpc::Value::BOOL:
-        entry.value = field_value::of_bool(v.getBool());
-        break;
-      case rpc::Value::INT:
-        entry.value = field_value::of_int(v.getInt());
-        break;
-      case rpc::Value::FLOAT:
-        entry.value = field_value::of_double(v.getFloat());
-        break;
-      case rpc::Value::TEXT:
-        entry.value = field_value::of_text(text(v.getText()));
-        break;
-      case rpc::Value::BYTES: {
-        auto d = v.getBytes();
-        entry.value =
-            field_value::of_bytes(std::string(reinterpret_cast<const char*>(d.begin()), d.size()));
-        break;
-      }
-    }
-    out.push_back(std::move(entry));
-  }
+  for (auto f : list) out.push_back({text(f.getKey()), read_value(f.getValue())});
   return out;
 }
 
 void write_table(const field_table& table, capnp::List<rpc::Field>::Builder list) {
   for (unsigned i = 0; i < table.size(); ++i) {
-    auto f = list[i];
-    f.setKey(table[i].key);
-    auto v = f.initValue();
-    const auto& x = table[i].value;
-    switch (x.kind) {
-      case field_value::none:
-        v.setNone();
-        break;
-      case field_value::boolean:
-        v.setBool(x.b);
-        break;
-      case field_value::integer:
-        v.setInt(x.i);
-        break;
-      case field_value::floating:
-        v.setFloat(x.d);
-        break;
-      case field_value::text:
-        v.setText(x.s);
-        break;
-      case field_value::bytes:
-        v.setBytes(bytes_of(x.s));
-        break;
-    }
+    list[i].setKey(table[i].key);
+    write_value(table[i].value, list[i].initValue());
   }
 }
 

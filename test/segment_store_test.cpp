@@ -23,7 +23,10 @@ message make_message(const std::string& body) {
   m.routing_key = "key";
   message_properties p;
   p.persistent = true;
-  p.headers = {{"h", field_value::of_int(7)}};
+  p.headers = {{"h", field_value::of_int(7)},
+               {"nested", field_value::of_table(
+                              {{"hops", field_value::of_array({field_value::of_text("a"),
+                                                               field_value::of_int(2)})}})}};
   m.set_properties(std::move(p));
   m.body = body;
   return m;
@@ -76,6 +79,8 @@ BOOST_AUTO_TEST_CASE(synced_messages_come_back_whole_and_in_order) {
   BOOST_TEST(back[0].msg->routing_key == "key");
   BOOST_TEST(back[0].msg->persistent());
   BOOST_TEST(find_field(back[0].msg->properties().headers, "h")->i == 7);
+  // Nested tables and arrays come back as they were stored.
+  BOOST_TEST(same_table(back[0].msg->properties().headers, original.properties().headers));
   BOOST_TEST(back[2].seq == 3u);
   BOOST_TEST(!back[0].delivered);
 }

@@ -6,6 +6,9 @@ namespace warren::amqp {
 
 namespace {
 
+warren::field_value to_field(const value& v);
+value to_value(const warren::field_value& f);
+
 warren::field_value to_field(const value& v) {
   switch (v.type) {
     case 't':
@@ -23,15 +26,11 @@ warren::field_value to_field(const value& v) {
     case 'V':
       return {};
     case 'F':
+      return warren::field_value::of_table(to_fields(*v.nested_table));
     case 'A': {
-      writer w;
-      if (v.type == 'F') {
-        w.field_table(*v.nested_table);
-      } else {
-        table holder{{"", v}};
-        w.field_table(holder);
-      }
-      return warren::field_value::of_bytes(w.take());
+      std::vector<warren::field_value> values;
+      for (const auto& item : *v.nested_array) values.push_back(to_field(item));
+      return warren::field_value::of_array(std::move(values));
     }
     default:  // every integer width, and timestamps
       return warren::field_value::of_int(v.integer);
@@ -59,6 +58,14 @@ value to_value(const warren::field_value& f) {
     case warren::field_value::bytes:
       v.type = 'x';
       v.bytes = f.s;
+      break;
+    case warren::field_value::table:
+      v = value::of_table(to_table(f.items));
+      break;
+    case warren::field_value::array:
+      v.type = 'A';
+      v.nested_array = std::make_shared<array>();
+      for (const auto& item : f.items) v.nested_array->push_back(to_value(item.value));
       break;
   }
   return v;

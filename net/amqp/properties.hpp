@@ -1,9 +1,8 @@
 // Between AMQP's own types and the broker's message model: field tables and basic properties.
 //
-// The broker's field values are flat (bool, integer, float, text, bytes, none). AMQP values map
-// onto them by meaning: every integer width and timestamps become integers, decimals floats,
-// long strings text. Nested tables and arrays have no broker form yet; they travel as their
-// AMQP encoding in a bytes value, so they are kept but come back as byte arrays.
+// AMQP values map onto the broker's field values by meaning: every integer width and timestamps
+// become integers (sent back as signed 64-bit 'l'), decimals floats ('d'), long strings text;
+// tables and arrays nest as they are.
 #pragma once
 
 #include "actors/message.hpp"

@@ -56,8 +56,10 @@ def declare_bind_publish_consume():
     ch.queue_declare("all", durable=True)
     ch.queue_bind("eu", "orders", "eu.*")
     ch.queue_bind("all", "orders", "#")
+    headers = {"attempt": 1, "source": "shop", "route": {"hops": ["a", "b"], "ttl": 3},
+               "flags": [True, 2, "x"]}
     props = pika.BasicProperties(content_type="application/json", delivery_mode=2,
-                                 headers={"attempt": 1, "source": "shop"},
+                                 headers=headers,
                                  correlation_id="c-7", message_id="m-7", app_id="pika-test")
     ch.basic_publish("orders", "eu.fr", b'{"n": 1}', properties=props)
     ch.basic_publish("orders", "us.ny", b'{"n": 2}', properties=props)
@@ -65,7 +67,7 @@ def declare_bind_publish_consume():
     expect(body == b'{"n": 1}', f"eu got {body!r}")
     expect(m.routing_key == "eu.fr" and m.exchange == "orders", "deliver carries exchange and key")
     expect(p.content_type == "application/json" and p.delivery_mode == 2, f"properties {p}")
-    expect(p.headers == {"attempt": 1, "source": "shop"}, f"headers {p.headers}")
+    expect(p.headers == headers, f"headers, nested tables and arrays too: {p.headers}")
     expect(p.correlation_id == "c-7" and p.message_id == "m-7" and p.app_id == "pika-test",
            "string properties survive")
     bodies = sorted(b for _, _, b in drain(conn, ch, "all", 2))
