@@ -214,7 +214,7 @@ class session : public std::enable_shared_from_this<session>,
       }
       size_t used = 0;
       while (phase_ != phase::done) {
-        auto f = parse_frame(std::string_view(input_).substr(at), frame_max_, used);
+        auto f = parse_frame_view(std::string_view(input_).substr(at), frame_max_, used);
         if (!f) break;
         if (publish_held_back(*f)) {  // stays in the buffer until the alarm clears
           input_held_ = true;
@@ -233,7 +233,7 @@ class session : public std::enable_shared_from_this<session>,
   }
 
   // While the node holds publishers back, a basic.publish is not taken: reading stops before it.
-  bool publish_held_back(const frame& f) {
+  bool publish_held_back(const frame_view& f) {
     if (!config_.flow || !config_.flow->blocked() || phase_ != phase::running) return false;
     if (f.type != frame_type::method || f.channel == 0 || f.payload.size() < 4) return false;
     reader r(f.payload);
@@ -243,7 +243,7 @@ class session : public std::enable_shared_from_this<session>,
     return true;
   }
 
-  void on_frame(const frame& f) {
+  void on_frame(const frame_view& f) {
     if (phase_ == phase::closing) {
       // Only the close handshake counts now (spec 2.2.4).
       if (f.type == frame_type::method && f.channel == 0) {
@@ -264,12 +264,12 @@ class session : public std::enable_shared_from_this<session>,
   }
 
   // True when the frame must wait for the channel's publishes to be taken (it is then held).
-  bool hold(const frame& f) {
+  bool hold(const frame_view& f) {
     auto c = channels_.find(f.channel);
     if (c == channels_.end() || c->second.closing) return false;
     auto& ch = c->second;
     if (!ch.held.empty()) {
-      ch.held.push_back(f);
+      ch.held.push_back(f.owned());
       return true;
     }
     if (f.type != frame_type::method || ch.publish) return false;
@@ -280,7 +280,7 @@ class session : public std::enable_shared_from_this<session>,
       return false;
     send_publishes(f.channel, ch);
     if (ch.publishes_in_flight == 0) return false;
-    ch.held.push_back(f);
+    ch.held.push_back(f.owned());
     return true;
   }
 
@@ -294,7 +294,7 @@ class session : public std::enable_shared_from_this<session>,
       while (!held.empty() && phase_ == phase::running) {
         auto f = std::move(held.front());
         held.pop_front();
-        on_frame(f);
+        on_frame(frame_view::of(f));
         c = channels_.find(id);
         if (c == channels_.end()) return;
         if (!c->second.held.empty()) {
@@ -309,7 +309,7 @@ class session : public std::enable_shared_from_this<session>,
     flush_channels();
   }
 
-  void on_content(const frame& f) {
+  void on_content(const frame_view& f) {
     auto c = channels_.find(f.channel);
     if (c == channels_.end() || !c->second.publish)
       throw protocol_error(
@@ -471,7 +471,7 @@ class session : public std::enable_shared_from_this<session>,
   }
 
   // --- methods ------------------------------------------------------------------------------
-  void on_method(uint16_t id, const std::string& payload) {
+  void on_method(uint16_t id, std::string_view payload) {
     reader r(payload);
     method_id m{r.short_uint(), r.short_uint()};
     if (id == 0) return on_connection_method(m, r);
@@ -754,15 +754,15 @@ class session : public std::enable_shared_from_this<session>,
     if (writing_ || output_.empty() || phase_ == phase::done) return;
     writing_ = true;
     last_write_ms_ = now_ms();
-    auto buffer = kj::heap<std::string>(std::move(output_));
+    // Two buffers take turns, so their capacity is reused rather than reallocated per write.
+    std::swap(output_, in_flight_);
     output_.clear();
     auto flushed = std::move(unflushed_);
     unflushed_.clear();
-    auto& bytes = *buffer;
-    tasks_.add(stream_->write(bytes.data(), bytes.size())
-                   .attach(kj::mv(buffer))
+    tasks_.add(stream_->write(in_flight_.data(), in_flight_.size())
                    .then([this, flushed = std::move(flushed)]() {
                      writing_ = false;
+                     in_flight_.clear();
                      for (const auto& [channel, tag, n] : flushed)
                        caf::anon_send(actor_, flushed_atom::value, channel, tag, n);
                      if (after_flush_ && output_.empty()) {
@@ -853,6 +853,7 @@ class session : public std::enable_shared_from_this<session>,
   char read_buffer_[65536];
   std::string input_;
   std::string output_;
+  std::string in_flight_;                                               // the buffer being written
   std::vector<std::tuple<uint16_t, std::string, uint32_t>> unflushed_;  // deliveries in output_
   bool writing_ = false;
   bool flush_scheduled_ = false;

@@ -5,6 +5,13 @@
 namespace warren::amqp {
 
 std::optional<frame> parse_frame(std::string_view bytes, uint32_t frame_max, size_t& consumed) {
+  auto view = parse_frame_view(bytes, frame_max, consumed);
+  if (!view) return std::nullopt;
+  return view->owned();
+}
+
+std::optional<frame_view> parse_frame_view(std::string_view bytes, uint32_t frame_max,
+                                           size_t& consumed) {
   if (bytes.size() < 7) return std::nullopt;
   reader head(bytes.substr(0, 7));
   auto type = head.octet();
@@ -25,7 +32,7 @@ std::optional<frame> parse_frame(std::string_view bytes, uint32_t frame_max, siz
     throw protocol_error(reply_code::frame_error,
                          "heartbeat frame on channel " + std::to_string(channel));
   consumed = 7 + static_cast<size_t>(size) + 1;
-  return frame{static_cast<frame_type>(type), channel, std::string(bytes.substr(7, size))};
+  return frame_view{static_cast<frame_type>(type), channel, bytes.substr(7, size)};
 }
 
 void write_frame(std::string& out, frame_type type, uint16_t channel, std::string_view payload) {

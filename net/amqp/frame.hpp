@@ -28,6 +28,20 @@ struct frame {
   std::string payload;
 };
 
+/// A frame whose payload still lies in the buffer it was parsed from.
+struct frame_view {
+  frame_type type = frame_type::heartbeat;
+  uint16_t channel = 0;
+  std::string_view payload;
+
+  frame owned() const { return frame{type, channel, std::string(payload)}; }
+  static frame_view of(const frame& f) { return {f.type, f.channel, f.payload}; }
+};
+
+/// As parse_frame, without copying the payload: the view is valid while `bytes` is.
+std::optional<frame_view> parse_frame_view(std::string_view bytes, uint32_t frame_max,
+                                           size_t& consumed);
+
 /// Parses the frame at the front of `bytes`. Returns nullopt while the frame is incomplete;
 /// on success sets `consumed` to its length. Throws protocol_error (FRAME_ERROR) for an unknown
 /// frame type, a frame longer than `frame_max` (0 = no limit), or a bad frame-end octet.
