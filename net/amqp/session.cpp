@@ -1,0 +1,462 @@
+// session: reading and framing, the connection handshake, errors, writing, heartbeats and the
+// end of a connection; answers from the connection actor; the link back to the loop.
+#include "net/amqp/session.hpp"
+
+#include "actors/connection_actor.hpp"
+#include "actors/log.hpp"
+#include "actors/names.hpp"
+#include "net/amqp/properties.hpp"
+
+#include <caf/send.hpp>
+
+namespace warren::amqp {
+
+kj::Promise<void> session::read_loop() {
+  if (phase_ == phase::done) return kj::READY_NOW;
+  if (input_held_ && !must_pause_reading()) {
+    // Frames left in the buffer while publishers were held back go before reading more.
+    input_held_ = false;
+    process_input();
+    return read_loop();
+  }
+  if (must_pause_reading()) {
+    // The broker has not taken what this publisher sent, or the node holds publishers back:
+    // stop reading until that changes.
+    auto paf = kj::newPromiseAndFulfiller<void>();
+    resume_reading_ = kj::mv(paf.fulfiller);
+    return paf.promise.then([this] { return read_loop(); });
+  }
+  return stream_->tryRead(read_buffer_, 1, sizeof read_buffer_)
+      .then([this](size_t n) -> kj::Promise<void> {
+        if (n == 0) {
+          finish("the client closed the socket");
+          return kj::READY_NOW;
+        }
+        last_read_ms_ = now_ms();
+        input_.append(read_buffer_, n);
+        process_input();
+        return read_loop();
+      });
+}
+
+void session::process_input() {
+  size_t at = 0;
+  try {
+    if (phase_ == phase::header) {
+      if (input_.size() < protocol_header.size()) return;
+      if (std::string_view(input_).substr(0, protocol_header.size()) != protocol_header) {
+        // Spec 4.2.2: answer with the protocol we speak, then close.
+        send_raw(std::string(protocol_header));
+        finish_after_flush("the client did not open with the AMQP 0-9-1 protocol header");
+        return;
+      }
+      at = protocol_header.size();
+      send_start();
+      phase_ = phase::start_ok;
+    }
+    size_t used = 0;
+    while (phase_ != phase::done) {
+      auto f = parse_frame_view(std::string_view(input_).substr(at), frame_max_, used);
+      if (!f) break;
+      if (publish_held_back(*f)) {  // stays in the buffer until the alarm clears
+        input_held_ = true;
+        break;
+      }
+      at += used;
+      on_frame(*f);
+    }
+  } catch (const protocol_error& e) {
+    connection_error(e.code, e.what(), {});
+  }
+  input_.erase(0, at);
+  if (phase_ == phase::closing && input_.size() > frame_max_ + frame_overhead)
+    input_.clear();  // after a framing error nothing more is parsed
+  flush_channels();
+}
+
+bool session::publish_held_back(const frame_view& f) {
+  if (!config_.flow || !config_.flow->blocked() || phase_ != phase::running) return false;
+  if (f.type != frame_type::method || f.channel == 0 || f.payload.size() < 4) return false;
+  reader r(f.payload);
+  method_id m{r.short_uint(), r.short_uint()};
+  if (!(m == basic_publish)) return false;
+  has_published_ = true;
+  return true;
+}
+
+void session::on_frame(const frame_view& f) {
+  if (phase_ == phase::closing) {
+    // Only the close handshake counts now (spec 2.2.4).
+    if (f.type == frame_type::method && f.channel == 0) {
+      reader r(f.payload);
+      method_id id{r.short_uint(), r.short_uint()};
+      if (id == connection_close_ok) finish("connection closed");
+      if (id == connection_close) {
+        send_method(0, method_payload(connection_close_ok));
+        finish_after_flush("connection closed");
+      }
+    }
+    return;
+  }
+  if (f.type == frame_type::heartbeat) return;
+  if (f.channel != 0 && hold(f)) return;
+  if (f.type == frame_type::method) return on_method(f.channel, f.payload);
+  on_content(f);
+}
+
+void session::on_connection_method(method_id m, reader& r) {
+  if (m == connection_start_ok && phase_ == phase::start_ok) return on_start_ok(r);
+  if (m == connection_secure_ok)
+    throw protocol_error(reply_code::not_implemented, "no mechanism here uses connection.secure");
+  if (m == connection_tune_ok && phase_ == phase::tune_ok) return on_tune_ok(r);
+  if (m == connection_open && phase_ == phase::open) return on_open(r);
+  if (m == connection_close) {
+    auto code = r.short_uint();
+    auto text = r.short_string();
+    log(log_level::debug, "amqp",
+        "client " + peer_ + " closed the connection (" + std::to_string(code) + " " + text + ")");
+    send_method(0, method_payload(connection_close_ok));
+    finish_after_flush("closed by the client");
+    return;
+  }
+  if (m == connection_close_ok) {
+    finish("connection closed");
+    return;
+  }
+  throw protocol_error(reply_code::command_invalid,
+                       "unexpected " + method_name(m) + " on channel 0");
+}
+
+void session::send_start() {
+  table capabilities{{"publisher_confirms", value::of_bool(true)},
+                     {"basic.nack", value::of_bool(true)},
+                     {"consumer_cancel_notify", value::of_bool(true)},
+                     {"per_consumer_qos", value::of_bool(true)},
+                     {"authentication_failure_close", value::of_bool(true)},
+                     {"exchange_exchange_bindings", value::of_bool(false)},
+                     {"connection.blocked", value::of_bool(true)}};
+  table props{{"product", value::of_string("Warren")},
+              {"version", value::of_string("0.1")},
+              {"platform", value::of_string("C++ (CAF, Cap'n Proto)")},
+              {"information", value::of_string("https://warren.invalid/ AMQP 0-9-1 listener")},
+              {"capabilities", value::of_table(std::move(capabilities))}};
+  auto w = method_payload(connection_start);
+  w.octet(0);
+  w.octet(9);
+  w.field_table(props);
+  w.long_string("PLAIN AMQPLAIN");
+  w.long_string("en_US");
+  send_method(0, std::move(w));
+}
+
+void session::on_start_ok(reader& r) {
+  auto client_props = r.field_table();
+  auto mechanism = r.short_string();
+  auto response = r.long_string();
+  r.short_string();  // locale
+  for (const auto& [key, v] : client_props) {
+    if (key == "capabilities" && v.type == 'F')
+      for (const auto& [cap, on] : *v.nested_table)
+        if (cap == "connection.blocked" && on.type == 't') wants_blocked_ = on.boolean;
+    if (key == "connection_name" && v.type == 'S') client_name_ = v.bytes;
+    if (key == "product" && v.type == 'S' && client_name_.empty()) client_name_ = v.bytes;
+  }
+  if (client_name_.empty()) client_name_ = "amqp " + peer_;
+  if (mechanism == "PLAIN") {
+    // authzid NUL authcid NUL password
+    auto first = response.find('\0');
+    auto second = first == std::string::npos ? first : response.find('\0', first + 1);
+    if (second == std::string::npos)
+      return connection_error(reply_code::access_refused,
+                              "PLAIN response is not authzid NUL user NUL password",
+                              connection_start_ok);
+    user_ = response.substr(first + 1, second - first - 1);
+    password_ = response.substr(second + 1);
+  } else if (mechanism == "AMQPLAIN") {
+    writer w;
+    w.long_string(response);  // a table without its length: give it one
+    auto t = reader(w.bytes()).field_table();
+    for (const auto& [key, v] : t) {
+      if (key == "LOGIN") user_ = v.bytes;
+      if (key == "PASSWORD") password_ = v.bytes;
+    }
+  } else {
+    return connection_error(reply_code::access_refused,
+                            "authentication mechanism " + quote(mechanism) +
+                                " is not supported (PLAIN and AMQPLAIN are)",
+                            connection_start_ok);
+  }
+  if (user_ == "guest" && !loopback_)
+    return connection_error(reply_code::access_refused,
+                            "user 'guest' may only connect from a loopback address",
+                            connection_start_ok);
+  auto w = method_payload(connection_tune);
+  w.short_uint(config_.channel_max);
+  w.long_uint(config_.frame_max);
+  w.short_uint(config_.heartbeat_seconds);
+  send_method(0, std::move(w));
+  phase_ = phase::tune_ok;
+}
+
+void session::on_tune_ok(reader& r) {
+  auto channel_max = r.short_uint();
+  auto frame_max = r.long_uint();
+  auto heartbeat = r.short_uint();
+  channel_max_ =
+      channel_max == 0 ? config_.channel_max : std::min<uint16_t>(channel_max, config_.channel_max);
+  if (frame_max != 0 && frame_max < frame_min_size)
+    return connection_error(reply_code::not_allowed,
+                            "frame_max " + std::to_string(frame_max) + " is below the minimum of " +
+                                std::to_string(frame_min_size),
+                            connection_tune_ok);
+  frame_max_ = frame_max == 0 ? config_.frame_max : std::min(frame_max, config_.frame_max);
+  heartbeat_ = heartbeat;
+  if (heartbeat_ > 0) tasks_.add(heartbeat_loop());
+  phase_ = phase::open;
+}
+
+void session::on_open(reader& r) {
+  vhost_ = r.short_string();
+  client_hello hello{vhost_, user_, password_, client_name_, peer_};
+  auto link = std::make_shared<amqp_link>(config_.bridge, weak_from_this());
+  actor_ = config_.system->spawn(connection_actor, config_.node, link, std::move(hello));
+  std::weak_ptr<session> weak = weak_from_this();
+  auto bridge = config_.bridge;
+  actor_->attach_functor([bridge, weak]() {
+    bridge->post([weak]() {
+      if (auto s = weak.lock())
+        s->connection_closed({reply_code::connection_forced, "the broker closed the connection"});
+    });
+  });
+  request(
+      0, connection_open,
+      [this](caf::message&) {
+        auto w = method_payload(connection_open_ok);
+        w.short_string("");
+        send_method(0, std::move(w));
+        phase_ = phase::running;
+        if (config_.flow && config_.flow->blocked()) flow_changed();
+      },
+      [&](uint64_t r) { caf::anon_send(actor_, open_atom::value, r); });
+}
+
+void session::connection_error(reply_code code, const std::string& text, method_id method) {
+  if (phase_ == phase::closing || phase_ == phase::done) return;
+  log(log_level::info, "amqp",
+      "closing connection from " + peer_ + ": " + reply_code_name(code) + " - " + text);
+  auto w = method_payload(connection_close);
+  w.short_uint(static_cast<uint16_t>(code));
+  w.short_string(reply_text(code, text));
+  w.short_uint(method.class_id);
+  w.short_uint(method.method);
+  send_method(0, std::move(w));
+  phase_ = phase::closing;
+  flush_output();
+  if (actor_) caf::anon_send(actor_, close_atom::value, uint64_t{0});
+  tasks_.add(config_.timer->afterDelay(close_grace_seconds * kj::SECONDS).then([this] {
+    finish("no connection.close-ok in time");
+  }));
+}
+
+std::string session::reply_text(reply_code code, const std::string& text) {
+  std::string out = std::string(reply_code_name(code)) + " - " + text;
+  if (out.size() > 255) out.resize(255);
+  return out;
+}
+
+void session::send_method(uint16_t channel, writer w) {
+  write_frame(output_, frame_type::method, channel, w.bytes());
+  schedule_flush();
+}
+
+void session::send_content(uint16_t channel, const std::string& method, const message& m) {
+  content_header h;
+  h.body_size = m.body.size();
+  h.properties = to_basic_properties(m.properties());
+  write_content(output_, channel, method, h, m.body, frame_max_);
+  schedule_flush();
+}
+
+void session::send_raw(std::string bytes) {
+  output_ += bytes;
+  schedule_flush();
+}
+
+void session::schedule_flush() {
+  if (flush_scheduled_) return;
+  flush_scheduled_ = true;
+  tasks_.add(kj::evalLater([this] {
+    flush_scheduled_ = false;
+    flush_output();
+  }));
+}
+
+void session::flush_output() {
+  if (writing_ || output_.empty() || phase_ == phase::done) return;
+  writing_ = true;
+  last_write_ms_ = now_ms();
+  // Two buffers take turns, so their capacity is reused rather than reallocated per write.
+  std::swap(output_, in_flight_);
+  output_.clear();
+  auto flushed = std::move(unflushed_);
+  unflushed_.clear();
+  tasks_.add(stream_->write(in_flight_.data(), in_flight_.size())
+                 .then([this, flushed = std::move(flushed)]() {
+                   writing_ = false;
+                   in_flight_.clear();
+                   for (const auto& [channel, tag, n] : flushed)
+                     caf::anon_send(actor_, flushed_atom::value, channel, tag, n);
+                   if (after_flush_ && output_.empty()) {
+                     finish(after_flush_reason_);
+                     return;
+                   }
+                   flush_output();
+                 }));
+}
+
+void session::finish_after_flush(const std::string& reason) {
+  phase_ = phase::closing;
+  after_flush_ = true;
+  after_flush_reason_ = reason;
+  if (!writing_ && output_.empty()) finish(reason);
+  flush_output();
+}
+
+void session::finish(const std::string& reason) {
+  if (phase_ == phase::done) return;
+  log(log_level::debug, "amqp", "connection from " + peer_ + " ended: " + reason);
+  phase_ = phase::done;
+  if (actor_) caf::anon_send(actor_, close_atom::value, uint64_t{0});
+  if (resume_reading_) resume_reading_->fulfill();
+  finished_->fulfill();
+}
+
+void session::release_credit(size_t n) {
+  unanswered_ -= std::min(unanswered_, n);
+  if (unanswered_ < max_unanswered_messages / 2) maybe_resume_reading();
+}
+
+bool session::must_pause_reading() const {
+  return unanswered_ >= max_unanswered_messages ||
+         (has_published_ && config_.flow && config_.flow->blocked());
+}
+
+void session::maybe_resume_reading() {
+  if (!resume_reading_ || must_pause_reading()) return;
+  resume_reading_->fulfill();
+  resume_reading_ = nullptr;
+}
+
+kj::Promise<void> session::heartbeat_loop() {
+  auto half = std::max<int64_t>(heartbeat_ * 1000 / 2, 1);
+  return config_.timer->afterDelay(half * kj::MILLISECONDS)
+      .then([this, half]() -> kj::Promise<void> {
+        if (phase_ == phase::done) return kj::READY_NOW;
+        auto now = now_ms();
+        if (now - last_read_ms_ > 2 * int64_t{heartbeat_} * 1000) {
+          log(log_level::info, "amqp",
+              "dropping " + peer_ + ": nothing received for " + std::to_string(2 * heartbeat_) +
+                  " s (missed heartbeats)");
+          finish("missed heartbeats");
+          return kj::READY_NOW;
+        }
+        if (now - last_write_ms_ >= half && !writing_ && output_.empty()) {
+          write_frame(output_, frame_type::heartbeat, 0, {});
+          flush_output();
+        }
+        return heartbeat_loop();
+      });
+}
+
+void session::complete(uint64_t request, caf::error error, caf::message result) {
+  auto i = pending_.find(request);
+  if (i == pending_.end()) return;
+  auto p = std::move(i->second);
+  pending_.erase(i);
+  if (phase_ == phase::done) return;
+  release_credit(p.credit);
+  if (p.method == basic_publish) {
+    auto c = channels_.find(p.channel);
+    if (c != channels_.end() && c->second.publishes_in_flight > 0 &&
+        --c->second.publishes_in_flight == 0 && !c->second.held.empty()) {
+      // Answer this call first, then what waited for it.
+      if (!error && p.done) p.done(result);
+      release_held(p.channel);
+      if (!error) return;
+      p.done = nullptr;
+    }
+  }
+  if (!error) {
+    if (p.done) p.done(result);
+    flush_output();
+    return;
+  }
+  auto failure = describe(error);
+  if (p.channel == 0) {
+    // connection.open: an unknown vhost is NOT_ALLOWED in AMQP, as RabbitMQ answers.
+    auto code = failure.code == reply_code::not_found ? reply_code::not_allowed : failure.code;
+    return connection_error(code, failure.text, p.method);
+  }
+  if (is_channel_error(failure.code))
+    return channel_error(p.channel, failure.code, failure.text, p.method);
+  if (failure.code == reply_code::channel_error) {
+    // The broker's channel is gone (closed after an earlier error): already being closed here.
+    auto c = channels_.find(p.channel);
+    if (c != channels_.end() && c->second.closing) return;
+  }
+  connection_error(failure.code, failure.text, p.method);
+}
+
+void session::connection_closed(const broker_failure& reason) {
+  connection_error(reason.code, reason.text, {});
+}
+
+template <class F>
+void amqp_link::on_loop(F f) {
+  bridge_->post([s = session_, f = std::move(f)]() mutable {
+    if (auto locked = s.lock()) f(*locked);
+  });
+}
+
+void amqp_link::reply(uint64_t request, caf::error error, caf::message result) {
+  on_loop([=](session& s) mutable { s.complete(request, std::move(error), std::move(result)); });
+}
+void amqp_link::deliver(uint16_t channel, const std::string& tag, std::vector<delivery> batch) {
+  on_loop([=](session& s) mutable {
+    s.deliver(channel, tag, std::move(batch));
+    s.flush_output();
+  });
+}
+void amqp_link::consumer_cancelled(uint16_t channel, const std::string& tag, const std::string&) {
+  on_loop([=](session& s) {
+    s.consumer_cancelled(channel, tag);
+    s.flush_output();
+  });
+}
+void amqp_link::channel_closed(uint16_t channel, const broker_failure& reason) {
+  on_loop([=](session& s) { s.channel_closed(channel, reason); });
+}
+void amqp_link::connection_closed(const broker_failure& reason) {
+  on_loop([=](session& s) { s.connection_closed(reason); });
+}
+
+void flow_control::set(bool blocked, std::string reason) {
+  blocked_ = blocked;
+  reason_ = std::move(reason);
+  auto listeners = listeners_;
+  listeners_.clear();
+  for (auto& weak : listeners) {
+    if (auto l = weak.lock()) {
+      listeners_.push_back(weak);
+      l->flow_changed();
+    }
+  }
+}
+
+kj::Promise<void> serve(kj::Own<kj::AsyncIoStream> stream, std::string peer, bool peer_is_loopback,
+                        const session_config& config) {
+  auto s = std::make_shared<session>(kj::mv(stream), std::move(peer), peer_is_loopback, config);
+  return s->run().attach(kj::defer([s]() mutable { s.reset(); }));
+}
+
+}  // namespace warren::amqp

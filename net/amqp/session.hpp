@@ -1,0 +1,292 @@
+// session: one AMQP 0-9-1 connection (see amqp_session.hpp for the whole picture). Private to
+// net/amqp: its methods are spread over session.cpp (reading, the handshake, writing, the
+// connection's life), session_channel.cpp (channel methods) and session_publish.cpp (publishes,
+// confirms, returns, acks and deliveries).
+#pragma once
+
+#include "actors/client_link.hpp"
+#include "actors/protocol.hpp"
+#include "net/amqp/amqp_session.hpp"
+#include "net/amqp/frame.hpp"
+#include "net/amqp/methods.hpp"
+
+#include <caf/send.hpp>
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+namespace warren::amqp {
+
+using namespace methods;
+
+/// Largest message body accepted (RabbitMQ's default max_message_size).
+constexpr uint64_t max_body_size = 128ull << 20;
+/// Published messages a connection may have unanswered before its socket is no longer read.
+constexpr size_t max_unanswered_messages = 20000;
+/// Publishes gathered from one read are sent to the actor in batches of at most this many.
+constexpr size_t max_publish_batch = 2000;
+/// After sending connection.close, how long to wait for close-ok before dropping the socket.
+constexpr int64_t close_grace_seconds = 2;
+
+inline int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+class session;
+
+// The connection actor's way back, as in rpc_session: posted onto the loop, where the session
+// may or may not still exist.
+class amqp_link final : public client_link {
+ public:
+  amqp_link(std::shared_ptr<net::loop_bridge> bridge, std::weak_ptr<session> s)
+      : bridge_(std::move(bridge)), session_(std::move(s)) {}
+
+  void reply(uint64_t request, caf::error error, caf::message result) override;
+  void deliver(uint16_t channel, const std::string& tag, std::vector<delivery> batch) override;
+  void consumer_cancelled(uint16_t channel, const std::string& tag,
+                          const std::string& reason) override;
+  void channel_closed(uint16_t channel, const broker_failure& reason) override;
+  void connection_closed(const broker_failure& reason) override;
+
+ private:
+  template <class F>
+  void on_loop(F f);
+
+  std::shared_ptr<net::loop_bridge> bridge_;
+  std::weak_ptr<session> session_;
+};
+
+class session : public std::enable_shared_from_this<session>,
+                public kj::TaskSet::ErrorHandler,
+                public flow_listener {
+ public:
+  session(kj::Own<kj::AsyncIoStream> stream, std::string peer, bool loopback,
+          const session_config& config)
+      : stream_(kj::mv(stream)),
+        peer_(std::move(peer)),
+        loopback_(loopback),
+        config_(config),
+        frame_max_(config.frame_max),
+        tasks_(*this) {
+    auto done = kj::newPromiseAndFulfiller<void>();
+    finished_ = kj::mv(done.fulfiller);
+    finished_promise_ = done.promise.fork();
+  }
+
+  ~session() {
+    if (actor_) caf::anon_send(actor_, close_atom::value, uint64_t{0});
+  }
+
+  kj::Promise<void> run() {
+    if (config_.flow) config_.flow->listen(weak_from_this());
+    tasks_.add(read_loop());
+    return finished_promise_.addBranch();
+  }
+
+  // The node started or stopped holding back publishers.
+  void flow_changed() override {
+    if (phase_ != phase::running) return;
+    bool blocked = config_.flow->blocked();
+    if (blocked && wants_blocked_ && !told_blocked_) {
+      auto w = method_payload(connection_blocked);
+      w.short_string(config_.flow->reason().substr(0, 255));
+      send_method(0, std::move(w));
+      told_blocked_ = true;
+    } else if (!blocked && told_blocked_) {
+      send_method(0, method_payload(connection_unblocked));
+      told_blocked_ = false;
+    }
+    if (!blocked) maybe_resume_reading();
+    flush_output();
+  }
+
+  // --- from the connection actor (kj thread) ----------------------------------------------
+  void complete(uint64_t request, caf::error error, caf::message result);
+  void deliver(uint16_t channel, const std::string& tag, std::vector<delivery> batch);
+  void consumer_cancelled(uint16_t channel, const std::string& tag);
+  void channel_closed(uint16_t channel, const broker_failure& reason);
+  void connection_closed(const broker_failure& reason);
+
+ private:
+  enum class phase { header, start_ok, tune_ok, open, running, closing, done };
+
+  struct incoming_publish {
+    std::string exchange, routing_key;
+    bool mandatory = false;
+    bool have_header = false;
+    uint64_t body_size = 0;
+    basic_properties properties;
+    std::string body;
+  };
+  // Publishes sent to the actor in one call; confirm tags are consecutive from first_tag.
+  struct publish_call {
+    std::vector<message_ptr> msgs;
+    uint64_t first_tag = 0;  // 0 when the channel is not in confirm mode
+    std::vector<uint8_t> outcomes;
+    bool answered = false;
+  };
+  struct channel {
+    bool closing = false;  // we sent channel.close and wait for close-ok
+    bool confirm = false;
+    uint64_t next_confirm_tag = 0;
+    std::optional<incoming_publish> publish;
+    std::vector<message_ptr> gathered;  // complete publishes of this read, not yet sent
+    std::map<uint64_t, std::shared_ptr<publish_call>> calls;  // in confirm order
+    std::vector<uint64_t> acks;                               // single acks of this read
+    method_id last_method;
+    // A channel carries out its methods in order, as RabbitMQ's does: a get, declare, purge...
+    // after publishes waits until the broker has taken them, and so does everything after it.
+    size_t publishes_in_flight = 0;
+    std::deque<frame> held;
+  };
+  struct pending_request {
+    uint16_t channel;
+    method_id method;
+    std::function<void(caf::message&)> done;
+    size_t credit = 0;  // published messages this request answers for
+  };
+
+  // --- reading ------------------------------------------------------------------------------
+  kj::Promise<void> read_loop();
+
+  void process_input();
+
+  // While the node holds publishers back, a basic.publish is not taken: reading stops before it.
+  bool publish_held_back(const frame_view& f);
+
+  void on_frame(const frame_view& f);
+
+  // True when the frame must wait for the channel's publishes to be taken (it is then held).
+  bool hold(const frame_view& f);
+
+  // The channel's publishes were all taken: what waited for them runs now, in order.
+  void release_held(uint16_t id);
+
+  void on_content(const frame_view& f);
+
+  void complete_publish(uint16_t id, channel& ch);
+
+  // Sends what this read gathered: publishes as batches, single acks as one ackEach.
+  void flush_channels();
+
+  void send_publishes(uint16_t id, channel& ch);
+
+  void published_answered(uint16_t id, publish_call& call);
+
+  // Confirms go out in tag order: answered calls at the front are confirmed, runs of acks as
+  // one ack with `multiple`.
+  void send_confirms(uint16_t id, channel& ch);
+
+  void send_ack_or_nack(uint16_t id, method_id which, uint64_t tag, bool multiple);
+
+  void send_return(uint16_t id, const message& m);
+
+  void send_acks(uint16_t id, channel& ch);
+
+  // --- methods ------------------------------------------------------------------------------
+  void on_method(uint16_t id, std::string_view payload);
+
+  void on_connection_method(method_id m, reader& r);
+
+  void send_start();
+
+  void on_start_ok(reader& r);
+
+  void on_tune_ok(reader& r);
+
+  void on_open(reader& r);
+
+  void open_channel(uint16_t id);
+
+  void forget_channel(uint16_t id);
+
+  void on_channel_method(uint16_t id, channel& ch, method_id m, reader& r);
+
+  // --- requests to the connection actor -----------------------------------------------------
+  template <class Send>
+  void request(uint16_t channel, method_id method, std::function<void(caf::message&)> done,
+               Send&& send, size_t credit = 0) {
+    auto r = ++next_request_;
+    pending_.emplace(r, pending_request{channel, method, std::move(done), credit});
+    send(r);
+  }
+
+  // --- errors -------------------------------------------------------------------------------
+  void channel_error(uint16_t id, reply_code code, const std::string& text, method_id method);
+
+  void connection_error(reply_code code, const std::string& text, method_id method);
+
+  static std::string reply_text(reply_code code, const std::string& text);
+
+  // --- writing ------------------------------------------------------------------------------
+  void send_method(uint16_t channel, writer w);
+
+  void send_content(uint16_t channel, const std::string& method, const message& m);
+
+  void send_raw(std::string bytes);
+
+  void schedule_flush();
+
+  // One write at a time; what accumulates meanwhile goes in the next one.
+  void flush_output();
+
+  void finish_after_flush(const std::string& reason);
+
+  void finish(const std::string& reason);
+
+  void release_credit(size_t n);
+
+  // A connection that publishes is not read while the node holds publishers back (consumers
+  // are: acking is what frees memory); nor while too much of what it sent is unanswered.
+  bool must_pause_reading() const;
+
+  void maybe_resume_reading();
+
+  kj::Promise<void> heartbeat_loop();
+
+  void taskFailed(kj::Exception&& e) override { finish(e.getDescription().cStr()); }
+
+  kj::Own<kj::AsyncIoStream> stream_;
+  std::string peer_;
+  bool loopback_;
+  session_config config_;
+  phase phase_ = phase::header;
+  uint32_t frame_max_;
+  uint16_t channel_max_ = 0;
+  uint16_t heartbeat_ = 0;
+  std::string user_, password_, vhost_, client_name_;
+  caf::actor actor_;
+  std::map<uint16_t, channel> channels_;
+  uint64_t next_request_ = 0;
+  std::unordered_map<uint64_t, pending_request> pending_;
+  size_t unanswered_ = 0;
+  bool has_published_ = false;
+  bool input_held_ = false;     // complete frames wait in input_ for the alarm to clear
+  bool wants_blocked_ = false;  // the client announced the connection.blocked capability
+  bool told_blocked_ = false;
+  kj::Own<kj::PromiseFulfiller<void>> resume_reading_;
+  char read_buffer_[65536];
+  std::string input_;
+  std::string output_;
+  std::string in_flight_;                                               // the buffer being written
+  std::vector<std::tuple<uint16_t, std::string, uint32_t>> unflushed_;  // deliveries in output_
+  bool writing_ = false;
+  bool flush_scheduled_ = false;
+  bool after_flush_ = false;
+  std::string after_flush_reason_;
+  int64_t last_read_ms_ = now_ms();
+  int64_t last_write_ms_ = now_ms();
+  kj::Own<kj::PromiseFulfiller<void>> finished_;
+  kj::ForkedPromise<void> finished_promise_ = nullptr;
+  kj::TaskSet tasks_;
+
+  friend class amqp_link;
+};
+
+}  // namespace warren::amqp

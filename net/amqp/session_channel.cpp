@@ -1,0 +1,412 @@
+// session: channel methods. Each becomes one request to the connection actor, answered with
+// its -ok; a channel carries out its methods in order.
+#include "net/amqp/session.hpp"
+
+#include "actors/log.hpp"
+#include "actors/names.hpp"
+#include "net/amqp/properties.hpp"
+
+#include <caf/send.hpp>
+
+namespace warren::amqp {
+
+bool session::hold(const frame_view& f) {
+  auto c = channels_.find(f.channel);
+  if (c == channels_.end() || c->second.closing) return false;
+  auto& ch = c->second;
+  if (!ch.held.empty()) {
+    ch.held.push_back(f.owned());
+    return true;
+  }
+  if (f.type != frame_type::method || ch.publish) return false;
+  reader r(f.payload);
+  method_id m{r.short_uint(), r.short_uint()};
+  if (m == basic_publish || m == basic_ack || m == basic_nack || m == basic_reject ||
+      m == channel_close)
+    return false;
+  send_publishes(f.channel, ch);
+  if (ch.publishes_in_flight == 0) return false;
+  ch.held.push_back(f.owned());
+  return true;
+}
+
+void session::release_held(uint16_t id) {
+  auto c = channels_.find(id);
+  if (c == channels_.end()) return;
+  auto held = std::move(c->second.held);
+  c->second.held.clear();
+  try {
+    while (!held.empty() && phase_ == phase::running) {
+      auto f = std::move(held.front());
+      held.pop_front();
+      on_frame(frame_view::of(f));
+      c = channels_.find(id);
+      if (c == channels_.end()) return;
+      if (!c->second.held.empty()) {
+        // Held again: the rest waits behind it.
+        for (auto& rest : held) c->second.held.push_back(std::move(rest));
+        break;
+      }
+    }
+  } catch (const protocol_error& e) {
+    connection_error(e.code, e.what(), {});
+  }
+  flush_channels();
+}
+
+void session::on_method(uint16_t id, std::string_view payload) {
+  reader r(payload);
+  method_id m{r.short_uint(), r.short_uint()};
+  if (id == 0) return on_connection_method(m, r);
+  if (phase_ != phase::running)
+    throw protocol_error(
+        reply_code::command_invalid,
+        method_name(m) + " on channel " + std::to_string(id) + " before the connection is open");
+  if (id > channel_max_)
+    throw protocol_error(reply_code::channel_error, "channel " + std::to_string(id) +
+                                                        " is above the negotiated maximum " +
+                                                        std::to_string(channel_max_));
+  if (m == channel_open) return open_channel(id);
+  auto c = channels_.find(id);
+  if (c == channels_.end())
+    throw protocol_error(reply_code::channel_error, method_name(m) + " on channel " +
+                                                        std::to_string(id) + ", which is not open");
+  auto& ch = c->second;
+  if (ch.closing) {
+    if (m == channel_close_ok) forget_channel(id);
+    if (m == channel_close) send_method(id, method_payload(channel_close_ok));
+    return;
+  }
+  if (ch.publish)
+    throw protocol_error(reply_code::unexpected_frame,
+                         method_name(m) + " on channel " + std::to_string(id) +
+                             " while the content of a basic.publish was expected");
+  ch.last_method = m;
+  // Publishes and acks gathered so far go first, in the order the client sent them.
+  if (!(m == basic_publish)) {
+    send_publishes(id, ch);
+    if (!(m == basic_ack)) send_acks(id, ch);
+  }
+  on_channel_method(id, ch, m, r);
+}
+
+void session::open_channel(uint16_t id) {
+  if (channels_.count(id) != 0)
+    throw protocol_error(reply_code::channel_error,
+                         "channel " + std::to_string(id) + " is already open");
+  channels_[id];
+  request(
+      id, channel_open,
+      [this, id](caf::message&) {
+        auto w = method_payload(channel_open_ok);
+        w.long_string("");
+        send_method(id, std::move(w));
+      },
+      [&](uint64_t r) { caf::anon_send(actor_, open_atom::value, r, id); });
+}
+
+void session::forget_channel(uint16_t id) {
+  auto c = channels_.find(id);
+  if (c == channels_.end()) return;
+  for (const auto& [tag, call] : c->second.calls)
+    if (!call->answered) call->first_tag = 0;  // no confirms for a closed channel
+  channels_.erase(c);
+}
+
+void session::channel_error(uint16_t id, reply_code code, const std::string& text,
+                            method_id method) {
+  auto c = channels_.find(id);
+  if (c == channels_.end() || c->second.closing) return;
+  c->second.closing = true;
+  c->second.publish.reset();
+  c->second.gathered.clear();
+  c->second.acks.clear();
+  // The broker side of the channel goes too: its unacked messages are requeued.
+  caf::anon_send(actor_, close_atom::value, uint64_t{0}, id);
+  auto w = method_payload(channel_close);
+  w.short_uint(static_cast<uint16_t>(code));
+  w.short_string(reply_text(code, text));
+  w.short_uint(method.class_id);
+  w.short_uint(method.method);
+  send_method(id, std::move(w));
+  flush_output();
+}
+
+void session::on_channel_method(uint16_t id, channel& ch, method_id m, reader& r) {
+  // A method whose answer is just its -ok (unless no-wait).
+  auto answer_with = [this, id](method_id ok, bool no_wait) -> std::function<void(caf::message&)> {
+    if (no_wait) return nullptr;
+    return [this, id, ok](caf::message&) { send_method(id, method_payload(ok)); };
+  };
+  if (m == basic_publish) {
+    r.short_uint();  // reserved
+    incoming_publish p;
+    p.exchange = r.short_string();
+    p.routing_key = r.short_string();
+    auto flags = r.bits(2);
+    p.mandatory = flags[0];
+    if (flags[1])
+      throw protocol_error(reply_code::not_implemented,
+                           "basic.publish with immediate=true is not supported (as in RabbitMQ)");
+    ch.publish = std::move(p);
+    has_published_ = true;
+    return;
+  }
+  if (m == basic_ack) {
+    auto tag = r.longlong_uint();
+    bool multiple = r.bits(1)[0];
+    if (!multiple) {
+      ch.acks.push_back(tag);
+      return;
+    }
+    send_acks(id, ch);
+    request(id, m, nullptr, [&](uint64_t q) {
+      caf::anon_send(actor_, settle_atom::value, q, id, tag, true, settle_kind::ack);
+    });
+    return;
+  }
+  if (m == basic_nack || m == basic_reject) {
+    auto tag = r.longlong_uint();
+    bool multiple = false, requeue = true;
+    if (m == basic_nack) {
+      auto flags = r.bits(2);
+      multiple = flags[0];
+      requeue = flags[1];
+    } else {
+      requeue = r.bits(1)[0];
+    }
+    auto kind = requeue ? settle_kind::requeue : settle_kind::reject;
+    request(id, m, nullptr, [&](uint64_t q) {
+      caf::anon_send(actor_, settle_atom::value, q, id, tag, multiple, kind);
+    });
+    return;
+  }
+  if (m == channel_close) {
+    auto code = r.short_uint();
+    auto text = r.short_string();
+    log(log_level::debug, "amqp",
+        peer_ + " closed channel " + std::to_string(id) + " (" + std::to_string(code) + " " + text +
+            ")");
+    ch.closing = true;  // nothing more is taken on it
+    request(
+        id, m,
+        [this, id](caf::message&) {
+          channels_.erase(id);
+          send_method(id, method_payload(channel_close_ok));
+        },
+        [&](uint64_t q) { caf::anon_send(actor_, close_atom::value, q, id); });
+    return;
+  }
+  if (m == channel_close_ok) return;  // answer to a close we did not send: ignore
+  if (m == channel_flow) {
+    bool active = r.bits(1)[0];
+    if (!active)
+      return channel_error(id, reply_code::not_implemented,
+                           "channel.flow active=false is not supported; use basic.qos", m);
+    auto w = method_payload(channel_flow_ok);
+    w.bits({true});
+    return send_method(id, std::move(w));
+  }
+  if (m == exchange_declare) {
+    r.short_uint();
+    exchange_spec spec;
+    spec.name = r.short_string();
+    auto type = r.short_string();
+    auto flags = r.bits(5);  // passive durable auto-delete internal no-wait
+    spec.durable = flags[1];
+    spec.auto_delete = flags[2];
+    spec.internal = flags[3];
+    spec.arguments = to_fields(r.field_table());
+    bool passive = flags[0];
+    if (!passive && !parse_exchange_type(type, spec.type))
+      throw protocol_error(reply_code::command_invalid,
+                           "unknown exchange type " + quote(type) +
+                               " (direct, fanout, topic and headers are known)");
+    return request(id, m, answer_with(exchange_declare_ok, flags[4]), [&](uint64_t q) {
+      caf::anon_send(actor_, declare_atom::value, q, id, std::move(spec), passive);
+    });
+  }
+  if (m == exchange_delete) {
+    r.short_uint();
+    auto name = r.short_string();
+    auto flags = r.bits(2);  // if-unused no-wait
+    return request(id, m, answer_with(exchange_delete_ok, flags[1]), [&](uint64_t q) {
+      caf::anon_send(actor_, delete_atom::value, exchanges_atom::value, q, id, std::move(name),
+                     bool{flags[0]});
+    });
+  }
+  if (m == queue_declare) {
+    r.short_uint();
+    queue_spec spec;
+    spec.name = r.short_string();
+    auto flags = r.bits(5);  // passive durable exclusive auto-delete no-wait
+    spec.durable = flags[1];
+    spec.exclusive = flags[2];
+    spec.auto_delete = flags[3];
+    spec.arguments = to_fields(r.field_table());
+    bool passive = flags[0];
+    std::function<void(caf::message&)> done;
+    if (!flags[4])
+      done = [this, id](caf::message& msg) {
+        const auto& info = msg.get_as<queue_info>(0);
+        auto w = method_payload(queue_declare_ok);
+        w.short_string(info.spec.name);
+        w.long_uint(static_cast<uint32_t>(info.ready));
+        w.long_uint(info.consumers);
+        send_method(id, std::move(w));
+      };
+    return request(id, m, std::move(done), [&](uint64_t q) {
+      caf::anon_send(actor_, declare_atom::value, q, id, std::move(spec), passive);
+    });
+  }
+  if (m == queue_bind || m == queue_unbind) {
+    r.short_uint();
+    binding_spec b;
+    b.queue = r.short_string();
+    b.exchange = r.short_string();
+    b.key = r.short_string();
+    bool no_wait = m == queue_bind ? r.bits(1)[0] : false;
+    b.arguments = to_fields(r.field_table());
+    if (m == queue_bind)
+      return request(id, m, answer_with(queue_bind_ok, no_wait), [&](uint64_t q) {
+        caf::anon_send(actor_, bind_atom::value, q, id, std::move(b));
+      });
+    return request(id, m, answer_with(queue_unbind_ok, false), [&](uint64_t q) {
+      caf::anon_send(actor_, unbind_atom::value, q, id, std::move(b));
+    });
+  }
+  if (m == queue_purge || m == queue_delete) {
+    r.short_uint();
+    auto name = r.short_string();
+    auto flags = r.bits(m == queue_purge ? 1 : 3);
+    bool no_wait = flags.back();
+    std::function<void(caf::message&)> done;
+    auto ok = m == queue_purge ? queue_purge_ok : queue_delete_ok;
+    if (!no_wait)
+      done = [this, id, ok](caf::message& msg) {
+        auto w = method_payload(ok);
+        w.long_uint(msg.get_as<uint32_t>(0));
+        send_method(id, std::move(w));
+      };
+    if (m == queue_purge)
+      return request(id, m, std::move(done), [&](uint64_t q) {
+        caf::anon_send(actor_, purge_atom::value, q, id, std::move(name));
+      });
+    return request(id, m, std::move(done), [&](uint64_t q) {
+      caf::anon_send(actor_, delete_atom::value, queues_atom::value, q, id, std::move(name),
+                     bool{flags[0]}, bool{flags[1]});
+    });
+  }
+  if (m == basic_qos) {
+    auto size = r.long_uint();
+    auto count = r.short_uint();
+    r.bits(1);  // global: Warren's prefetch is per consumer (per_consumer_qos)
+    if (size != 0)
+      return channel_error(id, reply_code::not_implemented,
+                           "basic.qos prefetch_size is not supported; use prefetch_count", m);
+    return request(id, m, answer_with(basic_qos_ok, false), [&](uint64_t q) {
+      caf::anon_send(actor_, qos_atom::value, q, id, uint32_t{count});
+    });
+  }
+  if (m == basic_consume) {
+    r.short_uint();
+    auto queue = r.short_string();
+    auto tag = r.short_string();
+    auto flags = r.bits(4);  // no-local no-ack exclusive no-wait
+    r.field_table();         // arguments (x-priority and the like) are not used
+    bool no_wait = flags[3];
+    std::function<void(caf::message&)> done = [this, id, no_wait](caf::message& msg) {
+      if (no_wait) return;
+      auto w = method_payload(basic_consume_ok);
+      w.short_string(msg.get_as<std::string>(0));
+      send_method(id, std::move(w));
+    };
+    return request(id, m, std::move(done), [&](uint64_t q) {
+      caf::anon_send(actor_, consume_atom::value, q, id, std::move(queue), std::move(tag),
+                     bool{flags[1]}, bool{flags[2]}, uint32_t{0});
+    });
+  }
+  if (m == basic_cancel) {
+    auto tag = r.short_string();
+    bool no_wait = r.bits(1)[0];
+    std::function<void(caf::message&)> done;
+    if (!no_wait)
+      done = [this, id, tag](caf::message&) {
+        auto w = method_payload(basic_cancel_ok);
+        w.short_string(tag);
+        send_method(id, std::move(w));
+      };
+    return request(id, m, std::move(done), [&](uint64_t q) {
+      caf::anon_send(actor_, cancel_atom::value, q, id, tag, false);
+    });
+  }
+  if (m == basic_get) {
+    r.short_uint();
+    auto queue = r.short_string();
+    bool no_ack = r.bits(1)[0];
+    return request(
+        id, m,
+        [this, id](caf::message& msg) {
+          if (msg.empty()) {
+            auto w = method_payload(basic_get_empty);
+            w.short_string("");
+            return send_method(id, std::move(w));
+          }
+          const auto& d = msg.get_as<delivery>(0);
+          auto w = method_payload(basic_get_ok);
+          w.longlong_uint(d.tag);
+          w.bits({d.redelivered});
+          w.short_string(d.msg->exchange);
+          w.short_string(d.msg->routing_key);
+          w.long_uint(d.message_count);
+          send_content(id, w.bytes(), *d.msg);
+        },
+        [&](uint64_t q) {
+          caf::anon_send(actor_, get_atom::value, q, id, std::move(queue), no_ack);
+        });
+  }
+  if (m == basic_recover || m == basic_recover_async) {
+    r.bits(1);  // requeue: unacked messages always go back to their queues
+    std::function<void(caf::message&)> done;
+    if (m == basic_recover) done = answer_with(basic_recover_ok, false);
+    return request(id, m, std::move(done),
+                   [&](uint64_t q) { caf::anon_send(actor_, recover_atom::value, q, id); });
+  }
+  if (m == confirm_select) {
+    bool no_wait = r.bits(1)[0];
+    if (!ch.confirm) {
+      ch.confirm = true;
+      ch.next_confirm_tag = 0;
+    }
+    return request(id, m, answer_with(confirm_select_ok, no_wait),
+                   [&](uint64_t q) { caf::anon_send(actor_, confirm_atom::value, q, id); });
+  }
+  if (m.class_id == 90)
+    return channel_error(
+        id, reply_code::not_implemented,
+        "transactions (" + method_name(m) + ") are not implemented; use publisher confirms", m);
+  if (m.class_id == 40 && (m.method == 30 || m.method == 40))
+    return channel_error(id, reply_code::not_implemented,
+                         "exchange-to-exchange bindings are not implemented", m);
+  throw protocol_error(reply_code::command_invalid,
+                       "unexpected " + method_name(m) + " on channel " + std::to_string(id));
+}
+
+// --- answers and events from the connection actor -------------------------------------------
+
+void session::consumer_cancelled(uint16_t id, const std::string& tag) {
+  auto c = channels_.find(id);
+  if (c == channels_.end() || c->second.closing) return;
+  auto w = method_payload(basic_cancel);
+  w.short_string(tag);
+  w.bits({true});  // no-wait: the client does not answer a server-sent cancel
+  send_method(id, std::move(w));
+}
+
+void session::channel_closed(uint16_t id, const broker_failure& reason) {
+  auto c = channels_.find(id);
+  if (c == channels_.end() || c->second.closing) return;
+  channel_error(id, reason.code, reason.text, c->second.last_method);
+}
+
+}  // namespace warren::amqp

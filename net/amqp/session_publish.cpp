@@ -1,0 +1,183 @@
+// session: publishes (gathered per read, one batch per channel), confirms in tag order, returns,
+// single acks as one ackEach, and deliveries.
+#include "net/amqp/session.hpp"
+
+#include "net/amqp/properties.hpp"
+
+#include <caf/send.hpp>
+
+namespace warren::amqp {
+
+void session::on_content(const frame_view& f) {
+  auto c = channels_.find(f.channel);
+  if (c == channels_.end() || !c->second.publish)
+    throw protocol_error(
+        reply_code::unexpected_frame,
+        std::string(f.type == frame_type::header ? "content header" : "content body") +
+            " frame on channel " + std::to_string(f.channel) +
+            " without a basic.publish before it");
+  auto& ch = c->second;
+  auto& p = *ch.publish;
+  if (f.type == frame_type::header) {
+    if (p.have_header)
+      throw protocol_error(
+          reply_code::unexpected_frame,
+          "a second content header for one publish on channel " + std::to_string(f.channel));
+    auto h = parse_content_header(f.payload);
+    if (h.class_id != 60)
+      throw protocol_error(
+          reply_code::command_invalid,
+          "content header of class " + std::to_string(h.class_id) + " for basic.publish");
+    p.have_header = true;
+    p.body_size = h.body_size;
+    p.properties = std::move(h.properties);
+    if (p.body_size > max_body_size) {
+      ch.publish.reset();
+      return channel_error(f.channel, reply_code::precondition_failed,
+                           "message size " + std::to_string(h.body_size) +
+                               " is larger than the maximum of " + std::to_string(max_body_size),
+                           basic_publish);
+    }
+    p.body.reserve(p.body_size);
+  } else {
+    if (!p.have_header)
+      throw protocol_error(
+          reply_code::unexpected_frame,
+          "content body before its header on channel " + std::to_string(f.channel));
+    if (p.body.size() + f.payload.size() > p.body_size)
+      throw protocol_error(reply_code::frame_error, "content body longer than the " +
+                                                        std::to_string(p.body_size) +
+                                                        " bytes its header announced");
+    p.body += f.payload;
+  }
+  if (p.have_header && p.body.size() == p.body_size) complete_publish(f.channel, ch);
+}
+
+void session::complete_publish(uint16_t id, channel& ch) {
+  auto p = std::move(*ch.publish);
+  ch.publish.reset();
+  message_properties props;
+  try {
+    props = to_message_properties(p.properties);
+  } catch (const protocol_error& e) {
+    return channel_error(id, reply_code::precondition_failed, e.what(), basic_publish);
+  }
+  auto m = std::make_shared<message>();
+  m->id = next_message_id();
+  m->exchange = std::move(p.exchange);
+  m->routing_key = std::move(p.routing_key);
+  m->mandatory = p.mandatory;
+  m->body = std::move(p.body);
+  m->set_properties(std::move(props));
+  ch.gathered.push_back(std::move(m));
+  if (ch.gathered.size() >= max_publish_batch) send_publishes(id, ch);
+}
+
+void session::flush_channels() {
+  for (auto& [id, ch] : channels_) {
+    if (ch.closing) continue;
+    send_publishes(id, ch);
+    send_acks(id, ch);
+  }
+  flush_output();
+}
+
+void session::send_publishes(uint16_t id, channel& ch) {
+  if (ch.gathered.empty()) return;
+  auto call = std::make_shared<publish_call>();
+  call->msgs = std::move(ch.gathered);
+  ch.gathered.clear();
+  if (ch.confirm) {
+    call->first_tag = ch.next_confirm_tag + 1;
+    ch.next_confirm_tag += call->msgs.size();
+    ch.calls.emplace(call->first_tag, call);
+  }
+  unanswered_ += call->msgs.size();
+  ++ch.publishes_in_flight;
+  auto msgs = call->msgs;
+  request(
+      id, basic_publish,
+      [this, id, call](caf::message& m) {
+        call->outcomes = m.get_as<std::vector<uint8_t>>(0);
+        call->answered = true;
+        published_answered(id, *call);
+      },
+      [&](uint64_t r) { caf::anon_send(actor_, publish_atom::value, r, id, std::move(msgs)); },
+      call->msgs.size());
+}
+
+void session::published_answered(uint16_t id, publish_call& call) {
+  auto c = channels_.find(id);
+  if (c == channels_.end() || c->second.closing) return;
+  for (size_t i = 0; i < call.msgs.size() && i < call.outcomes.size(); ++i)
+    if (call.outcomes[i] == static_cast<uint8_t>(publish_outcome::returned))
+      send_return(id, *call.msgs[i]);
+  if (call.first_tag != 0) send_confirms(id, c->second);
+  flush_output();
+}
+
+void session::send_confirms(uint16_t id, channel& ch) {
+  uint64_t multi_upto = 0;
+  auto flush_multi = [&] {
+    if (multi_upto == 0) return;
+    send_ack_or_nack(id, basic_ack, multi_upto, true);
+    multi_upto = 0;
+  };
+  while (!ch.calls.empty() && ch.calls.begin()->second->answered) {
+    auto call = ch.calls.begin()->second;
+    ch.calls.erase(ch.calls.begin());
+    for (size_t i = 0; i < call->msgs.size(); ++i) {
+      uint64_t tag = call->first_tag + i;
+      bool nack = i < call->outcomes.size() &&
+                  call->outcomes[i] == static_cast<uint8_t>(publish_outcome::rejected);
+      if (!nack) {
+        multi_upto = tag;
+        continue;
+      }
+      flush_multi();
+      send_ack_or_nack(id, basic_nack, tag, false);
+    }
+  }
+  flush_multi();
+}
+
+void session::send_ack_or_nack(uint16_t id, method_id which, uint64_t tag, bool multiple) {
+  auto w = method_payload(which);
+  w.longlong_uint(tag);
+  w.bits(which == basic_nack ? std::vector<bool>{multiple, false} : std::vector<bool>{multiple});
+  send_method(id, std::move(w));
+}
+
+void session::send_return(uint16_t id, const message& m) {
+  auto w = method_payload(basic_return);
+  w.short_uint(static_cast<uint16_t>(reply_code::no_route));
+  w.short_string("NO_ROUTE");
+  w.short_string(m.exchange);
+  w.short_string(m.routing_key);
+  send_content(id, w.bytes(), m);
+}
+
+void session::send_acks(uint16_t id, channel& ch) {
+  if (ch.acks.empty()) return;
+  auto tags = std::move(ch.acks);
+  ch.acks.clear();
+  request(id, basic_ack, nullptr,
+          [&](uint64_t r) { caf::anon_send(actor_, settle_atom::value, r, id, std::move(tags)); });
+}
+
+void session::deliver(uint16_t id, const std::string& tag, std::vector<delivery> batch) {
+  auto c = channels_.find(id);
+  if (c == channels_.end() || c->second.closing || phase_ != phase::running) return;
+  for (const auto& d : batch) {
+    auto w = method_payload(basic_deliver);
+    w.short_string(tag);
+    w.longlong_uint(d.tag);
+    w.bits({d.redelivered});
+    w.short_string(d.msg->exchange);
+    w.short_string(d.msg->routing_key);
+    send_content(id, w.bytes(), *d.msg);
+  }
+  unflushed_.emplace_back(id, tag, static_cast<uint32_t>(batch.size()));
+}
+
+}  // namespace warren::amqp
