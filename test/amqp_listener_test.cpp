@@ -403,6 +403,15 @@ BOOST_AUTO_TEST_CASE(misplaced_frames_close_the_connection_with_their_code) {
     BOOST_TEST(c.expect_connection_close() == 504);
   }
   {
+    // A channel number above the negotiated channel_max (2047): CHANNEL_ERROR.
+    raw_client c(node.amqp_port());
+    c.handshake();
+    auto open = method_payload({20, 10});
+    open.short_string("");
+    c.send_method(65535, std::move(open));
+    BOOST_TEST(c.expect_connection_close() == 504);
+  }
+  {
     // Content without a basic.publish before it: UNEXPECTED_FRAME.
     raw_client c(node.amqp_port());
     c.handshake();
