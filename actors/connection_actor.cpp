@@ -205,7 +205,7 @@ void drain_publishes(self_ptr self, uint16_t id) {
   auto c = st.channels.find(id);
   if (c == st.channels.end()) return;
   auto& ch = c->second;
-  while (ch.open && !ch.resolving && !ch.publish_backlog.empty()) {
+  while (ch.open && !ch.resolving && !st.blocked && !ch.publish_backlog.empty()) {
     auto& front = ch.publish_backlog.front();
     std::vector<std::string> unknown;
     for (const auto& m : front.msgs)
@@ -525,6 +525,15 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
           ch->publish_backlog.push_back({request, std::move(msgs)});
           drain_publishes(self, id);
         }
+      },
+      [=](blocked_atom, bool blocked, const std::string&) {
+        // The node's resource alarm: while it lasts, publish calls wait in their backlog and
+        // are answered (which is the publisher's credit) once it clears.
+        self->state.blocked = blocked;
+        if (blocked) return;
+        std::vector<uint16_t> ids;
+        for (const auto& [id, ch] : self->state.channels) ids.push_back(id);
+        for (auto id : ids) drain_publishes(self, id);
       },
       [=](confirm_atom, uint16_t id, std::vector<uint64_t>& acked, std::vector<uint64_t>& nacked) {
         auto c = self->state.channels.find(id);

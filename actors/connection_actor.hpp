@@ -96,6 +96,7 @@ struct connection_state {
   std::unordered_map<std::string, exchange_entry> exchanges;
   bool closed = false;
   std::optional<uint64_t> close_after_publishes;  // the client's close, once lookups end
+  bool blocked = false;  // the resource alarm holds publishes back (they wait in the backlog)
   traffic_counters traffic;
 
   static inline const char* name = "connection";

@@ -119,11 +119,13 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
           return make_broker_error(reply_code::not_found, "no vhost " + quote(hello.vhost));
         self->monitor(conn);
         st.connections[conn.address()] = conn;
+        if (st.alarm) self->send(st.alarm, subscribe_atom::value, conn);
         log(log_level::debug, "node",
             "connection " + quote(hello.client_name) + " from " + hello.peer + " to vhost " +
                 quote(hello.vhost));
         return v->second;
       },
+      [=](alarm_atom, const caf::actor& alarm) { self->state.alarm = alarm; },
       [=](declare_atom, vhost_atom, const std::string& name) -> caf::result<void> {
         if (auto problem = check_name("vhost name", name); !problem.empty())
           return make_broker_error(reply_code::precondition_failed, problem);

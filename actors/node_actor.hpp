@@ -9,6 +9,7 @@
 //   (ready_atom)                                     -> void   once every queue has recovered
 //   (list_atom, conns_atom)                          -> std::vector<connection_info>
 //   (list_atom, queues_atom)                         -> std::vector<queue_info>  every vhost
+//   (alarm_atom, actor)                              the resource alarm new connections follow
 //   (stats_atom)                                     -> node_stats_info  queues, connections,
 //                                                       uptime and memory
 #pragma once
@@ -33,6 +34,7 @@ struct node_state {
   std::unordered_map<caf::actor_addr, caf::actor> connections;
   storage_context storage;
   int64_t started_ms = 0;  // steady clock
+  caf::actor alarm;        // resource_alarm: connections subscribe to it when they connect
 
   static inline const char* name = "node";
 };

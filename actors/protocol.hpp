@@ -61,6 +61,7 @@ using compact_atom = caf::atom_constant<caf::atom("compact")>;
 using ready_atom = caf::atom_constant<caf::atom("ready")>;
 using blocked_atom = caf::atom_constant<caf::atom("blocked")>;
 using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
+using alarm_atom = caf::atom_constant<caf::atom("alarm")>;
 
 /// How a connection settles deliveries it holds.
 enum class settle_kind : uint8_t { ack, requeue, reject };

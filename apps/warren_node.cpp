@@ -141,19 +141,21 @@ int main(int argc, char** argv) {
         .receive([] {}, [](caf::error&) {});
   }
 
+  auto alarm = system.spawn(warren::resource_alarm,
+                            warren::make_resource_limits(opt.memory_high_watermark,
+                                                         opt.disk_free_limit, storage.data_dir));
+  caf::anon_send(node, warren::alarm_atom::value, alarm);
   warren::net::rpc_server server(system, node);
   uint16_t port = 0;
   try {
     port = server.start(opt.bind, opt.port);
   } catch (const std::exception& e) {
     warren::log(warren::log_level::error, "node", e.what());
+    caf::anon_send_exit(alarm, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(storage.persistence, caf::exit_reason::user_shutdown);
     return 1;
   }
-  auto alarm = system.spawn(warren::resource_alarm,
-                            warren::make_resource_limits(opt.memory_high_watermark,
-                                                         opt.disk_free_limit, storage.data_dir));
   warren::amqp::amqp_server amqp(system, node, alarm);
   if (opt.amqp_port != 0) {
     try {

@@ -19,6 +19,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <random>
 #include <set>
@@ -433,7 +434,8 @@ BOOST_AUTO_TEST_CASE(a_full_disk_refuses_publishes_keeps_what_was_confirmed_and_
     std::string chunk(64 * 1024, 'b');
     for (int i = 0; i < 8; ++i) out << chunk;  // 512 KiB to give back later
   }
-  node_process node({}, mount_point.path() + "/data");
+  // No disk alarm here: this test is about what happens when the disk does fill up.
+  node_process node({"--disk-free-limit", "0"}, mount_point.path() + "/data");
   auto conn = connect_to(node);
   auto ch = conn->open_channel();
   ch->queue_declare("q", durable);
@@ -459,11 +461,50 @@ BOOST_AUTO_TEST_CASE(a_full_disk_refuses_publishes_keeps_what_was_confirmed_and_
   confirmed.push_back("after");
   // Everything confirmed survives a crash; nothing refused is there.
   node.kill9();
-  node_process restarted({}, mount_point.path() + "/data");
+  node_process restarted({"--disk-free-limit", "0"}, mount_point.path() + "/data");
   auto conn2 = connect_to(restarted);
   auto all = drain(*conn2, "q");
   BOOST_REQUIRE(all.size() == confirmed.size());
   for (size_t i = 0; i < all.size(); ++i) BOOST_TEST_REQUIRE(all[i].body == confirmed[i]);
+}
+
+// The disk alarm holds publishers back before the disk is full: their publish calls are
+// answered once space returns.
+BOOST_AUTO_TEST_CASE(publishes_wait_while_the_disk_alarm_lasts) {
+  temp_dir mount_point;
+  auto mount = warren::test::run_command(
+      {"/usr/bin/mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mount_point.path()});
+  BOOST_REQUIRE_MESSAGE(mount.exit_code == 0, "cannot mount a tmpfs: " << mount.err);
+  struct unmount {
+    std::string path;
+    ~unmount() { warren::test::run_command({"/usr/bin/umount", "-l", path}); }
+  } unmount_later{mount_point.path()};
+  node_process node({"--disk-free-limit", "8000000"}, mount_point.path() + "/data");
+  auto conn = connect_to(node);
+  auto ch = conn->open_channel();
+  ch->queue_declare("q", durable);
+  BOOST_TEST(to_string(ch->publish(persistent("q", "before")).outcome) == std::string("routed"));
+  auto ballast = mount_point.path() + "/ballast";
+  {
+    std::ofstream out(ballast, std::ios::binary);
+    std::string chunk(1 << 20, 'b');
+    for (int i = 0; i < 10; ++i) out << chunk;
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (node.log().find("disk alarm") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  BOOST_REQUIRE(node.log().find("disk alarm") != std::string::npos);
+  auto held = ch->publish_batch({persistent("q", "held")});
+  // Not answered while the alarm lasts (this can only pass falsely, never fail falsely).
+  BOOST_TEST((held.wait_for(std::chrono::milliseconds(300)) == std::future_status::timeout));
+  fs::remove(ballast);
+  auto results = held.get();
+  BOOST_REQUIRE(results.size() == 1u);
+  BOOST_TEST(to_string(results[0].outcome) == std::string("routed"));
+  auto all = drain(*conn, "q");
+  BOOST_REQUIRE(all.size() == 2u);
+  BOOST_TEST(all[1].body == "held");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
