@@ -269,11 +269,27 @@ void session::send_method(uint16_t channel, writer w) {
   schedule_flush();
 }
 
-void session::send_content(uint16_t channel, const std::string& method, const message& m) {
+void session::send_content(uint16_t channel, const std::string& method, const message_ptr& m) {
   content_header h;
-  h.body_size = m.body.size();
-  h.properties = to_basic_properties(m.properties());
-  write_content(output_, channel, method, h, m.body, frame_max_);
+  h.body_size = m->body.size();
+  h.properties = to_basic_properties(m->properties());
+  write_frame(output_, frame_type::method, channel, method);
+  write_frame(output_, frame_type::header, channel, content_header_payload(h));
+  const auto& body = m->body;
+  size_t chunk = frame_max_ - frame_overhead;
+  for (size_t at = 0; at < body.size(); at += chunk) {
+    size_t n = std::min(chunk, body.size() - at);
+    writer head;
+    head.octet(static_cast<uint8_t>(frame_type::body));
+    head.short_uint(channel);
+    head.long_uint(static_cast<uint32_t>(n));
+    output_ += head.bytes();
+    if (n >= gather_threshold)
+      output_refs_.push_back({output_.size(), m, at, n});  // written from the message itself
+    else
+      output_.append(body, at, n);
+    output_.push_back(static_cast<char>(frame_end));
+  }
   schedule_flush();
 }
 
@@ -298,20 +314,35 @@ void session::flush_output() {
   // Two buffers take turns, so their capacity is reused rather than reallocated per write.
   std::swap(output_, in_flight_);
   output_.clear();
+  std::swap(output_refs_, in_flight_refs_);
+  output_refs_.clear();
   auto flushed = std::move(unflushed_);
   unflushed_.clear();
-  tasks_.add(stream_->write(in_flight_.data(), in_flight_.size())
-                 .then([this, flushed = std::move(flushed)]() {
-                   writing_ = false;
-                   in_flight_.clear();
-                   for (const auto& [channel, tag, n] : flushed)
-                     caf::anon_send(actor_, flushed_atom::value, channel, tag, n);
-                   if (after_flush_ && output_.empty()) {
-                     finish(after_flush_reason_);
-                     return;
-                   }
-                   flush_output();
-                 }));
+  // One gather write: the buffer, with large bodies read in place from their messages.
+  auto pieces = kj::heapArrayBuilder<kj::ArrayPtr<const kj::byte>>(2 * in_flight_refs_.size() + 1);
+  auto bytes = [](const char* p) { return reinterpret_cast<const kj::byte*>(p); };
+  size_t last = 0;
+  for (const auto& ref : in_flight_refs_) {
+    if (ref.at > last) pieces.add(bytes(in_flight_.data() + last), ref.at - last);
+    pieces.add(bytes(ref.msg->body.data() + ref.offset), ref.length);
+    last = ref.at;
+  }
+  if (in_flight_.size() > last)
+    pieces.add(bytes(in_flight_.data() + last), in_flight_.size() - last);
+  auto array = pieces.finish();
+  auto promise = stream_->write(array.asPtr()).attach(kj::mv(array));
+  tasks_.add(kj::mv(promise).then([this, flushed = std::move(flushed)]() {
+    writing_ = false;
+    in_flight_.clear();
+    in_flight_refs_.clear();
+    for (const auto& [channel, tag, n] : flushed)
+      caf::anon_send(actor_, flushed_atom::value, channel, tag, n);
+    if (after_flush_ && output_.empty()) {
+      finish(after_flush_reason_);
+      return;
+    }
+    flush_output();
+  }));
 }
 
 void session::finish_after_flush(const std::string& reason) {

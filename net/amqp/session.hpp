@@ -29,6 +29,9 @@ constexpr uint64_t max_body_size = 128ull << 20;
 constexpr size_t max_unanswered_messages = 20000;
 /// Publishes gathered from one read are sent to the actor in batches of at most this many.
 constexpr size_t max_publish_batch = 2000;
+/// Body chunks at least this big are written from the message itself rather than copied into
+/// the output buffer.
+constexpr size_t gather_threshold = 512;
 /// After sending connection.close, how long to wait for close-ok before dropping the socket.
 constexpr int64_t close_grace_seconds = 2;
 
@@ -185,7 +188,7 @@ class session : public std::enable_shared_from_this<session>,
 
   void send_ack_or_nack(uint16_t id, method_id which, uint64_t tag, bool multiple);
 
-  void send_return(uint16_t id, const message& m);
+  void send_return(uint16_t id, const message_ptr& m);
 
   void send_acks(uint16_t id, channel& ch);
 
@@ -227,7 +230,7 @@ class session : public std::enable_shared_from_this<session>,
   // --- writing ------------------------------------------------------------------------------
   void send_method(uint16_t channel, writer w);
 
-  void send_content(uint16_t channel, const std::string& method, const message& m);
+  void send_content(uint16_t channel, const std::string& method, const message_ptr& m);
 
   void send_raw(std::string bytes);
 
@@ -274,7 +277,14 @@ class session : public std::enable_shared_from_this<session>,
   char read_buffer_[65536];
   std::string input_;
   std::string output_;
-  std::string in_flight_;                                               // the buffer being written
+  std::string in_flight_;  // the buffer being written
+  // Bodies written in place: inserted into the output at byte `at`, kept alive until written.
+  struct body_ref {
+    size_t at;
+    message_ptr msg;
+    size_t offset, length;
+  };
+  std::vector<body_ref> output_refs_, in_flight_refs_;
   std::vector<std::tuple<uint16_t, std::string, uint32_t>> unflushed_;  // deliveries in output_
   bool writing_ = false;
   bool flush_scheduled_ = false;

@@ -359,7 +359,7 @@ void session::on_channel_method(uint16_t id, channel& ch, method_id m, reader& r
           w.short_string(d.msg->exchange);
           w.short_string(d.msg->routing_key);
           w.long_uint(d.message_count);
-          send_content(id, w.bytes(), *d.msg);
+          send_content(id, w.bytes(), d.msg);
         },
         [&](uint64_t q) {
           caf::anon_send(actor_, get_atom::value, q, id, std::move(queue), no_ack);

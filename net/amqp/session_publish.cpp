@@ -111,7 +111,7 @@ void session::published_answered(uint16_t id, publish_call& call) {
   if (c == channels_.end() || c->second.closing) return;
   for (size_t i = 0; i < call.msgs.size() && i < call.outcomes.size(); ++i)
     if (call.outcomes[i] == static_cast<uint8_t>(publish_outcome::returned))
-      send_return(id, *call.msgs[i]);
+      send_return(id, call.msgs[i]);
   if (call.first_tag != 0) send_confirms(id, c->second);
   flush_output();
 }
@@ -148,12 +148,12 @@ void session::send_ack_or_nack(uint16_t id, method_id which, uint64_t tag, bool 
   send_method(id, std::move(w));
 }
 
-void session::send_return(uint16_t id, const message& m) {
+void session::send_return(uint16_t id, const message_ptr& m) {
   auto w = method_payload(basic_return);
   w.short_uint(static_cast<uint16_t>(reply_code::no_route));
   w.short_string("NO_ROUTE");
-  w.short_string(m.exchange);
-  w.short_string(m.routing_key);
+  w.short_string(m->exchange);
+  w.short_string(m->routing_key);
   send_content(id, w.bytes(), m);
 }
 
@@ -175,7 +175,7 @@ void session::deliver(uint16_t id, const std::string& tag, std::vector<delivery>
     w.bits({d.redelivered});
     w.short_string(d.msg->exchange);
     w.short_string(d.msg->routing_key);
-    send_content(id, w.bytes(), *d.msg);
+    send_content(id, w.bytes(), d.msg);
   }
   unflushed_.emplace_back(id, tag, static_cast<uint32_t>(batch.size()));
 }
