@@ -47,13 +47,32 @@ node_process::node_process(std::vector<std::string> extra_args, std::string data
     data_dir = own_dir_->path();
   }
   data_dir_ = data_dir;
-  std::vector<std::string> argv{WARREN_NODE_PATH, "--port",     "0",      "--log-level",
-                                "info",           "--data-dir", data_dir_};
-  if (std::find(extra_args.begin(), extra_args.end(), "--amqp-port") == extra_args.end()) {
-    argv.push_back("--amqp-port");
-    argv.push_back(std::to_string(free_port()));
+  bool pick_amqp_port =
+      std::find(extra_args.begin(), extra_args.end(), "--amqp-port") == extra_args.end();
+  // A port that was free when picked can be taken by another test's node before ours binds it:
+  // then pick another.
+  for (int attempt = 1;; ++attempt) {
+    std::vector<std::string> argv{WARREN_NODE_PATH, "--port",     "0",      "--log-level",
+                                  "info",           "--data-dir", data_dir_};
+    if (pick_amqp_port) {
+      argv.push_back("--amqp-port");
+      argv.push_back(std::to_string(free_port()));
+    }
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+    if (launch(argv)) return;
+    bool port_taken = log().find("(AMQP)") != std::string::npos;
+    stop();
+    if (reader_.joinable()) reader_.join();  // a thrown constructor must not leave it running
+    if (!pick_amqp_port || !port_taken || attempt == 5)
+      throw std::runtime_error("warren-node did not start; it logged:\n" + log());
+    std::lock_guard<std::mutex> guard(mutex_);
+    log_.clear();
+    eof_ = false;
+    reaped_ = false;
   }
-  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+}
+
+bool node_process::launch(const std::vector<std::string>& argv) {
   int err_pipe[2];
   if (pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
   pid_ = fork();
@@ -80,11 +99,12 @@ node_process::node_process(std::vector<std::string> extra_args, std::string data
   if (!ready || !std::regex_search(log_, m, ready_line)) {
     lock.unlock();
     ::kill(pid_, SIGKILL);
-    throw std::runtime_error("warren-node did not start; it logged:\n" + log());
+    return false;
   }
   port_ = static_cast<uint16_t>(std::stoi(m[1]));
   static const std::regex amqp_line("AMQP 0-9-1 listener on [^:]+:([0-9]+)");
   if (std::regex_search(log_, m, amqp_line)) amqp_port_ = static_cast<uint16_t>(std::stoi(m[1]));
+  return true;
 }
 
 uint16_t free_port() {

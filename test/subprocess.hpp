@@ -60,6 +60,7 @@ class node_process {
   std::unique_ptr<temp_dir> own_dir_;
   std::string data_dir_;
   void read_log(int fd);
+  bool launch(const std::vector<std::string>& argv);  // false when it did not become ready
 
   pid_t pid_ = -1;
   uint16_t port_ = 0;
