@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <optional>
-#include <unordered_set>
 
 namespace warren {
 
@@ -294,20 +293,17 @@ void grant_credit(self_ptr self, uint16_t id, channel_state& ch, const std::stri
   self->send(c->second.queue, credit_atom::value, self_handle(self), id, tag, n);
 }
 
-using unacked_iterator = std::map<uint64_t, channel_state::unacked_entry>::iterator;
-
-// Settles the chosen deliveries with `kind`: one message per queue, and the credit their
-// consumers earned back.
+// Settles deliveries already taken out of the channel's unacked map with `kind`: one message
+// per queue, and the credit their consumers earned back.
 void settle_entries(self_ptr self, uint16_t id, channel_state& ch,
-                    const std::vector<unacked_iterator>& chosen, settle_kind kind) {
+                    std::vector<channel_state::unacked_entry> taken, settle_kind kind) {
   std::map<caf::actor, std::vector<uint64_t>> by_queue;
   std::map<std::string, uint32_t> by_consumer;
-  for (auto i : chosen) {
-    by_queue[i->second.queue].push_back(i->second.delivery_id);
-    if (!i->second.consumer_tag.empty()) ++by_consumer[i->second.consumer_tag];
-    ch.unacked.erase(i);
+  for (const auto& e : taken) {
+    by_queue[e.queue].push_back(e.delivery_id);
+    if (!e.consumer_tag.empty()) ++by_consumer[e.consumer_tag];
   }
-  if (kind == settle_kind::ack) self->state.traffic.acked += chosen.size();
+  if (kind == settle_kind::ack) self->state.traffic.acked += taken.size();
   for (auto& [queue, ids] : by_queue)
     self->send(queue, settle_atom::value, self_handle(self), std::move(ids), kind);
   for (const auto& [consumer, n] : by_consumer) {
@@ -320,37 +316,37 @@ void settle_entries(self_ptr self, uint16_t id, channel_state& ch,
 // Settles tag (or everything up to it) with `kind`; false when the tag is not outstanding.
 bool settle(self_ptr self, uint16_t id, channel_state& ch, uint64_t tag, bool multiple,
             settle_kind kind) {
-  std::vector<unacked_iterator> chosen;
+  std::vector<channel_state::unacked_entry> taken;
   if (multiple) {
     auto end = tag == 0 ? ch.unacked.end() : ch.unacked.upper_bound(tag);
-    for (auto i = ch.unacked.begin(); i != end; ++i) chosen.push_back(i);
-    if (chosen.empty() && tag != 0 && ch.unacked.count(tag) == 0) return false;
+    if (ch.unacked.begin() == end && tag != 0) return false;
+    for (auto i = ch.unacked.begin(); i != end; ++i) taken.push_back(std::move(i->second));
+    ch.unacked.erase(ch.unacked.begin(), end);
   } else {
     auto i = ch.unacked.find(tag);
     if (i == ch.unacked.end()) return false;
-    chosen.push_back(i);
+    taken.push_back(std::move(ch.unacked.extract(i).mapped()));
   }
-  settle_entries(self, id, ch, chosen, kind);
+  settle_entries(self, id, ch, std::move(taken), kind);
   return true;
 }
 
 // Acks each tag; returns the first tag that is not outstanding, if any, having acked the ones
-// before it.
+// before it. A tag twice in one list is unknown the second time: the first took it out.
 std::optional<uint64_t> ack_each(self_ptr self, uint16_t id, channel_state& ch,
                                  const std::vector<uint64_t>& tags) {
-  std::vector<unacked_iterator> chosen;
-  chosen.reserve(tags.size());
-  std::unordered_set<uint64_t> seen;  // a tag twice in one list: the second is unknown
+  std::vector<channel_state::unacked_entry> taken;
+  taken.reserve(tags.size());
   std::optional<uint64_t> unknown;
   for (auto tag : tags) {
     auto i = ch.unacked.find(tag);
-    if (i == ch.unacked.end() || !seen.insert(tag).second) {
+    if (i == ch.unacked.end()) {
       unknown = tag;
       break;
     }
-    chosen.push_back(i);
+    taken.push_back(std::move(ch.unacked.extract(i).mapped()));
   }
-  settle_entries(self, id, ch, chosen, settle_kind::ack);
+  settle_entries(self, id, ch, std::move(taken), settle_kind::ack);
   return unknown;
 }
 
