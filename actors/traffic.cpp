@@ -12,6 +12,16 @@ traffic_counters& traffic_counters::operator+=(const traffic_counters& o) {
   return *this;
 }
 
+traffic_rates& traffic_rates::operator+=(const traffic_rates& o) {
+  published += o.published;
+  delivered += o.delivered;
+  acked += o.acked;
+  redelivered += o.redelivered;
+  bytes_in += o.bytes_in;
+  bytes_out += o.bytes_out;
+  return *this;
+}
+
 namespace {
 
 double rate(uint64_t before, uint64_t after, double seconds) {

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
 
 namespace warren {
 
@@ -29,12 +32,31 @@ struct traffic_counters {
 
 struct traffic_rates {
   double published = 0, delivered = 0, acked = 0, redelivered = 0, bytes_in = 0, bytes_out = 0;
+
+  traffic_rates& operator+=(const traffic_rates& o);
 };
 
 /// Per-second rates between two readings `seconds` apart. A counter that went down (its queue
 /// was deleted and declared again) counts from zero.
 traffic_rates rates_between(const traffic_counters& before, const traffic_counters& after,
                             double seconds);
+
+/// The rates of every row of `after` (anything with a `traffic` member), against the row of
+/// `before` with the same `key(row)`; a row that is new counts from zero.
+template <class Row, class Key>
+std::vector<traffic_rates> rates_by_key(const std::vector<Row>& before,
+                                        const std::vector<Row>& after, double seconds, Key key) {
+  std::map<std::string, const traffic_counters*> earlier;
+  for (const auto& row : before) earlier[key(row)] = &row.traffic;
+  static const traffic_counters zero;
+  std::vector<traffic_rates> out;
+  out.reserve(after.size());
+  for (const auto& row : after) {
+    auto i = earlier.find(key(row));
+    out.push_back(rates_between(i == earlier.end() ? zero : *i->second, row.traffic, seconds));
+  }
+  return out;
+}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, traffic_counters& x) {

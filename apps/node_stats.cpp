@@ -6,8 +6,6 @@
 
 #include <caf/scoped_actor.hpp>
 
-#include <map>
-
 namespace warren {
 
 namespace {
@@ -18,23 +16,20 @@ std::string per_second(double n) {
 
 // The table of one interval: every queue that holds messages, has consumers or had traffic.
 void log_interval(const node_stats_info& now, const node_stats_info* before) {
-  std::map<std::string, const traffic_counters*> earlier;
-  if (before != nullptr)
-    for (const auto& q : before->queues) earlier[q.vhost + '\0' + q.spec.name] = &q.traffic;
   double seconds = before ? (now.uptime_ms - before->uptime_ms) / 1000.0 : 0;
-  static const traffic_counters zero;
+  auto key = [](const queue_info& q) { return q.vhost + '\0' + q.spec.name; };
+  auto rates =
+      rates_by_key(before ? before->queues : std::vector<queue_info>{}, now.queues, seconds, key);
   text::table rows{{"vhost", "queue", "ready", "unacked", "consumers", "enqueued", "delivered",
                     "acked", "redelivered", "on disk"}};
   uint64_t ready = 0, unacked = 0;
   traffic_rates total;
-  for (const auto& q : now.queues) {
+  for (size_t n = 0; n < now.queues.size(); ++n) {
+    const auto& q = now.queues[n];
+    const auto& r = rates[n];
     ready += q.ready;
     unacked += q.unacked;
-    auto i = earlier.find(q.vhost + '\0' + q.spec.name);
-    auto r = rates_between(i == earlier.end() ? zero : *i->second, q.traffic, seconds);
-    total.published += r.published;
-    total.delivered += r.delivered;
-    total.acked += r.acked;
+    total += r;
     bool active = r.published > 0 || r.delivered > 0 || r.acked > 0;
     if (q.ready == 0 && q.unacked == 0 && q.consumers == 0 && !active) continue;
     rows.push_back({q.vhost, q.spec.name, std::to_string(q.ready), std::to_string(q.unacked),

@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <iostream>
-#include <map>
 #include <thread>
 
 using namespace warren::client;
@@ -22,23 +21,6 @@ std::string connection_key(const connection_row& c) {
   return c.name + '\0' + c.peer;
 }
 
-// Rates of every row of `after`, against the row with the same key in `before` (a row that is
-// new counts from zero).
-template <class Row, class Key>
-std::vector<traffic_rates> rates_of(const std::vector<Row>& before, const std::vector<Row>& after,
-                                    double seconds, Key key) {
-  std::map<std::string, const warren::traffic_counters*> earlier;
-  for (const auto& row : before) earlier[key(row)] = &row.traffic;
-  std::vector<traffic_rates> out;
-  static const warren::traffic_counters zero;
-  for (const auto& row : after) {
-    auto i = earlier.find(key(row));
-    out.push_back(
-        warren::rates_between(i == earlier.end() ? zero : *i->second, row.traffic, seconds));
-  }
-  return out;
-}
-
 json rates_json(const traffic_rates& r) {
   return json{{"published_per_s", r.published}, {"delivered_per_s", r.delivered},
               {"acked_per_s", r.acked},         {"redelivered_per_s", r.redelivered},
@@ -53,14 +35,7 @@ json counters_json(const warren::traffic_counters& t) {
 
 traffic_rates sum(const std::vector<traffic_rates>& rows) {
   traffic_rates total;
-  for (const auto& r : rows) {
-    total.published += r.published;
-    total.delivered += r.delivered;
-    total.acked += r.acked;
-    total.redelivered += r.redelivered;
-    total.bytes_in += r.bytes_in;
-    total.bytes_out += r.bytes_out;
-  }
+  for (const auto& r : rows) total += r;
   return total;
 }
 
@@ -85,8 +60,9 @@ std::string duration(uint64_t ms) {
 
 void report(const node_stats& before, const node_stats& after, bool as_json) {
   double seconds = (after.uptime_ms - before.uptime_ms) / 1000.0;
-  auto queue_rates = rates_of(before.queues, after.queues, seconds, queue_key);
-  auto conn_rates = rates_of(before.connections, after.connections, seconds, connection_key);
+  auto queue_rates = warren::rates_by_key(before.queues, after.queues, seconds, queue_key);
+  auto conn_rates =
+      warren::rates_by_key(before.connections, after.connections, seconds, connection_key);
   auto total = sum(queue_rates);
   uint64_t ready = 0, unacked = 0, on_disk = 0;
   for (const auto& q : after.queues) {
