@@ -221,14 +221,7 @@ BOOST_AUTO_TEST_SUITE_END()
 
 // Needs root to mount a small tmpfs (CI and the development machines run as root).
 BOOST_AUTO_TEST_CASE(a_disk_alarm_blocks_publishers_until_space_returns) {
-  warren::test::temp_dir mount_point;
-  auto mount =
-      run_command({"/usr/bin/mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mount_point.path()});
-  BOOST_REQUIRE_MESSAGE(mount.exit_code == 0, "cannot mount a tmpfs: " << mount.err);
-  struct unmount {
-    std::string path;
-    ~unmount() { run_command({"/usr/bin/umount", "-l", path}); }
-  } unmount_later{mount_point.path()};
+  warren::test::tmpfs_mount mount_point("16m");
   node_process node({"--disk-free-limit", "8000000"}, mount_point.path() + "/data");
   raw_client c(node.amqp_port());
   c.handshake(0, true);

@@ -420,14 +420,7 @@ BOOST_AUTO_TEST_SUITE(disk_full)
 
 // Needs root to mount a small tmpfs (CI and the development machines run as root).
 BOOST_AUTO_TEST_CASE(a_full_disk_refuses_publishes_keeps_what_was_confirmed_and_recovers) {
-  temp_dir mount_point;
-  auto mount = warren::test::run_command(
-      {"/usr/bin/mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", mount_point.path()});
-  BOOST_REQUIRE_MESSAGE(mount.exit_code == 0, "cannot mount a tmpfs: " << mount.err);
-  struct unmount {
-    std::string path;
-    ~unmount() { warren::test::run_command({"/usr/bin/umount", "-l", path}); }
-  } unmount_later{mount_point.path()};
+  warren::test::tmpfs_mount mount_point("3m");
   auto ballast = mount_point.path() + "/ballast";
   {
     std::ofstream out(ballast, std::ios::binary);
@@ -471,14 +464,7 @@ BOOST_AUTO_TEST_CASE(a_full_disk_refuses_publishes_keeps_what_was_confirmed_and_
 // The disk alarm holds publishers back before the disk is full: their publish calls are
 // answered once space returns.
 BOOST_AUTO_TEST_CASE(publishes_wait_while_the_disk_alarm_lasts) {
-  temp_dir mount_point;
-  auto mount = warren::test::run_command(
-      {"/usr/bin/mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mount_point.path()});
-  BOOST_REQUIRE_MESSAGE(mount.exit_code == 0, "cannot mount a tmpfs: " << mount.err);
-  struct unmount {
-    std::string path;
-    ~unmount() { warren::test::run_command({"/usr/bin/umount", "-l", path}); }
-  } unmount_later{mount_point.path()};
+  warren::test::tmpfs_mount mount_point("16m");
   node_process node({"--disk-free-limit", "8000000"}, mount_point.path() + "/data");
   auto conn = connect_to(node);
   auto ch = conn->open_channel();

@@ -41,6 +41,15 @@ temp_dir::~temp_dir() {
   std::filesystem::remove_all(path_, ec);
 }
 
+tmpfs_mount::tmpfs_mount(const std::string& size) {
+  auto r = run_command({"/usr/bin/mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", path()});
+  if (r.exit_code != 0) throw std::runtime_error("cannot mount a tmpfs: " + r.err);
+}
+
+tmpfs_mount::~tmpfs_mount() {
+  run_command({"/usr/bin/umount", "-l", path()});
+}
+
 node_process::node_process(std::vector<std::string> extra_args, std::string data_dir) {
   if (data_dir.empty()) {
     own_dir_ = std::make_unique<temp_dir>();

@@ -27,6 +27,21 @@ class temp_dir {
   std::string path_;
 };
 
+/// A small tmpfs (`size` as mount takes it: "3m") mounted on a fresh temporary directory, for
+/// disk-full and disk-alarm tests; unmounted when destroyed. Needs root, as CI and the
+/// development machines have; throws std::runtime_error with mount's complaint otherwise.
+class tmpfs_mount {
+ public:
+  explicit tmpfs_mount(const std::string& size);
+  ~tmpfs_mount();
+  tmpfs_mount(const tmpfs_mount&) = delete;
+  tmpfs_mount& operator=(const tmpfs_mount&) = delete;
+  const std::string& path() const { return dir_.path(); }
+
+ private:
+  temp_dir dir_;
+};
+
 /// A warren-node child process listening on a port the OS picked, with its data in `data_dir`
 /// (a fresh temporary one when empty). Its AMQP listener gets a free port too, unless
 /// `extra_args` names one. Stopped (SIGTERM, then SIGKILL if it lingers) when destroyed.
