@@ -18,7 +18,7 @@ AMQP_PORT=${AMQP_PORT:-5679}
 source bench/lib.sh
 
 # figure FIELD OUTPUT: the value of FIELD= in amqp-bench's output
-figure() { grep -o "$1=[0-9.]*" <<<"$2" | head -1 | cut -d= -f2; }
+figure() { grep -o "$1=[0-9.]*" <<<"$2" | head -1 | cut -d= -f2 || true; }
 
 ROWS=()
 scenario() {  # scenario LABEL FIELD AMQP-BENCH-ARGS...
@@ -30,7 +30,9 @@ scenario() {  # scenario LABEL FIELD AMQP-BENCH-ARGS...
   w=$("$AMQP_BENCH" -p "$AMQP_PORT" "$@" -B "$NODE_PID" -T 120 2>&1 || true)
   stop_node
   r=$("$AMQP_BENCH" "$@" -B "$("$RMQ_LOCAL" pid)" -T 120 2>&1 || true)
-  ROWS+=("$label|$field|$(figure "$field" "$w")|$(figure "$field" "$r")")
+  local unit=msgs/s
+  case $field in p50 | p99) unit=us ;; deliveries_per_s) unit=deliveries/s ;; esac
+  ROWS+=("$label|$unit|$(figure "$field" "$w")|$(figure "$field" "$r")")
   printf '  %-46s warren %-10s rabbitmq %s\n' "$label" "$(figure "$field" "$w")" \
     "$(figure "$field" "$r")" >&2
 }
@@ -61,21 +63,4 @@ scenario "topic 4 of 16, no consumer, 64 B" accepted_msgs_per_s -m topic -s 64 -
 scenario "topic 4 of 16, deliveries, 4 KiB" deliveries_per_s -m topic -s 4096 -n "$N" -f 100 -a manual
 
 echo
-echo "| scenario (amqp-bench, same client) | Warren | RabbitMQ | Warren's advantage |"
-echo "|---|---:|---:|---:|"
-for r in "${ROWS[@]}"; do
-  IFS='|' read -r label field w q <<<"$r"
-  python3 - "$label" "$field" "$w" "$q" <<'PY'
-import sys
-label, field, w, q = sys.argv[1:]
-def num(s):
-    try: return float(s)
-    except ValueError: return None
-a, b = num(w), num(q)
-fmt = lambda x: "-" if x is None else f"{x:,.0f}"
-ratio = "-"
-if a and b:
-    ratio = f"{(b / a if field in ('p50', 'p99') else a / b):.2f}x"
-print(f"| {label} | {fmt(a)} | {fmt(b)} | {ratio} |")
-PY
-done
+print_table "scenario (amqp-bench, same client)" "${ROWS[@]}"

@@ -31,3 +31,30 @@ start_node() {
 }
 
 stop_node() { kill "$NODE_PID"; wait "$NODE_PID" 2>/dev/null || true; NODE_PID=; }
+
+# print_table HEADING ROW...: each ROW is "label|unit|warren|rabbitmq", both figures in `unit`.
+# Prints one Markdown table; "Warren's advantage" is Warren / RabbitMQ for rates and
+# RabbitMQ / Warren for latency and memory, so above 1 means Warren is better.
+print_table() {
+  local heading=$1; shift
+  echo "| $heading | unit | Warren | RabbitMQ | Warren's advantage |"
+  echo "|---|---|---:|---:|---:|"
+  python3 - "$@" <<'PY'
+import sys
+def num(s):
+    try: return float(s)
+    except ValueError: return None
+def fmt(x, unit):
+    if x is None: return "-"
+    if unit == "ms" and x < 10: return f"{x:.3f}"
+    return f"{x:,.0f}"
+for row in sys.argv[1:]:
+    label, unit, w, q = row.split("|")
+    a, b = num(w), num(q)
+    ratio = "-"
+    if a and b:
+        lower_is_better = unit in ("ms", "us", "B", "MiB")
+        ratio = f"{(b / a if lower_is_better else a / b):.2f}x"
+    print(f"| {label} | {unit} | {fmt(a, unit)} | {fmt(b, unit)} | {ratio} |")
+PY
+}

@@ -44,15 +44,20 @@ rabbit() {
 
 ROWS=()
 row() {  # row LABEL WARREN_FIGURE RABBIT_FIGURE UNIT
-  ROWS+=("$1|$2|$3|$4")
+  ROWS+=("$1|$4|$2|$3")
   printf '  %-52s warren %-12s rabbitmq %s\n' "$1" "$2" "$3" >&2
 }
 
 scenario() {  # scenario LABEL UNIT WARREN_KEY "WARREN ARGS" RABBIT_FIELD "AMQP-BENCH ARGS"
   local label=$1 unit=$2 wkey=$3 wargs=$4 rfield=$5 rargs=$6
   if [ -n "${ONLY:-}" ] && ! [[ "$label" =~ $ONLY ]]; then return; fi
+  local r
   # shellcheck disable=SC2086
-  row "$label" "$(warren "$wkey" $wargs)" "$(rabbit "$rfield" $rargs)" "$unit"
+  r=$(rabbit "$rfield" $rargs)
+  # amqp-bench prints latency in microseconds
+  if [ "$unit" = ms ] && [ "$r" != - ]; then r=$(python3 -c "print($r / 1000)"); fi
+  # shellcheck disable=SC2086
+  row "$label" "$(warren "$wkey" $wargs)" "$r" "$unit"
 }
 
 echo "machine: $(nproc) cores, $(uname -r), $(date -u +%Y-%m-%d)" >&2
@@ -118,27 +123,4 @@ if [ -z "${ONLY:-}" ] || [[ "memory" =~ $ONLY ]]; then
 fi
 
 echo
-echo "| scenario | unit | Warren | RabbitMQ | Warren's advantage |"
-echo "|---|---|---:|---:|---:|"
-for r in "${ROWS[@]}"; do
-  IFS='|' read -r label w q unit <<<"$r"
-  python3 - "$label" "$unit" "$w" "$q" <<'PY'
-import sys
-label, unit, w, q = sys.argv[1:]
-def num(s):
-    try: return float(s)
-    except ValueError: return None
-def fmt(x, unit):
-    if x is None: return "-"
-    if unit == "ms" and x < 10: return f"{x:.3f}"
-    return f"{x:,.0f}"
-a, b = num(w), num(q)
-# amqp-bench prints latency in microseconds
-if unit == "ms" and b is not None: b = b / 1000
-ratio = "-"
-if a and b:
-    lower_is_better = unit in ("ms", "B", "MiB")
-    ratio = f"{(b / a if lower_is_better else a / b):.2f}x"
-print(f"| {label} | {unit} | {fmt(a, unit)} | {fmt(b, unit)} | {ratio} |")
-PY
-done
+print_table "scenario" "${ROWS[@]}"
