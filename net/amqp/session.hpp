@@ -129,7 +129,9 @@ class session : public std::enable_shared_from_this<session>,
   };
   // Publishes sent to the actor in one call; confirm tags are consecutive from first_tag.
   struct publish_call {
-    std::vector<message_ptr> msgs;
+    size_t count = 0;
+    // Mandatory messages by index in the call: the only ones that can come back as returns.
+    std::vector<std::pair<size_t, message_ptr>> mandatory;
     uint64_t first_tag = 0;  // 0 when the channel is not in confirm mode
     std::vector<uint8_t> outcomes;
     bool answered = false;

@@ -84,17 +84,19 @@ void session::flush_channels() {
 
 void session::send_publishes(uint16_t id, channel& ch) {
   if (ch.gathered.empty()) return;
-  auto call = std::make_shared<publish_call>();
-  call->msgs = std::move(ch.gathered);
+  auto msgs = std::move(ch.gathered);
   ch.gathered.clear();
+  auto call = std::make_shared<publish_call>();
+  call->count = msgs.size();
+  for (size_t i = 0; i < msgs.size(); ++i)
+    if (msgs[i]->mandatory) call->mandatory.emplace_back(i, msgs[i]);
   if (ch.confirm) {
     call->first_tag = ch.next_confirm_tag + 1;
-    ch.next_confirm_tag += call->msgs.size();
+    ch.next_confirm_tag += call->count;
     ch.calls.emplace(call->first_tag, call);
   }
-  unanswered_ += call->msgs.size();
+  unanswered_ += call->count;
   ++ch.publishes_in_flight;
-  auto msgs = call->msgs;
   request(
       id, basic_publish,
       [this, id, call](caf::message& m) {
@@ -103,15 +105,16 @@ void session::send_publishes(uint16_t id, channel& ch) {
         published_answered(id, *call);
       },
       [&](uint64_t r) { caf::anon_send(actor_, publish_atom::value, r, id, std::move(msgs)); },
-      call->msgs.size());
+      call->count);
 }
 
 void session::published_answered(uint16_t id, publish_call& call) {
   auto c = channels_.find(id);
   if (c == channels_.end() || c->second.closing) return;
-  for (size_t i = 0; i < call.msgs.size() && i < call.outcomes.size(); ++i)
-    if (call.outcomes[i] == static_cast<uint8_t>(publish_outcome::returned))
-      send_return(id, call.msgs[i]);
+  for (const auto& [i, msg] : call.mandatory)
+    if (i < call.outcomes.size() &&
+        call.outcomes[i] == static_cast<uint8_t>(publish_outcome::returned))
+      send_return(id, msg);
   if (call.first_tag != 0) send_confirms(id, c->second);
   flush_output();
 }
@@ -126,7 +129,7 @@ void session::send_confirms(uint16_t id, channel& ch) {
   while (!ch.calls.empty() && ch.calls.begin()->second->answered) {
     auto call = ch.calls.begin()->second;
     ch.calls.erase(ch.calls.begin());
-    for (size_t i = 0; i < call->msgs.size(); ++i) {
+    for (size_t i = 0; i < call->count; ++i) {
       uint64_t tag = call->first_tag + i;
       bool nack = i < call->outcomes.size() &&
                   call->outcomes[i] == static_cast<uint8_t>(publish_outcome::rejected);
