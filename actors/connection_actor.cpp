@@ -593,15 +593,9 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
                               reply_channel_gone(self, request, id);
                               return;
                             }
-                            auto& entry = c->second.consumers[tag];
-                            entry.queue = q;
+                            c->second.consumers[tag].queue = q;
                             touch_queue(c->second, q);
                             self->state.link->reply(request, {}, caf::make_message(tag));
-                            if (!entry.early.empty()) {
-                              auto early = std::move(entry.early);
-                              entry.early.clear();
-                              forward_deliveries(self, id, c->second, tag, no_ack, q, early);
-                            }
                           },
                           [=](caf::error& err) {
                             self->state.channels[id].consumers.erase(tag);
@@ -670,14 +664,6 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
                         (consumer->second.cancelling && !consumer->second.keep_unacked)))
           return;
         auto queue = caf::actor_cast<caf::actor>(self->current_sender());
-        if (consumer != ch.consumers.end() && !consumer->second.queue) {
-          // The queue took the consumer and delivered before its consume call is answered:
-          // clients must see consume-ok first (AMQP clients reject unknown consumer tags).
-          auto& early = consumer->second.early;
-          early.insert(early.end(), std::make_move_iterator(batch.begin()),
-                       std::make_move_iterator(batch.end()));
-          return;
-        }
         forward_deliveries(self, id, ch, tag, no_ack, queue, batch);
       },
       [=](flushed_atom, uint16_t id, const std::string& tag, uint32_t n) {

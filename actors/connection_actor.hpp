@@ -47,8 +47,6 @@ struct channel_state {
     uint32_t prefetch = 0;
     bool cancelling = false;    // cancel sent to the queue, not yet confirmed
     bool keep_unacked = false;  // that cancel leaves unacked deliveries on the channel
-    // Deliveries that arrived before the consume call was answered; passed on right after.
-    std::vector<queued_delivery> early;
   };
   struct publish_call {
     uint64_t request;

@@ -1,5 +1,7 @@
 #include "actors/queue_actor.hpp"
 
+#include "actors/persistence_actor.hpp"
+
 #include "actors/actor_defaults.hpp"
 
 #include "actors/broker_error.hpp"
@@ -426,8 +428,12 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
         st.consumers.push_back({++st.next_consumer_key, std::move(spec), credit, 0});
         st.had_consumer = true;
         st.last_used_ms = now_ms();
+        // Answer first, then deliver: the consumer's connection learns it consumes before its
+        // first delivery arrives (AMQP clients refuse deliveries for tags they do not know).
+        auto rp = self->make_response_promise<void>();
+        deliver_unit(rp);
         dispatch(self);
-        return caf::unit;
+        return rp;
       },
       [=](cancel_atom, const caf::actor& conn, uint16_t channel, const std::string& tag,
           bool requeue_unacked) {
