@@ -48,12 +48,23 @@ void forget(self_ptr self, uint64_t seq) {
   schedule_sync(self);
 }
 
-// It may have reached a consumer: after a crash it comes back marked redelivered.
+// It may reach a consumer: after a crash it comes back marked redelivered. The mark is written
+// by write_delivered_marks() before the delivery leaves the queue.
 void mark_delivered(self_ptr self, uint64_t seq) {
   auto& st = self->state;
-  if (!st.store) return;
-  st.store->mark_delivered(seq);
-  schedule_sync(self);
+  if (st.store) st.store->mark_delivered(seq);
+}
+
+// Called before deliveries are sent: a consumer never sees a message whose delivered mark could
+// be lost to a kill -9 (the mark is in the file; only a power loss could still take it).
+void write_delivered_marks(self_ptr self) {
+  auto& st = self->state;
+  if (st.store) st.store->write_marks();
+}
+
+caf::error unavailable_error(const queue_state& st) {
+  return make_broker_error(reply_code::resource_error,
+                           describe_queue(st) + " is unavailable: " + st.unavailable);
 }
 
 void send_confirms(self_ptr self, std::vector<queue_state::awaiting_confirm>& done,
@@ -197,6 +208,7 @@ void dispatch(self_ptr self) {
     st.traffic.count_out(entry.msg->body.size(), entry.redelivered);
     out[idx].push_back({id, std::move(entry.msg), entry.redelivered != 0});
   }
+  write_delivered_marks(self);
   for (size_t i = 0; i < n; ++i) {
     if (out[i].empty()) continue;
     const auto& c = st.consumers[i];
@@ -284,8 +296,19 @@ int64_t expiry_for(const queue_state& st, const message& m, int64_t now) {
   return ttl ? now + *ttl : 0;
 }
 
+// An unavailable queue takes nothing: confirmed publishes are nacked.
+void refuse(self_ptr self, publish_batch& batch) {
+  std::vector<uint64_t> nacked;
+  for (const auto& item : batch.items)
+    if (item.seq != 0) nacked.push_back(item.seq);
+  if (batch.origin && !nacked.empty())
+    self->send(batch.origin, confirm_atom::value, batch.channel, std::vector<uint64_t>{},
+               std::move(nacked));
+}
+
 void enqueue(self_ptr self, publish_batch& batch) {
   auto& st = self->state;
+  if (!st.unavailable.empty()) return refuse(self, batch);
   auto now = now_ms();
   std::vector<uint64_t> acked, nacked;
   std::vector<message_ptr> overflowed;
@@ -341,7 +364,13 @@ void recover(self_ptr self) {
   try {
     messages = st.store->recover(report);
   } catch (const std::exception& e) {
-    log(log_level::error, "queue", describe_queue(st) + ": recovery failed: " + e.what());
+    // Whatever failed, the folder is left exactly as it is: a queue that starts empty over
+    // files it could not read would later write over them.
+    st.unavailable = std::string("its files could not be loaded (") + e.what() +
+                     "); they are left untouched until a restart can read them";
+    st.store.reset();
+    log(log_level::error, "queue", describe_queue(st) + " is unavailable: " + e.what());
+    return;
   }
   auto now = now_ms();
   for (auto& r : messages) {
@@ -354,11 +383,21 @@ void recover(self_ptr self) {
         describe_queue(st) + ": recovered " + std::to_string(messages.size()) +
             " message(s) from " + std::to_string(report.segments) + " segment(s) in " +
             std::to_string(now - started) + " ms" +
-            (report.corrupt_records
-                 ? ", " + std::to_string(report.corrupt_records) + " corrupt record(s) skipped"
+            (report.undecodable
+                 ? ", " + std::to_string(report.undecodable) + " undecodable record(s) skipped"
                  : "") +
             (report.truncated_bytes
                  ? ", torn tail of " + std::to_string(report.truncated_bytes) + " byte(s) truncated"
+                 : "") +
+            (report.damaged_spans
+                 ? ", " + std::to_string(report.damaged_bytes) + " damaged byte(s) skipped in " +
+                       std::to_string(report.damaged_spans) + " place(s)"
+                 : "") +
+            (report.unsure_marks ? ", marks of " + std::to_string(report.unsure_marks) +
+                                       " segment(s) lost: their messages come back redelivered"
+                                 : "") +
+            (report.ignored_files
+                 ? ", " + std::to_string(report.ignored_files) + " unknown file(s) left alone"
                  : ""));
   if (st.store->wants_compaction()) {
     st.compact_scheduled = true;
@@ -397,7 +436,7 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
     st.fsync = storage.fsync;
     st.store = std::make_unique<persistence::segment_store>(
         storage.queue_dir(queue_id), quote(st.spec.name) + " (vhost " + quote(st.vhost) + ")",
-        storage.segments);
+        storage.segments, storage.files);
     recover(self);
   }
   schedule_tick(self);
@@ -414,6 +453,7 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
       [=](enqueue_atom, publish_batch& batch) { enqueue(self, batch); },
       [=](consume_atom, consumer_spec& spec) -> caf::result<void> {
         auto& st = self->state;
+        if (!st.unavailable.empty()) return unavailable_error(st);
         bool exclusive_held = std::any_of(st.consumers.begin(), st.consumers.end(),
                                           [](const auto& c) { return c.spec.exclusive; });
         if (exclusive_held)
@@ -493,8 +533,10 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
       [=](close_atom, const caf::actor& conn, uint16_t channel) {
         release(self, conn.address(), channel);
       },
-      [=](get_atom, const caf::actor& conn, uint16_t channel, bool no_ack) {
+      [=](get_atom, const caf::actor& conn, uint16_t channel,
+          bool no_ack) -> caf::result<get_reply> {
         auto& st = self->state;
+        if (!st.unavailable.empty()) return unavailable_error(st);
         st.last_used_ms = now_ms();
         expire_head(self, st.last_used_ms);
         get_reply reply;
@@ -514,11 +556,13 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
                              queue_state::pending_entry{std::move(entry.msg), entry.seq,
                                                         entry.expires_at, conn, 0, channel});
         }
+        write_delivered_marks(self);
         schedule_tick(self);
         return reply;
       },
-      [=](purge_atom) {
+      [=](purge_atom) -> caf::result<uint32_t> {
         auto& st = self->state;
+        if (!st.unavailable.empty()) return unavailable_error(st);
         auto n = static_cast<uint32_t>(st.ready.size());
         for (const auto& e : st.ready) forget(self, e.seq);
         st.ready.clear();
@@ -526,6 +570,7 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
       },
       [=](delete_atom, bool if_unused, bool if_empty) -> caf::result<uint32_t> {
         auto& st = self->state;
+        if (!st.unavailable.empty()) return unavailable_error(st);
         if (if_unused && !st.consumers.empty())
           return make_broker_error(
               reply_code::precondition_failed,

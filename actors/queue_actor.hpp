@@ -23,6 +23,10 @@
 // vhost when auto-delete or x-expires says the queue should go; (dead_atom, exchange, messages)
 // to the vhost for dead-lettering.
 //
+// Unavailable: a durable queue whose folder cannot be read keeps its files untouched, nacks
+// publishes routed to it and answers consume, get, purge and delete with RESOURCE_ERROR naming
+// the reason, until a restart finds the folder readable.
+//
 // Credit: a consumer starts with consumer_spec::initial_credit and is sent messages only while
 // it has credit left; its connection grants more as deliveries are acked (prefetch) or written
 // to the network (unlimited / no-ack). So no mailbox grows without bound on a slow consumer.
@@ -98,6 +102,9 @@ struct queue_state {
   std::vector<awaiting_confirm> awaiting;
   bool sync_scheduled = false;
   bool compact_scheduled = false;
+  // Why the queue's files could not be loaded; while set, the queue refuses all work and never
+  // touches its folder, so nothing there is lost or overwritten.
+  std::string unavailable;
 
   static inline const char* name = "queue";
 };

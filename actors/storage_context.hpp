@@ -1,7 +1,9 @@
 // storage_context: what actors need to reach storage: the persistence actor (the only LMDB
-// writer), where queue folders live, the fsync policy, and the node-wide queue id counter.
+// writer), where queue folders live, the fsync policy, the node-wide queue id counter, and the
+// node-wide cache of open queue files.
 #pragma once
 
+#include "persistence/file_cache.hpp"
 #include "persistence/segment_store.hpp"
 
 #include <caf/actor.hpp>
@@ -19,6 +21,7 @@ struct storage_context {
   persistence::fsync_policy fsync = persistence::fsync_policy::batch;
   persistence::segment_store::options segments;
   std::shared_ptr<std::atomic<uint64_t>> next_queue_id = std::make_shared<std::atomic<uint64_t>>(0);
+  std::shared_ptr<persistence::file_cache> files = std::make_shared<persistence::file_cache>(256);
 
   std::string queue_dir(uint64_t id) const { return data_dir + "/queues/" + std::to_string(id); }
 };

@@ -108,7 +108,13 @@ int main(int argc, char** argv) {
   warren::storage_context storage;
   try {
     dir = std::make_unique<warren::persistence::data_dir>(opt.data_dir);
-    metadata = std::make_shared<warren::persistence::lmdb_store>(dir->meta_path());
+    std::string refuse_fresh;
+    if (auto n = dir->queue_folder_count())
+      refuse_fresh = "no metadata in " + dir->meta_path() + " (missing or emptied), but " +
+                     dir->path() + "/queues holds " + std::to_string(n) +
+                     " queue folder(s): refusing to start as a new broker over their messages; "
+                     "restore meta/ from a backup, or move queues/ aside to start afresh";
+    metadata = std::make_shared<warren::persistence::lmdb_store>(dir->meta_path(), refuse_fresh);
     contents = metadata->load();
     std::set<uint64_t> live;
     uint64_t max_id = 0;
@@ -122,6 +128,11 @@ int main(int argc, char** argv) {
     storage.data_dir = dir->path();
     warren::persistence::parse_fsync_policy(opt.fsync, storage.fsync);
     storage.next_queue_id->store(max_id);
+    // Queue files are opened on demand through one bounded cache; sockets, LMDB and the event
+    // loops keep the other half of the descriptors.
+    auto fd_limit = warren::persistence::raise_open_file_limit();
+    storage.files = std::make_shared<warren::persistence::file_cache>(
+        std::clamp<size_t>(fd_limit / 2, 16, 4096));
   } catch (const std::exception& e) {
     warren::log(warren::log_level::error, "node", e.what());
     return 1;

@@ -58,6 +58,12 @@ std::string data_dir::queue_path(uint64_t queue_id) const {
   return path_ + "/queues/" + std::to_string(queue_id);
 }
 
+size_t data_dir::queue_folder_count() const {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(path_ + "/queues")) ++n;
+  return n;
+}
+
 size_t data_dir::remove_orphans(const std::set<uint64_t>& live) const {
   size_t removed = 0;
   for (const auto& entry : fs::directory_iterator(path_ + "/queues")) {

@@ -27,6 +27,9 @@ class data_dir {
   std::string meta_path() const { return path_ + "/meta"; }
   std::string queue_path(uint64_t queue_id) const;
 
+  /// How many entries DATA_DIR/queues holds (queue folders, or anything else put there).
+  size_t queue_folder_count() const;
+
   /// Deletes queue folders whose id is not in `live` (left by a crash between deleting a queue's
   /// record and its files). Returns how many were removed.
   size_t remove_orphans(const std::set<uint64_t>& live) const;

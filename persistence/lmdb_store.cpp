@@ -1,5 +1,7 @@
 #include "persistence/lmdb_store.hpp"
 
+#include <sys/stat.h>
+
 #include <stdexcept>
 
 namespace warren::persistence {
@@ -36,7 +38,7 @@ struct txn_guard {
 
 }  // namespace
 
-lmdb_store::lmdb_store(const std::string& env_dir) {
+lmdb_store::lmdb_store(const std::string& env_dir, const std::string& refuse_fresh) {
   check(mdb_env_create(&env_), "create environment");
   mdb_env_set_maxdbs(env_, 8);
   mdb_env_set_mapsize(env_, map_size);
@@ -46,26 +48,67 @@ lmdb_store::lmdb_store(const std::string& env_dir) {
     env_ = nullptr;
     check(rc, "open " + env_dir);
   }
-  txn_guard t;
-  check(mdb_txn_begin(env_, nullptr, 0, &t.txn), "begin");
-  for (int i = 0; i < 5; ++i) check(mdb_dbi_open(t.txn, names[i], MDB_CREATE, &dbis_[i]), names[i]);
+  try {
+    check_not_truncated(env_dir);
+    txn_guard t;
+    check(mdb_txn_begin(env_, nullptr, 0, &t.txn), "begin");
+    for (int i = 0; i < 5; ++i)
+      check(mdb_dbi_open(t.txn, names[i], MDB_CREATE, &dbis_[i]), names[i]);
+    check_format_version(t.txn, env_dir, refuse_fresh);
+    t.commit("initialize");
+  } catch (...) {
+    mdb_env_close(env_);
+    env_ = nullptr;
+    throw;
+  }
+}
+
+// LMDB maps the file and trusts its meta page: pages past a truncated end would be read
+// through the map and kill the process with SIGBUS. The meta page is read with pread, so the
+// last page it names can be checked against the file's size before any other page is touched.
+void lmdb_store::check_not_truncated(const std::string& env_dir) {
+  MDB_envinfo info{};
+  MDB_stat stat{};
+  check(mdb_env_info(env_, &info), "read environment info");
+  check(mdb_env_stat(env_, &stat), "read environment stat");
+  auto file = env_dir + "/data.mdb";
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) return;
+  auto needed = (static_cast<uint64_t>(info.me_last_pgno) + 1) * stat.ms_psize;
+  if (static_cast<uint64_t>(st.st_size) < needed)
+    throw std::runtime_error(file + " is truncated: it has " + std::to_string(st.st_size) +
+                             " bytes, but its last page ends at byte " + std::to_string(needed) +
+                             "; restore it from a backup (the queue folders are untouched)");
+}
+
+void lmdb_store::check_format_version(MDB_txn* txn, const std::string& env_dir,
+                                      const std::string& refuse_fresh) {
   const std::string version_key = "format-version";
   MDB_val key = val(version_key), data;
-  rc = mdb_get(t.txn, dbis_[0], &key, &data);
+  int rc = mdb_get(txn, dbis_[0], &key, &data);
+  if (rc == MDB_NOTFOUND && !refuse_fresh.empty()) throw std::runtime_error(refuse_fresh);
+  uint32_t found = format_version;
   if (rc == MDB_NOTFOUND) {
     fresh_ = true;
-    auto bytes = encode_format_version(format_version);
-    MDB_val value = val(bytes);
-    check(mdb_put(t.txn, dbis_[0], &key, &value, 0), "write format version");
   } else {
     check(rc, "read format version");
-    auto found = decode_format_version(view(data));
-    if (found > format_version)
-      throw std::runtime_error("data dir metadata in " + env_dir + " has format version " +
-                               std::to_string(found) + "; this warren-node reads up to " +
-                               std::to_string(format_version) + " (use a newer build)");
+    found = decode_format_version(view(data));
   }
-  t.commit("initialize");
+  if (found > format_version)
+    throw std::runtime_error("data dir metadata in " + env_dir + " has format version " +
+                             std::to_string(found) + "; this warren-node reads version " +
+                             std::to_string(format_version) + " (use a newer build)");
+  if (found < format_version && !refuse_fresh.empty())
+    throw std::runtime_error(
+        "data dir metadata in " + env_dir + " has format version " + std::to_string(found) +
+        ", whose queue files this warren-node (version " + std::to_string(format_version) +
+        ") does not read; drain the queues with the build that wrote them, or move the data "
+        "dir aside");
+  if (found == format_version && !fresh_) return;
+  // New, or older but without a single queue folder: nothing on disk is in the old layout.
+  auto bytes = encode_format_version(format_version);
+  MDB_val value = val(bytes);
+  check(mdb_put(txn, dbis_[0], &key, &value, 0), "write format version");
 }
 
 lmdb_store::~lmdb_store() {

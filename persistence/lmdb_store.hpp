@@ -4,9 +4,12 @@
 // from metadata_codec.hpp. apply() writes a batch of mutations in one write transaction
 // (LMDB fsyncs on commit), so a batch is on disk, whole, or not at all.
 //
-// Caveats: one writer only (the persistence actor); opening a directory whose format version
-// is newer than this build knows throws std::runtime_error saying so, as does a corrupt record
-// found by load().
+// Caveats: one writer only (the persistence actor). Opening throws std::runtime_error, naming
+// the file and the problem, rather than start on metadata it cannot trust: a format version
+// other than this build's, a data.mdb shorter than its own last page (reading it would crash
+// the process with SIGBUS), or no metadata at all where `refuse_fresh` says there must be some
+// (queue folders exist: a node that started empty would orphan, then remove, their messages).
+// A corrupt record found by load() throws too.
 #pragma once
 
 #include "persistence/metadata_codec.hpp"
@@ -43,9 +46,12 @@ struct metadata_contents {
 
 class lmdb_store {
  public:
-  static constexpr uint32_t format_version = 1;
+  /// 2: segment files with file headers, checksummed frames and separate mark files.
+  static constexpr uint32_t format_version = 2;
 
-  explicit lmdb_store(const std::string& env_dir);
+  /// With a non-empty `refuse_fresh`, a directory without metadata is refused with that text
+  /// instead of being started as a new one.
+  explicit lmdb_store(const std::string& env_dir, const std::string& refuse_fresh = {});
   ~lmdb_store();
 
   lmdb_store(const lmdb_store&) = delete;
@@ -60,6 +66,10 @@ class lmdb_store {
   MDB_env* env_ = nullptr;
   MDB_dbi dbis_[5] = {};  // meta, vhosts, exchanges, queues, bindings
   bool fresh_ = false;
+
+  void check_not_truncated(const std::string& env_dir);
+  void check_format_version(MDB_txn* txn, const std::string& env_dir,
+                            const std::string& refuse_fresh);
 };
 
 }  // namespace warren::persistence

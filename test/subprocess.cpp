@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <regex>
@@ -50,7 +51,13 @@ tmpfs_mount::~tmpfs_mount() {
   run_command({"/usr/bin/umount", "-l", path()});
 }
 
-node_process::node_process(std::vector<std::string> extra_args, std::string data_dir) {
+std::string node_binary() {
+  const char* other = std::getenv("WARREN_TEST_NODE");
+  return other != nullptr && *other != 0 ? other : WARREN_NODE_PATH;
+}
+
+node_process::node_process(std::vector<std::string> extra_args, std::string data_dir,
+                           std::vector<std::string> prefix) {
   if (data_dir.empty()) {
     own_dir_ = std::make_unique<temp_dir>();
     data_dir = own_dir_->path();
@@ -61,8 +68,9 @@ node_process::node_process(std::vector<std::string> extra_args, std::string data
   // A port that was free when picked can be taken by another test's node before ours binds it:
   // then pick another.
   for (int attempt = 1;; ++attempt) {
-    std::vector<std::string> argv{WARREN_NODE_PATH, "--port",     "0",      "--log-level",
-                                  "info",           "--data-dir", data_dir_};
+    std::vector<std::string> argv = prefix;
+    argv.insert(argv.end(),
+                {node_binary(), "--port", "0", "--log-level", "info", "--data-dir", data_dir_});
     if (pick_amqp_port) {
       argv.push_back("--amqp-port");
       argv.push_back(std::to_string(free_port()));

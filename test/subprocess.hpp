@@ -44,10 +44,14 @@ class tmpfs_mount {
 
 /// A warren-node child process listening on a port the OS picked, with its data in `data_dir`
 /// (a fresh temporary one when empty). Its AMQP listener gets a free port too, unless
-/// `extra_args` names one. Stopped (SIGTERM, then SIGKILL if it lingers) when destroyed.
+/// `extra_args` names one. `prefix` runs before it (e.g. prlimit to set its limits). Stopped
+/// (SIGTERM, then SIGKILL if it lingers) when destroyed. The environment variable
+/// WARREN_TEST_NODE, when set, names another warren-node binary to run (an older build, to see
+/// a new test fail against it).
 class node_process {
  public:
-  explicit node_process(std::vector<std::string> extra_args = {}, std::string data_dir = {});
+  explicit node_process(std::vector<std::string> extra_args = {}, std::string data_dir = {},
+                        std::vector<std::string> prefix = {});
   ~node_process();
 
   node_process(const node_process&) = delete;
@@ -97,6 +101,9 @@ struct command_result {
 
 /// A TCP port on 127.0.0.1 that was free a moment ago (bound, read and released).
 uint16_t free_port();
+
+/// The warren-node binary the tests run (see node_process).
+std::string node_binary();
 
 /// Runs `argv` to completion, feeding `input` to its standard input.
 command_result run_command(const std::vector<std::string>& argv, const std::string& input = {});

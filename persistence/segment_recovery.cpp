@@ -1,0 +1,250 @@
+// segment_store's recovery: listing the folder, scanning each segment and its mark file, and
+// reporting (never repairing by overwriting) what is damaged. See segment_store.hpp.
+#include "persistence/segment_store.hpp"
+
+#include "actors/log.hpp"
+#include "persistence/file_io.hpp"
+#include "persistence/segment_format.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <unordered_set>
+
+namespace warren::persistence {
+
+namespace fs = std::filesystem;
+using format::file_kind;
+
+namespace {
+
+bool ends_with(const std::string& s, const char* suffix) {
+  auto n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+std::string read_or_throw(const std::string& path) {
+  std::string data;
+  if (int err = read_whole(path, data); err != 0)
+    throw storage_unavailable("cannot read " + path + ": " + std::strerror(err));
+  return data;
+}
+
+}  // namespace
+
+struct segment_store::listing {
+  std::map<uint64_t, bool> segments;  // first seq -> has a mark file
+  std::set<uint64_t> marks;           // mark files
+};
+
+segment_store::listing segment_store::list_folder(recovery_report& report) {
+  listing out;
+  std::error_code ec;
+  fs::directory_iterator it(dir_, ec), end;
+  if (ec) throw storage_unavailable("cannot list " + dir_ + ": " + ec.message());
+  for (; it != end; it.increment(ec)) {
+    if (ec) throw storage_unavailable("cannot list " + dir_ + ": " + ec.message());
+    auto name = it->path().filename().string();
+    auto path = it->path().string();
+    uint64_t first = 0;
+    bool ours_tmp = (ends_with(name, ".seg.tmp") || ends_with(name, ".ack.tmp")) &&
+                    format::parse_file_stem(name.substr(0, name.size() - 8), first);
+    if (ours_tmp && it->is_regular_file(ec)) {
+      log(log_level::info, "storage",
+          "queue " + label_ + ": removing " + path + ", left by an interrupted compaction");
+      ::unlink(path.c_str());
+      continue;
+    }
+    bool seg = ends_with(name, ".seg"), ack = ends_with(name, ".ack");
+    if ((seg || ack) && format::parse_file_stem(name.substr(0, name.size() - 4), first)) {
+      max_seq_ = std::max(max_seq_, first);  // no new file may ever take this name
+      if (it->symlink_status(ec).type() != fs::file_type::regular) {
+        ++report.ignored_files;
+        log(log_level::warn, "storage",
+            "queue " + label_ + ": " + path + " is not a regular file; ignored, left as it is");
+        continue;
+      }
+      if (seg) out.segments[first] = false;
+      if (ack) out.marks.insert(first);
+      continue;
+    }
+    ++report.ignored_files;
+    log(log_level::warn, "storage",
+        "queue " + label_ + ": unknown file " + path + " ignored, left as it is");
+  }
+  for (auto first : out.marks) {
+    if (auto s = out.segments.find(first); s != out.segments.end()) {
+      s->second = true;
+      continue;
+    }
+    // A mark file whose segment was deleted (a crash between the two unlinks): marks only.
+    log(log_level::info, "storage",
+        "queue " + label_ + ": removing " + ack_path(first) + ", whose segment is gone");
+    ::unlink(ack_path(first).c_str());
+  }
+  return out;
+}
+
+void segment_store::report_damage(const std::string& file, uint64_t offset, uint64_t bytes,
+                                  const char* what) {
+  log(log_level::error, "storage",
+      "queue " + label_ + ": " + file + ": " + what + " at offset " + std::to_string(offset) +
+          ", " + std::to_string(bytes) + " byte(s) skipped (the file is kept as it is)");
+}
+
+std::vector<recovered_message> segment_store::recover(recovery_report& report) {
+  std::vector<recovered_message> out;
+  std::error_code ec;
+  auto status = fs::symlink_status(dir_, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    throw storage_unavailable("cannot reach " + dir_ + ": " + ec.message());
+  if (status.type() == fs::file_type::not_found) return out;
+  if (status.type() != fs::file_type::directory)
+    throw storage_unavailable(dir_ + " is not a directory");
+  dir_ready_ = true;
+  auto found = list_folder(report);
+  for (auto s = found.segments.begin(); s != found.segments.end(); ++s) {
+    auto next = std::next(s);
+    uint64_t limit = next == found.segments.end() ? UINT64_MAX : next->first;
+    recover_segment(s->first, limit, next == found.segments.end(), s->second, out, report);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const recovered_message& a, const recovered_message& b) { return a.seq < b.seq; });
+  return out;
+}
+
+// What one segment's mark file says: acked and delivered sequence numbers, and whether any of
+// it was lost (then every message of the segment may have been delivered).
+struct segment_marks {
+  std::unordered_set<uint64_t> acked, delivered;
+  bool unsure = false;
+};
+
+void segment_store::recover_segment(uint64_t first, uint64_t limit, bool last, bool has_marks,
+                                    std::vector<recovered_message>& out, recovery_report& report) {
+  auto path = seg_path(first);
+  auto data = read_or_throw(path);
+  ++report.segments;
+  if (data.size() < format::file_header_size) {
+    // Shorter than its header: created by a start that died at once; it holds no message.
+    log(log_level::info, "storage", "queue " + label_ + ": removing empty segment " + path);
+    ::unlink(path.c_str());
+    ::unlink(ack_path(first).c_str());
+    return;
+  }
+  segment seg;
+  seg.first_seq = first;
+  if (auto problem = format::check_file_header(data, file_kind::segment, first); !problem.empty()) {
+    report_damage(path, 0, format::file_header_size, problem.c_str());
+    ++report.damaged_spans;
+    report.damaged_bytes += format::file_header_size;
+    seg.damaged = true;
+  }
+  auto scan = format::scan_frames(data, format::file_header_size, [&](std::string_view p) {
+    auto seq = format::payload_seq(p);
+    return p.size() >= format::min_message_payload && seq >= first && seq < limit;
+  });
+  for (size_t n = 0; n < scan.damaged.size(); ++n) {
+    const auto& d = scan.damaged[n];
+    if (last && scan.torn_tail && n + 1 == scan.damaged.size() && truncate_file(path, d.offset)) {
+      // A write torn by a crash at the end of the newest segment: nothing after it to lose.
+      log(log_level::warn, "storage",
+          "queue " + label_ + ": " + path + ": torn record at offset " + std::to_string(d.offset) +
+              ", " + std::to_string(d.bytes) + " byte(s) truncated");
+      report.truncated_bytes += d.bytes;
+      data.resize(d.offset);
+      continue;
+    }
+    report_damage(path, d.offset, d.bytes, "damaged records");
+    ++report.damaged_spans;
+    report.damaged_bytes += d.bytes;
+    seg.damaged = true;
+  }
+  seg.size = data.size();
+
+  segment_marks marks;
+  if (!has_marks) {
+    marks.unsure = true;
+    log(log_level::warn, "storage",
+        "queue " + label_ + ": " + ack_path(first) +
+            " is missing: every message of the segment comes back, marked redelivered");
+  } else {
+    auto ack = ack_path(first);
+    auto mdata = read_or_throw(ack);
+    if (auto problem = format::check_file_header(mdata, file_kind::marks, first);
+        !problem.empty()) {
+      report_damage(ack, 0, std::min(mdata.size(), format::file_header_size), problem.c_str());
+      marks.unsure = true;
+    }
+    auto mscan = format::scan_frames(mdata, format::file_header_size, [](std::string_view p) {
+      return format::decode_marks(p, [](format::mark, uint64_t) {});
+    });
+    for (const auto& f : mscan.frames)
+      format::decode_marks(
+          std::string_view(mdata).substr(f.offset + format::frame_header_size, f.length),
+          [&](format::mark kind, uint64_t seq) {
+            if (seq < first || seq >= limit) return;
+            max_seq_ = std::max(max_seq_, seq);
+            (kind == format::mark::acked ? marks.acked : marks.delivered).insert(seq);
+          });
+    for (size_t n = 0; n < mscan.damaged.size(); ++n) {
+      const auto& d = mscan.damaged[n];
+      marks.unsure = true;
+      if (mscan.torn_tail && n + 1 == mscan.damaged.size() && truncate_file(ack, d.offset)) {
+        log(log_level::warn, "storage",
+            "queue " + label_ + ": " + ack + ": torn mark at offset " + std::to_string(d.offset) +
+                ", " + std::to_string(d.bytes) + " byte(s) truncated");
+        mdata.resize(d.offset);
+        continue;
+      }
+      report_damage(ack, d.offset, d.bytes, "damaged marks");
+    }
+    seg.marks_size = mdata.size();
+    if (mdata.size() < format::file_header_size) {
+      // Shorter than its header, so it holds no mark: the first new mark starts it anew.
+      ::unlink(ack.c_str());
+      seg.marks_size = 0;
+    }
+  }
+  if (marks.unsure) {
+    ++report.unsure_marks;
+    if (has_marks)
+      log(log_level::warn, "storage",
+          "queue " + label_ + ": marks of " + path +
+              " are damaged: its messages come back marked redelivered, and acked ones may "
+              "come back");
+  }
+
+  for (const auto& f : scan.frames) {
+    auto payload = std::string_view(data).substr(f.offset + format::frame_header_size, f.length);
+    ++report.records;
+    ++seg.records;
+    auto seq = format::payload_seq(payload);
+    max_seq_ = std::max(max_seq_, seq);
+    if (marks.acked.count(seq) != 0 || index_.count(seq) != 0) continue;
+    recovered_message r;
+    try {
+      r.msg = format::decode_message(payload, r.seq);
+    } catch (const std::exception& e) {
+      ++report.undecodable;
+      report_damage(path, f.offset, format::frame_header_size + f.length,
+                    ("undecodable record (" + std::string(e.what()) + ")").c_str());
+      seg.damaged = true;
+      continue;
+    }
+    r.delivered = marks.unsure || marks.delivered.count(seq) != 0;
+    index_[seq] = {first, f.offset, r.delivered ? 1u : 0u};
+    ++seg.valid;
+    out.push_back(std::move(r));
+  }
+  auto& kept = segments_[first] = seg;
+  if (kept.valid == 0 && !kept.damaged) {
+    drop_segment(first);
+    ++report.removed_segments;
+  } else if (compactable(kept)) {
+    candidates_.push_back(first);
+  }
+}
+
+}  // namespace warren::persistence
