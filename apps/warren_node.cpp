@@ -122,9 +122,11 @@ int main(int argc, char** argv) {
       live.insert(q.id);
       max_id = std::max(max_id, q.id);
     }
-    if (auto n = dir->remove_orphans(live))
-      warren::log(warren::log_level::info, "node",
-                  "removed " + std::to_string(n) + " queue folder(s) without a queue record");
+    auto orphans = dir->find_orphans(live);
+    for (const auto& path : orphans.names)
+      warren::log(warren::log_level::warn, "node",
+                  path + " belongs to no queue record; left as it is");
+    max_id = std::max(max_id, orphans.max_id);
     storage.data_dir = dir->path();
     warren::persistence::parse_fsync_policy(opt.fsync, storage.fsync);
     storage.next_queue_id->store(max_id);

@@ -4,7 +4,9 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -64,16 +66,18 @@ size_t data_dir::queue_folder_count() const {
   return n;
 }
 
-size_t data_dir::remove_orphans(const std::set<uint64_t>& live) const {
-  size_t removed = 0;
+data_dir::orphans data_dir::find_orphans(const std::set<uint64_t>& live) const {
+  orphans out;
   for (const auto& entry : fs::directory_iterator(path_ + "/queues")) {
     const auto name = entry.path().filename().string();
-    bool numeric = !name.empty() && name.find_first_not_of("0123456789") == std::string::npos;
-    if (numeric && live.count(std::stoull(name)) != 0) continue;
-    remove_tree(entry.path().string());
-    ++removed;
+    uint64_t id = 0;
+    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), id);
+    bool numeric = ec == std::errc() && end == name.data() + name.size();
+    if (numeric && live.count(id) != 0) continue;
+    if (numeric) out.max_id = std::max(out.max_id, id);
+    out.names.push_back(entry.path().string());
   }
-  return removed;
+  return out;
 }
 
 void remove_tree(const std::string& path) {

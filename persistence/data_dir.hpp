@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace warren::persistence {
 
@@ -30,9 +31,15 @@ class data_dir {
   /// How many entries DATA_DIR/queues holds (queue folders, or anything else put there).
   size_t queue_folder_count() const;
 
-  /// Deletes queue folders whose id is not in `live` (left by a crash between deleting a queue's
-  /// record and its files). Returns how many were removed.
-  size_t remove_orphans(const std::set<uint64_t>& live) const;
+  /// Entries of DATA_DIR/queues that belong to no queue record. They are left as they are
+  /// (queue deletion removes the folder before the record, so an orphan is what damaged
+  /// metadata forgot, or something a person put there); `max_id` is the highest numeric name
+  /// among them, which a new queue must never take.
+  struct orphans {
+    std::vector<std::string> names;
+    uint64_t max_id = 0;
+  };
+  orphans find_orphans(const std::set<uint64_t>& live) const;
 
  private:
   std::string path_;

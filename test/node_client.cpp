@@ -1,0 +1,74 @@
+#include "node_client.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+
+namespace warren::test {
+
+namespace fs = std::filesystem;
+
+const client::queue_options durable = [] {
+  client::queue_options o;
+  o.durable = true;
+  return o;
+}();
+
+std::unique_ptr<client::connection> connect_to(const node_process& node) {
+  client::connect_options o;
+  o.port = node.port();
+  return client::connection::open(o);
+}
+
+client::outbound_message persistent(const std::string& queue, const std::string& body) {
+  client::outbound_message m;
+  m.routing_key = queue;
+  m.body = body;
+  m.properties.persistent = true;
+  return m;
+}
+
+std::vector<client::delivery> drain(client::connection& conn, const std::string& queue) {
+  uint64_t ready = 0;
+  for (const auto& q : conn.list_queues())
+    if (q.name == queue) ready = q.messages_ready;
+  auto ch = conn.open_channel();
+  std::mutex mutex;
+  std::condition_variable done;
+  std::vector<client::delivery> out;
+  client::consume_options o;
+  o.no_ack = true;
+  auto tag = ch->consume(queue, o, [&](const client::delivery& d) {
+    std::lock_guard<std::mutex> guard(mutex);
+    out.push_back(d);
+    done.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(mutex);
+  // Guard against a hang only.
+  BOOST_REQUIRE(
+      done.wait_for(lock, std::chrono::seconds(120), [&] { return out.size() >= ready; }));
+  lock.unlock();
+  ch->cancel(tag);
+  return out;
+}
+
+std::string read_bytes(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::vector<fs::path> segments_of(const std::string& data_dir) {
+  std::vector<fs::path> out;
+  for (const auto& q : fs::directory_iterator(data_dir + "/queues"))
+    for (const auto& f : fs::directory_iterator(q.path()))
+      if (f.path().extension() == ".seg") out.push_back(f.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace warren::test

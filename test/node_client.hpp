@@ -1,0 +1,31 @@
+// Test helpers for talking to a node_process through the C++ client: connecting, persistent
+// messages, draining a queue, and reading files byte for byte.
+#pragma once
+
+#include "client/channel.hpp"
+#include "client/connection.hpp"
+#include "subprocess.hpp"
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace warren::test {
+
+extern const client::queue_options durable;
+
+std::unique_ptr<client::connection> connect_to(const node_process& node);
+
+/// A persistent message for the default exchange, routed to `queue`.
+client::outbound_message persistent(const std::string& queue, const std::string& body);
+
+/// Everything ready in `queue`, in order, consumed without acks (so it is removed).
+std::vector<client::delivery> drain(client::connection& conn, const std::string& queue);
+
+std::string read_bytes(const std::filesystem::path& file);
+
+/// The .seg files of every queue folder of a data dir, in path order.
+std::vector<std::filesystem::path> segments_of(const std::string& data_dir);
+
+}  // namespace warren::test
