@@ -38,6 +38,7 @@ struct node_options {
   std::string scheduler = "sharing";
   size_t workers = 2;
   unsigned stats_interval = 0;
+  uint64_t segment_bytes = 8 << 20;
 };
 
 }  // namespace
@@ -77,6 +78,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--workers", opt.workers, "CAF worker threads")
       ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--segment-bytes", opt.segment_bytes,
+                 "size at which a queue's segment file is rolled over")
+      ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 32))
       ->capture_default_str();
   app.add_option("--stats-interval", opt.stats_interval,
                  "log a table of active queues every SECS seconds (0 = off)")
@@ -130,6 +135,7 @@ int main(int argc, char** argv) {
     storage.data_dir = dir->path();
     warren::persistence::parse_fsync_policy(opt.fsync, storage.fsync);
     storage.next_queue_id->store(max_id);
+    storage.segments.segment_bytes = opt.segment_bytes;
     // Queue files are opened on demand through one bounded cache; sockets, LMDB and the event
     // loops keep the other half of the descriptors.
     auto fd_limit = warren::persistence::raise_open_file_limit();
