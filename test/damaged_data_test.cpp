@@ -20,27 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Publishes `n` confirmed persistent messages "<prefix><i>" to `queue`.
-void publish_confirmed(channel& ch, const std::string& queue, int n,
-                       const std::string& prefix = "m") {
-  std::vector<outbound_message> batch;
-  for (int i = 0; i < n; ++i) batch.push_back(persistent(queue, prefix + std::to_string(i)));
-  for (const auto& r : ch.publish_batch(std::move(batch)).get())
-    BOOST_REQUIRE(r.outcome == publish_outcome::routed);
-}
-
-// A data dir with one durable queue "q" holding `n` confirmed messages; returns its folder.
-std::string make_queue(const std::string& data_dir, int n) {
-  node_process node({}, data_dir);
-  auto conn = connect_to(node);
-  auto ch = conn->open_channel();
-  ch->queue_declare("q", durable);
-  ch->confirm_select();
-  publish_confirmed(*ch, "q", n);
-  node.stop();
-  return fs::directory_iterator(data_dir + "/queues")->path().string();
-}
-
 uint64_t ready_in(connection& conn, const std::string& queue) {
   for (const auto& q : conn.list_queues())
     if (q.name == queue) return q.messages_ready;

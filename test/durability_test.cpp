@@ -295,15 +295,7 @@ BOOST_AUTO_TEST_SUITE(damaged_files)
 
 BOOST_AUTO_TEST_CASE(a_torn_tail_is_truncated_and_logged) {
   temp_dir dir;
-  {
-    node_process node({}, dir.path());
-    auto conn = connect_to(node);
-    auto ch = conn->open_channel();
-    ch->queue_declare("q", durable);
-    ch->confirm_select();
-    for (int i = 0; i < 3; ++i) ch->publish(persistent("q", "m" + std::to_string(i)));
-    node.stop();
-  }
+  make_queue(dir.path(), 3);
   auto seg = segments_of(dir.path()).front();
   fs::resize_file(seg, fs::file_size(seg) - 7);
   node_process node({}, dir.path());
@@ -453,14 +445,7 @@ BOOST_AUTO_TEST_CASE(a_newer_format_is_refused_with_a_clear_message) {
 // format 2 (they would look like damage), so such a dir is refused and left as it is.
 BOOST_AUTO_TEST_CASE(an_older_format_with_queue_files_is_refused_and_left_untouched) {
   temp_dir dir;
-  {
-    node_process node({}, dir.path());
-    auto conn = connect_to(node);
-    auto ch = conn->open_channel();
-    ch->queue_declare("q", durable);
-    ch->confirm_select();
-    ch->publish(persistent("q", "kept"));
-  }
+  make_queue(dir.path(), 1);
   stamp_format_version(dir.path(), 1);
   auto seg = segments_of(dir.path()).front();
   auto bytes = read_bytes(seg);

@@ -57,6 +57,25 @@ std::vector<client::delivery> drain(client::connection& conn, const std::string&
   return out;
 }
 
+void publish_confirmed(client::channel& ch, const std::string& queue, int n,
+                       const std::string& prefix) {
+  std::vector<client::outbound_message> batch;
+  for (int i = 0; i < n; ++i) batch.push_back(persistent(queue, prefix + std::to_string(i)));
+  for (const auto& r : ch.publish_batch(std::move(batch)).get())
+    BOOST_REQUIRE(r.outcome == client::publish_outcome::routed);
+}
+
+std::string make_queue(const std::string& data_dir, int n) {
+  node_process node({}, data_dir);
+  auto conn = connect_to(node);
+  auto ch = conn->open_channel();
+  ch->queue_declare("q", durable);
+  ch->confirm_select();
+  publish_confirmed(*ch, "q", n);
+  node.stop();
+  return fs::directory_iterator(data_dir + "/queues")->path().string();
+}
+
 std::string read_bytes(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});

@@ -23,6 +23,14 @@ client::outbound_message persistent(const std::string& queue, const std::string&
 /// Everything ready in `queue`, in order, consumed without acks (so it is removed).
 std::vector<client::delivery> drain(client::connection& conn, const std::string& queue);
 
+/// Publishes `n` confirmed persistent messages "<prefix><i>" to `queue`; each must be routed.
+void publish_confirmed(client::channel& ch, const std::string& queue, int n,
+                       const std::string& prefix = "m");
+
+/// Starts a node on `data_dir`, declares the durable queue "q", publishes `n` confirmed
+/// messages "m0".."m<n-1>" and stops the node. Returns the queue's folder.
+std::string make_queue(const std::string& data_dir, int n);
+
 std::string read_bytes(const std::filesystem::path& file);
 
 /// The .seg files of every queue folder of a data dir, in path order.
