@@ -9,6 +9,7 @@
 #include "net/amqp/amqp_server.hpp"
 #include "net/rpc_server.hpp"
 #include "persistence/data_dir.hpp"
+#include "persistence/format1_upgrade.hpp"
 #include "persistence/lmdb_store.hpp"
 
 #include <CLI/CLI.hpp>
@@ -121,6 +122,7 @@ int main(int argc, char** argv) {
                      "restore meta/ from a backup, or move queues/ aside to start afresh";
     metadata = std::make_shared<warren::persistence::lmdb_store>(dir->meta_path(), refuse_fresh);
     contents = metadata->load();
+    warren::persistence::upgrade_data_dir(*dir, *metadata, contents.queues);
     std::set<uint64_t> live;
     uint64_t max_id = 0;
     for (const auto& q : contents.queues) {

@@ -94,21 +94,27 @@ void lmdb_store::check_format_version(MDB_txn* txn, const std::string& env_dir,
     check(rc, "read format version");
     found = decode_format_version(view(data));
   }
-  if (found > format_version)
+  if (found > format_version || found < 1)
     throw std::runtime_error("data dir metadata in " + env_dir + " has format version " +
-                             std::to_string(found) + "; this warren-node reads version " +
-                             std::to_string(format_version) + " (use a newer build)");
-  if (found < format_version && !refuse_fresh.empty())
-    throw std::runtime_error(
-        "data dir metadata in " + env_dir + " has format version " + std::to_string(found) +
-        ", whose queue files this warren-node (version " + std::to_string(format_version) +
-        ") does not read; drain the queues with the build that wrote them, or move the data "
-        "dir aside");
-  if (found == format_version && !fresh_) return;
-  // New, or older but without a single queue folder: nothing on disk is in the old layout.
+                             std::to_string(found) + "; this warren-node reads versions 1 to " +
+                             std::to_string(format_version) +
+                             (found > format_version ? " (use a newer build)" : ""));
+  found_version_ = found;
+  if (!fresh_) return;
   auto bytes = encode_format_version(format_version);
   MDB_val value = val(bytes);
   check(mdb_put(txn, dbis_[0], &key, &value, 0), "write format version");
+}
+
+void lmdb_store::write_format_version() {
+  txn_guard t;
+  check(mdb_txn_begin(env_, nullptr, 0, &t.txn), "begin write");
+  const std::string version_key = "format-version";
+  auto bytes = encode_format_version(format_version);
+  MDB_val key = val(version_key), value = val(bytes);
+  check(mdb_put(t.txn, dbis_[0], &key, &value, 0), "write format version");
+  t.commit("write format version");
+  found_version_ = format_version;
 }
 
 lmdb_store::~lmdb_store() {

@@ -6,10 +6,10 @@
 //
 // Caveats: one writer only (the persistence actor). Opening throws std::runtime_error, naming
 // the file and the problem, rather than start on metadata it cannot trust: a format version
-// other than this build's, a data.mdb shorter than its own last page (reading it would crash
-// the process with SIGBUS), or no metadata at all where `refuse_fresh` says there must be some
-// (queue folders exist: a node that started empty would orphan, then remove, their messages).
-// A corrupt record found by load() throws too.
+// newer than this build's (or older than 1), a data.mdb shorter than its own last page (reading it
+// would crash the process with SIGBUS), or no metadata at all where `refuse_fresh` says there must
+// be some (queue folders exist: a node that started empty would orphan, then remove, their
+// messages). A corrupt record found by load() throws too.
 #pragma once
 
 #include "persistence/metadata_codec.hpp"
@@ -52,6 +52,11 @@ class lmdb_store {
   /// With a non-empty `refuse_fresh`, a directory without metadata is refused with that text
   /// instead of being started as a new one.
   explicit lmdb_store(const std::string& env_dir, const std::string& refuse_fresh = {});
+
+  /// The format version the directory had when opened (format_version for a new one). An older
+  /// one (1) stays so until write_format_version(), after its queue folders are upgraded.
+  uint32_t found_version() const { return found_version_; }
+  void write_format_version();
   ~lmdb_store();
 
   lmdb_store(const lmdb_store&) = delete;
@@ -66,6 +71,7 @@ class lmdb_store {
   MDB_env* env_ = nullptr;
   MDB_dbi dbis_[5] = {};  // meta, vhosts, exchanges, queues, bindings
   bool fresh_ = false;
+  uint32_t found_version_ = format_version;
 
   void check_not_truncated(const std::string& env_dir);
   void check_format_version(MDB_txn* txn, const std::string& env_dir,

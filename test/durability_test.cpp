@@ -11,10 +11,14 @@
 #include "client/client_error.hpp"
 #include "client/connection.hpp"
 #include "node_client.hpp"
+#include "persistence/crc32c.hpp"
 #include "persistence/metadata_codec.hpp"
 #include "persistence/segment_format.hpp"
+#include "storage.capnp.h"
 #include "subprocess.hpp"
 
+#include <capnp/message.h>
+#include <capnp/serialize.h>
 #include <lmdb.h>
 
 #include <atomic>
@@ -441,20 +445,77 @@ BOOST_AUTO_TEST_CASE(a_newer_format_is_refused_with_a_clear_message) {
   BOOST_TEST(r.err.find("format version 99") != std::string::npos);
 }
 
-// Format 1 kept acks in a flags byte inside each record; its queue files are not read as
-// format 2 (they would look like damage), so such a dir is refused and left as it is.
-BOOST_AUTO_TEST_CASE(an_older_format_with_queue_files_is_refused_and_left_untouched) {
+// A format-1 segment as the previous build wrote it: u32 length | u32 crc32c(payload) | u8 flags
+// (bit 0 live, bit 1 delivered) | 3 reserved | a Cap'n Proto StoredMessage.
+std::string format1_record(uint64_t seq, const std::string& body, uint8_t flags) {
+  capnp::MallocMessageBuilder builder;
+  auto r = builder.initRoot<warren::storage::StoredMessage>();
+  r.setSeq(seq);
+  auto id = warren::next_message_id();
+  r.setId(kj::arrayPtr(id.bytes.data(), id.bytes.size()));
+  r.setRoutingKey("q");
+  r.initProperties().setPersistent(true);
+  r.setBody(kj::arrayPtr(reinterpret_cast<const kj::byte*>(body.data()), body.size()));
+  auto words = capnp::messageToFlatArray(builder);
+  auto bytes = words.asBytes();
+  std::string payload(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+  std::string out(12, '\0');
+  auto put = [&](size_t at, uint32_t v) {
+    for (int i = 0; i < 4; ++i) out[at + i] = static_cast<char>(v >> (8 * i));
+  };
+  put(0, static_cast<uint32_t>(payload.size()));
+  put(4, warren::persistence::crc32c(payload.data(), payload.size()));
+  out[8] = static_cast<char>(flags);
+  return out + payload;
+}
+
+// A data dir of format 1: the durable queue "q" with five records, the second acked, the third
+// delivered.
+std::string make_format1_dir(const std::string& data_dir) {
+  auto folder = make_queue(data_dir, 1);  // the queue's record and folder
+  fs::remove_all(folder);
+  fs::create_directories(folder);
+  std::ofstream seg(folder + "/00000000000000000001.seg", std::ios::binary);
+  for (uint64_t i = 1; i <= 5; ++i)
+    seg << format1_record(i, "v1-" + std::to_string(i), i == 2 ? 0 : i == 3 ? 3 : 1);
+  seg.close();
+  stamp_format_version(data_dir, 1);
+  return folder;
+}
+
+void expect_format1_messages_upgraded(const std::string& data_dir) {
+  node_process node({}, data_dir);
+  BOOST_TEST(node.log().find("from format 1 to 2") != std::string::npos);
+  auto conn = connect_to(node);
+  auto all = drain(*conn, "q");
+  std::vector<std::string> bodies;
+  for (const auto& d : all) bodies.push_back(d.body);
+  BOOST_TEST(bodies == (std::vector<std::string>{"v1-1", "v1-3", "v1-4", "v1-5"}),
+             boost::test_tools::per_element());
+  BOOST_REQUIRE(all.size() == 4u);
+  BOOST_TEST(!all[0].redelivered);
+  BOOST_TEST(all[1].redelivered);  // its delivered bit became a delivered mark
+  BOOST_TEST(format_version_of(data_dir) == 2u);
+  std::set<std::string> entries;
+  for (const auto& e : fs::directory_iterator(data_dir + "/queues"))
+    entries.insert(e.path().filename().string());
+  BOOST_TEST((entries == std::set<std::string>{"1"}));  // no copy left behind
+}
+
+BOOST_AUTO_TEST_CASE(an_older_format_with_queue_files_is_upgraded) {
   temp_dir dir;
-  make_queue(dir.path(), 1);
-  stamp_format_version(dir.path(), 1);
-  auto seg = segments_of(dir.path()).front();
-  auto bytes = read_bytes(seg);
-  auto r = warren::test::run_command({node_binary(), "--port", "0", "--data-dir", dir.path()});
-  BOOST_TEST(r.exit_code == 1);
-  BOOST_TEST(
-      r.err.find("has format version 1, whose queue files this warren-node") != std::string::npos,
-      r.err);
-  BOOST_TEST(read_bytes(seg) == bytes);
+  make_format1_dir(dir.path());
+  expect_format1_messages_upgraded(dir.path());
+}
+
+// A crash between moving the old folder aside and putting the new one in place.
+BOOST_AUTO_TEST_CASE(an_upgrade_cut_short_by_a_crash_is_finished_by_the_next_start) {
+  temp_dir dir;
+  auto folder = make_format1_dir(dir.path());
+  fs::rename(folder, folder + ".format1");
+  fs::create_directories(folder + ".upgrade");
+  std::ofstream(folder + ".upgrade/00000000000000000001.seg") << "half written";
+  expect_format1_messages_upgraded(dir.path());
 }
 
 BOOST_AUTO_TEST_CASE(an_older_format_without_queue_files_is_upgraded_in_place) {
