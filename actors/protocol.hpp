@@ -135,6 +135,7 @@ struct queue_info {
   traffic_counters traffic;
   uint64_t bytes_on_disk = 0;  // segment files of a durable queue
   uint32_t segments = 0;
+  std::string unavailable;  // why the queue refuses all work; empty while it works
 };
 
 struct binding_info {
@@ -193,8 +194,8 @@ typename Inspector::result_type inspect(Inspector& f, exchange_info& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, queue_info& x) {
-  return f(x.vhost, x.spec, x.ready, x.unacked, x.consumers, x.traffic, x.bytes_on_disk,
-           x.segments);
+  return f(x.vhost, x.spec, x.ready, x.unacked, x.consumers, x.traffic, x.bytes_on_disk, x.segments,
+           x.unavailable);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, binding_info& x) {

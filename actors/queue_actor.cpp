@@ -413,6 +413,7 @@ queue_info info_of(const queue_state& st) {
   info.unacked = st.pending.size();
   info.consumers = static_cast<uint32_t>(st.consumers.size());
   info.traffic = st.traffic;
+  info.unavailable = st.unavailable;
   if (st.store) {
     info.bytes_on_disk = st.store->bytes_on_disk();
     info.segments = static_cast<uint32_t>(st.store->segment_count());

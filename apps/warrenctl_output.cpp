@@ -135,17 +135,25 @@ void print_list(const std::vector<queue_row>& list, bool as_json) {
                          {"arguments", to_json(q.arguments)},
                          {"messages_ready", q.messages_ready},
                          {"messages_unacked", q.messages_unacked},
-                         {"consumers", q.consumers}});
+                         {"consumers", q.consumers},
+                         {"state", q.unavailable.empty() ? "running" : "unavailable"},
+                         {"unavailable", q.unavailable}});
     std::cout << dump_json(out) << '\n';
     return;
   }
   table rows{{"name", "durable", "exclusive", "auto_delete", "ready", "unacked", "consumers",
-              "arguments"}};
+              "state", "arguments"}};
   for (const auto& q : list)
     rows.push_back({q.name, yes_no(q.durable), yes_no(q.exclusive), yes_no(q.auto_delete),
                     std::to_string(q.messages_ready), std::to_string(q.messages_unacked),
-                    std::to_string(q.consumers), table_text(q.arguments)});
+                    std::to_string(q.consumers), q.unavailable.empty() ? "running" : "unavailable",
+                    table_text(q.arguments)});
   print_table(rows);
+  // The reason is long: it goes under the table, one line per queue that has one.
+  for (const auto& q : list)
+    if (!q.unavailable.empty())
+      std::cout << "queue " << q.name << " (vhost " << q.vhost
+                << ") is unavailable: " << q.unavailable << '\n';
 }
 
 void print_list(const std::vector<binding_row>& list, bool as_json) {

@@ -122,6 +122,8 @@ struct QueueInfo {
   traffic @9 :Traffic;
   bytesOnDisk @10 :UInt64;     # segment files of a durable queue
   segments @11 :UInt32;
+  unavailable @12 :Text;       # empty while the queue works; otherwise why it cannot (its files
+                               # could not be loaded): it then refuses all work, files untouched
 }
 
 # Counters since the queue or connection began; they only grow. Rates are the difference of two

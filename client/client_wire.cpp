@@ -59,12 +59,13 @@ traffic_counters read_traffic(rpc::Traffic::Reader in) {
 }
 
 queue_row read_queue_row(rpc::QueueInfo::Reader in) {
-  return {text(in.getName()),    text(in.getVhost()),
-          in.getDurable(),       in.getExclusive(),
-          in.getAutoDelete(),    net::read_table(in.getArguments()),
-          in.getMessagesReady(), in.getMessagesUnacked(),
-          in.getConsumers(),     read_traffic(in.getTraffic()),
-          in.getBytesOnDisk(),   in.getSegments()};
+  return {text(in.getName()),       text(in.getVhost()),
+          in.getDurable(),          in.getExclusive(),
+          in.getAutoDelete(),       net::read_table(in.getArguments()),
+          in.getMessagesReady(),    in.getMessagesUnacked(),
+          in.getConsumers(),        read_traffic(in.getTraffic()),
+          in.getBytesOnDisk(),      in.getSegments(),
+          text(in.getUnavailable())};
 }
 
 binding_row read_binding_row(rpc::BindingInfo::Reader in) {

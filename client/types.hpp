@@ -96,6 +96,7 @@ struct queue_row {
   traffic_counters traffic;
   uint64_t bytes_on_disk = 0;
   uint32_t segments = 0;
+  std::string unavailable;  // why the queue refuses all work (its files could not be loaded)
 };
 
 struct binding_row {

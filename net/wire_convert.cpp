@@ -64,6 +64,7 @@ void write_queue(const queue_info& info, rpc::QueueInfo::Builder out) {
   write_traffic(info.traffic, out.initTraffic());
   out.setBytesOnDisk(info.bytes_on_disk);
   out.setSegments(info.segments);
+  out.setUnavailable(info.unavailable);
 }
 
 void write_binding(const binding_info& info, rpc::BindingInfo::Builder out) {

@@ -80,6 +80,9 @@ BOOST_AUTO_TEST_CASE(a_queue_whose_folder_cannot_be_read_is_unavailable_never_em
     node_process node({}, dir.path());
     BOOST_TEST(node.log().find("queue 'q' in vhost '/' is unavailable") != std::string::npos);
     auto conn = connect_to(node);
+    auto rows = conn->list_queues();
+    BOOST_REQUIRE(rows.size() == 1u);
+    BOOST_TEST(rows[0].unavailable.find("could not be loaded") != std::string::npos);
     auto ch = conn->open_channel();
     try {
       ch->get("q");
