@@ -42,10 +42,14 @@ void close_channel(self_ptr self, uint16_t id, broker_failure reason) {
       reply_code::channel_error, "channel " + std::to_string(id) + " closed: " + to_string(reason));
   for (const auto& call : calls) st.link->reply(call->request, closed, {});
   for (const auto& q : ch.publish_backlog) st.link->reply(q.request, closed, {});
+  // A close from the client that waited for those publishes is answered now: its channel is
+  // gone, whichever side closed it first.
+  auto client_close = ch.close_after_publishes;
   channel_state tombstone;
   tombstone.open = false;
   tombstone.closed_because = std::move(reason);
   ch = std::move(tombstone);
+  if (client_close && *client_close != 0) st.link->reply(*client_close, {}, {});
 }
 
 // Answers a failed request. A channel error also closes the channel (AMQP rules); other
@@ -697,10 +701,12 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
                               return;
                             }
                             auto& ch = c->second;
-                            delivery d{0, r.delivery.redelivered, r.delivery.msg, r.remaining};
+                            // Every delivery takes the next tag, acked or not: a tag of 0
+                            // means "no message" to some clients.
+                            delivery d{++ch.next_delivery_tag, r.delivery.redelivered,
+                                       r.delivery.msg, r.remaining};
                             self->state.traffic.count_out(d.msg->body.size(), d.redelivered);
                             if (!no_ack) {
-                              d.tag = ++ch.next_delivery_tag;
                               ch.unacked.emplace(d.tag, channel_state::unacked_entry{
                                                             q, r.delivery.delivery_id, {}});
                               touch_queue(ch, q);

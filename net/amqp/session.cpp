@@ -406,6 +406,12 @@ void session::complete(uint64_t request, caf::error error, caf::message result) 
   pending_.erase(i);
   if (phase_ == phase::done) return;
   release_credit(p.credit);
+  if (p.method == channel_close) {
+    // The client's close is answered whatever the broker said: its side is gone either way.
+    if (p.done) p.done(result);
+    flush_output();
+    return;
+  }
   if (p.method == basic_publish) {
     auto c = channels_.find(p.channel);
     if (c != channels_.end() && c->second.publishes_in_flight > 0 &&
@@ -433,7 +439,7 @@ void session::complete(uint64_t request, caf::error error, caf::message result) 
   if (failure.code == reply_code::channel_error) {
     // The broker's channel is gone (closed after an earlier error): already being closed here.
     auto c = channels_.find(p.channel);
-    if (c != channels_.end() && c->second.closing) return;
+    if (c != channels_.end() && c->second.settling()) return;
   }
   connection_error(failure.code, failure.text, p.method);
 }

@@ -136,8 +136,14 @@ class session : public std::enable_shared_from_this<session>,
     std::vector<uint8_t> outcomes;
     bool answered = false;
   };
+  // A channel closes from either side (AMQP 0-9-1 2.2.4 and 4.2): once either close is on its
+  // way, every frame on the channel but close and close-ok is discarded, and the channel is
+  // forgotten when both closes that were sent have their close-ok.
   struct channel {
-    bool closing = false;  // we sent channel.close and wait for close-ok
+    bool closing = false;         // we sent channel.close and wait for its close-ok
+    bool client_closing = false;  // the client sent channel.close; close-ok follows once the
+                                  // broker's side of the channel has closed
+    bool settling() const { return closing || client_closing; }
     bool confirm = false;
     uint64_t next_confirm_tag = 0;
     std::optional<incoming_publish> publish;

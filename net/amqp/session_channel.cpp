@@ -12,7 +12,7 @@ namespace warren::amqp {
 
 bool session::hold(const frame_view& f) {
   auto c = channels_.find(f.channel);
-  if (c == channels_.end() || c->second.closing) return false;
+  if (c == channels_.end() || c->second.settling()) return false;
   auto& ch = c->second;
   if (!ch.held.empty()) {
     ch.held.push_back(f.owned());
@@ -73,10 +73,15 @@ void session::on_method(uint16_t id, std::string_view payload) {
                                                         std::to_string(id) + ", which is not open");
   auto& ch = c->second;
   if (ch.closing) {
-    if (m == channel_close_ok) forget_channel(id);
-    if (m == channel_close) send_method(id, method_payload(channel_close_ok));
+    if (m == channel_close_ok) {
+      ch.closing = false;
+      if (!ch.client_closing) forget_channel(id);
+    }
+    // Both sides closed at once: each answers the other's close.
+    if (m == channel_close && !ch.client_closing) send_method(id, method_payload(channel_close_ok));
     return;
   }
+  if (ch.client_closing) return;  // after its close, a client sends nothing that counts
   if (ch.publish)
     throw protocol_error(reply_code::unexpected_frame,
                          method_name(m) + " on channel " + std::to_string(id) +
@@ -116,13 +121,16 @@ void session::forget_channel(uint16_t id) {
 void session::channel_error(uint16_t id, reply_code code, const std::string& text,
                             method_id method) {
   auto c = channels_.find(id);
+  // A client's close does not stop the error: RabbitMQ sends its close first, then the
+  // close-ok for the client's.
   if (c == channels_.end() || c->second.closing) return;
   c->second.closing = true;
   c->second.publish.reset();
   c->second.gathered.clear();
   c->second.acks.clear();
-  // The broker side of the channel goes too: its unacked messages are requeued.
-  caf::anon_send(actor_, close_atom::value, uint64_t{0}, id);
+  // The broker side of the channel goes too: its unacked messages are requeued. (A client's
+  // close already asked for that; its close-ok follows this close, as RabbitMQ orders them.)
+  if (!c->second.client_closing) caf::anon_send(actor_, close_atom::value, uint64_t{0}, id);
   auto w = method_payload(channel_close);
   w.short_uint(static_cast<uint16_t>(code));
   w.short_string(reply_text(code, text));
@@ -187,12 +195,15 @@ void session::on_channel_method(uint16_t id, channel& ch, method_id m, reader& r
     log(log_level::debug, "amqp",
         peer_ + " closed channel " + std::to_string(id) + " (" + std::to_string(code) + " " + text +
             ")");
-    ch.closing = true;  // nothing more is taken on it
+    ch.client_closing = true;  // nothing more is taken on it
     request(
         id, m,
         [this, id](caf::message&) {
-          channels_.erase(id);
+          auto c = channels_.find(id);
+          if (c == channels_.end()) return;
+          c->second.client_closing = false;
           send_method(id, method_payload(channel_close_ok));
+          if (!c->second.closing) forget_channel(id);
         },
         [&](uint64_t q) { caf::anon_send(actor_, close_atom::value, q, id); });
     return;
@@ -396,7 +407,7 @@ void session::on_channel_method(uint16_t id, channel& ch, method_id m, reader& r
 
 void session::consumer_cancelled(uint16_t id, const std::string& tag) {
   auto c = channels_.find(id);
-  if (c == channels_.end() || c->second.closing) return;
+  if (c == channels_.end() || c->second.settling()) return;
   auto w = method_payload(basic_cancel);
   w.short_string(tag);
   w.bits({true});  // no-wait: the client does not answer a server-sent cancel
@@ -405,7 +416,7 @@ void session::consumer_cancelled(uint16_t id, const std::string& tag) {
 
 void session::channel_closed(uint16_t id, const broker_failure& reason) {
   auto c = channels_.find(id);
-  if (c == channels_.end() || c->second.closing) return;
+  if (c == channels_.end() || c->second.settling()) return;
   channel_error(id, reason.code, reason.text, c->second.last_method);
 }
 

@@ -10,6 +10,9 @@ namespace warren::amqp {
 
 void session::on_content(const frame_view& f) {
   auto c = channels_.find(f.channel);
+  // Content of a publish on a closing channel (whose method was discarded, or whose header was
+  // refused) is discarded with it.
+  if (c != channels_.end() && c->second.settling()) return;
   if (c == channels_.end() || !c->second.publish)
     throw protocol_error(
         reply_code::unexpected_frame,
@@ -75,7 +78,7 @@ void session::complete_publish(uint16_t id, channel& ch) {
 
 void session::flush_channels() {
   for (auto& [id, ch] : channels_) {
-    if (ch.closing) continue;
+    if (ch.settling()) continue;
     send_publishes(id, ch);
     send_acks(id, ch);
   }
@@ -110,7 +113,7 @@ void session::send_publishes(uint16_t id, channel& ch) {
 
 void session::published_answered(uint16_t id, publish_call& call) {
   auto c = channels_.find(id);
-  if (c == channels_.end() || c->second.closing) return;
+  if (c == channels_.end() || c->second.settling()) return;
   for (const auto& [i, msg] : call.mandatory)
     if (i < call.outcomes.size() &&
         call.outcomes[i] == static_cast<uint8_t>(publish_outcome::returned))
@@ -170,7 +173,7 @@ void session::send_acks(uint16_t id, channel& ch) {
 
 void session::deliver(uint16_t id, const std::string& tag, std::vector<delivery> batch) {
   auto c = channels_.find(id);
-  if (c == channels_.end() || c->second.closing || phase_ != phase::running) return;
+  if (c == channels_.end() || c->second.settling() || phase_ != phase::running) return;
   for (const auto& d : batch) {
     auto w = method_payload(basic_deliver);
     w.short_string(tag);

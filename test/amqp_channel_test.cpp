@@ -1,0 +1,161 @@
+// The AMQP channel state machine and wire details, with raw frames sent the way real clients
+// send them (several methods and contents in one write) against a real node.
+//
+// The rules (AMQP 0-9-1 and RabbitMQ): after the server sends channel.close it discards every
+// frame on that channel until channel.close-ok; a close from both sides at once settles; every
+// delivery on a channel, by push or get, acked or not, takes the next tag from 1.
+#define BOOST_TEST_MODULE amqp_channel
+#include <boost/test/unit_test.hpp>
+
+#include "amqp_raw_client.hpp"
+#include "subprocess.hpp"
+
+using namespace warren::amqp;
+using warren::test::node_process;
+using warren::test::raw_client;
+
+namespace {
+
+const method_id channel_close{20, 40}, channel_close_ok{20, 41}, channel_open_ok{20, 11};
+const method_id get_ok{60, 71};
+
+std::string method_frame(uint16_t channel, writer w) {
+  std::string out;
+  write_frame(out, frame_type::method, channel, w.bytes());
+  return out;
+}
+
+// basic.publish with its header and body; `announced` is the size the header claims.
+std::string publish_frames(uint16_t channel, const std::string& exchange, const std::string& key,
+                           const std::string& body, uint64_t announced) {
+  auto m = method_payload({60, 40});
+  m.short_uint(0);
+  m.short_string(exchange);
+  m.short_string(key);
+  m.bits({false, false});
+  auto out = method_frame(channel, std::move(m));
+  content_header h;
+  h.body_size = announced;
+  write_frame(out, frame_type::header, channel, content_header_payload(h));
+  if (!body.empty()) write_frame(out, frame_type::body, channel, body);
+  return out;
+}
+
+std::string publish_frames(uint16_t channel, const std::string& exchange, const std::string& key,
+                           const std::string& body) {
+  return publish_frames(channel, exchange, key, body, body.size());
+}
+
+std::string close_frame(uint16_t channel, uint16_t code) {
+  auto w = method_payload(channel_close);
+  w.short_uint(code);
+  w.short_string("bye");
+  w.short_uint(0);
+  w.short_uint(0);
+  return method_frame(channel, std::move(w));
+}
+
+std::string close_ok_frame(uint16_t channel) {
+  return method_frame(channel, method_payload(channel_close_ok));
+}
+
+// Waits for the next method and checks its id; returns its arguments.
+std::string expect(raw_client& c, method_id want) {
+  auto [id, args] = c.next_method();
+  BOOST_REQUIRE_MESSAGE(id == want,
+                        "expected " << method_name(want) << ", got " << method_name(id));
+  return args;
+}
+
+uint16_t reply_code_of(const std::string& close_args) {
+  return reader(close_args).short_uint();
+}
+
+void declare_queue(raw_client& c, uint16_t channel, const std::string& name) {
+  auto d = method_payload({50, 10});
+  d.short_uint(0);
+  d.short_string(name);
+  d.bits({false, false, false, false, false});
+  d.field_table({});
+  c.send_method(channel, std::move(d));
+  expect(c, {50, 11});
+}
+
+// Opening the channel again proves the old one was settled and forgotten.
+void expect_channel_reopens(raw_client& c, uint16_t channel) {
+  c.open_channel(channel);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(frames_after_a_channel_error_are_discarded_until_close_ok) {
+  node_process node;
+  raw_client c(node.amqp_port());
+  c.handshake();
+  c.open_channel(1);
+  c.send(publish_frames(1, "no-such-exchange", "k", "one"));
+  BOOST_TEST(reply_code_of(expect(c, channel_close)) == 404);
+  // A client that had not read the close yet keeps publishing: its frames are dropped, not
+  // taken for a protocol error.
+  c.send(publish_frames(1, "no-such-exchange", "k", "two") + publish_frames(1, "", "k", "three") +
+         close_ok_frame(1));
+  expect_channel_reopens(c, 1);
+}
+
+BOOST_AUTO_TEST_CASE(the_body_of_an_oversize_message_is_discarded_with_its_channel) {
+  node_process node;
+  raw_client c(node.amqp_port());
+  c.handshake();
+  c.open_channel(1);
+  c.open_channel(2);
+  c.send(publish_frames(1, "", "q", std::string(1000, 'x'), uint64_t{1} << 30));
+  BOOST_TEST(reply_code_of(expect(c, channel_close)) == 406);
+  c.send(close_ok_frame(1));
+  declare_queue(c, 2, "still-here");  // the connection and its other channel live on
+  expect_channel_reopens(c, 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_client_close_behind_a_failing_publish_is_answered_after_the_error) {
+  node_process node;
+  raw_client c(node.amqp_port());
+  c.handshake();
+  c.open_channel(1);
+  c.send(publish_frames(1, "no-such-exchange", "k", "lost") + close_frame(1, 200));
+  BOOST_TEST(reply_code_of(expect(c, channel_close)) == 404);
+  c.send(close_ok_frame(1));
+  expect(c, channel_close_ok);
+  expect_channel_reopens(c, 1);
+}
+
+BOOST_AUTO_TEST_CASE(closes_from_both_sides_at_once_settle) {
+  node_process node;
+  raw_client c(node.amqp_port());
+  c.handshake();
+  c.open_channel(1);
+  c.send(publish_frames(1, "no-such-exchange", "k", "lost"));
+  BOOST_TEST(reply_code_of(expect(c, channel_close)) == 404);
+  // The client had not seen that close yet: it closes too, then answers the node's.
+  c.send(close_frame(1, 200) + close_ok_frame(1));
+  expect(c, channel_close_ok);
+  expect_channel_reopens(c, 1);
+}
+
+BOOST_AUTO_TEST_CASE(every_get_takes_the_next_delivery_tag_acked_or_not) {
+  node_process node;
+  raw_client c(node.amqp_port());
+  c.handshake();
+  c.open_channel(1);
+  declare_queue(c, 1, "tags");
+  for (int i = 0; i < 4; ++i) c.send(publish_frames(1, "", "tags", "m" + std::to_string(i)));
+  std::vector<uint64_t> tags;
+  for (bool no_ack : {true, false, true, false}) {
+    auto g = method_payload({60, 70});
+    g.short_uint(0);
+    g.short_string("tags");
+    g.bits({no_ack});
+    c.send_method(1, std::move(g));
+    auto args = expect(c, get_ok);
+    tags.push_back(reader(args).longlong_uint());
+  }
+  BOOST_TEST(tags == (std::vector<uint64_t>{1, 2, 3, 4}), boost::test_tools::per_element());
+}

@@ -1,0 +1,149 @@
+// raw_client: a TCP connection that speaks AMQP 0-9-1 by hand, through the project's codec, for
+// tests that send what real clients send in one write, or what no client should send.
+#pragma once
+
+#include "net/amqp/codec.hpp"
+#include "net/amqp/frame.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace warren::test {
+
+using namespace warren::amqp;
+
+// Guards against a hung test only; never a performance expectation.
+constexpr auto patience = std::chrono::seconds(30);
+
+class raw_client {
+ public:
+  explicit raw_client(uint16_t port) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    BOOST_REQUIRE(connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  }
+  ~raw_client() { close(fd_); }
+
+  void send(const std::string& bytes) {
+    BOOST_REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+                  static_cast<ssize_t>(bytes.size()));
+  }
+  void send_method(uint16_t channel, writer w) {
+    std::string out;
+    write_frame(out, frame_type::method, channel, w.bytes());
+    send(out);
+  }
+  void close_write() { shutdown(fd_, SHUT_WR); }
+
+  // The next frame, or nullopt once the node closed the socket.
+  std::optional<frame> next_frame() {
+    for (;;) {
+      size_t used = 0;
+      if (auto f = parse_frame(buffer_, 0, used)) {
+        buffer_.erase(0, used);
+        return f;
+      }
+      if (!read_some()) return std::nullopt;
+    }
+  }
+
+  // Reads until the node closes the socket; returns what came.
+  std::string read_to_end() {
+    while (read_some()) {
+    }
+    return std::exchange(buffer_, {});
+  }
+
+  // The next method frame's id (skipping heartbeats), with a reader over its arguments.
+  std::pair<method_id, std::string> next_method() {
+    for (;;) {
+      auto f = next_frame();
+      BOOST_REQUIRE_MESSAGE(f.has_value(), "the node closed the socket");
+      if (f->type != frame_type::method) continue;
+      reader r(f->payload);
+      method_id id{r.short_uint(), r.short_uint()};
+      return {id, f->payload.substr(4)};
+    }
+  }
+
+  // Protocol header, start-ok as guest, tune-ok, open "/".
+  void handshake(uint16_t heartbeat = 0, bool wants_blocked = false) {
+    send(std::string(protocol_header));
+    BOOST_REQUIRE((next_method().first == method_id{10, 10}));
+    auto ok = method_payload({10, 11});
+    table capabilities{{"connection.blocked", value::of_bool(wants_blocked)}};
+    ok.field_table({{"capabilities", value::of_table(capabilities)}});
+    ok.short_string("PLAIN");
+    ok.long_string(std::string("\0guest\0guest", 12));
+    ok.short_string("en_US");
+    send_method(0, std::move(ok));
+    BOOST_REQUIRE((next_method().first == method_id{10, 30}));
+    auto tune = method_payload({10, 31});
+    tune.short_uint(0);
+    tune.long_uint(131072);
+    tune.short_uint(heartbeat);
+    send_method(0, std::move(tune));
+    auto open = method_payload({10, 40});
+    open.short_string("/");
+    open.short_string("");
+    open.bits({false});
+    send_method(0, std::move(open));
+    BOOST_REQUIRE((next_method().first == method_id{10, 41}));
+  }
+
+  void open_channel(uint16_t id) {
+    auto open = method_payload({20, 10});
+    open.short_string("");
+    send_method(id, std::move(open));
+    BOOST_REQUIRE((next_method().first == method_id{20, 11}));
+  }
+
+  // Waits for connection.close and returns its reply code.
+  uint16_t expect_connection_close() {
+    for (;;) {
+      auto [id, args] = next_method();
+      if (id == method_id{10, 50}) return reader(args).short_uint();
+    }
+  }
+
+ private:
+  bool read_some() {
+    pollfd p{fd_, POLLIN, 0};
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(patience).count();
+    BOOST_REQUIRE_MESSAGE(poll(&p, 1, static_cast<int>(ms)) == 1, "nothing from the node");
+    char buf[65536];
+    auto n = ::read(fd_, buf, sizeof buf);
+    if (n <= 0) return false;
+    buffer_.append(buf, static_cast<size_t>(n));
+    return true;
+  }
+
+  int fd_ = -1;
+  std::string buffer_;
+};
+
+inline std::string frame_bytes(uint8_t type, uint16_t channel, const std::string& payload,
+                               uint8_t end = 0xce) {
+  writer w;
+  w.octet(type);
+  w.short_uint(channel);
+  w.long_uint(static_cast<uint32_t>(payload.size()));
+  w.raw(payload);
+  w.octet(end);
+  return w.take();
+}
+
+}  // namespace warren::test
