@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 namespace warren {
 
@@ -294,7 +295,21 @@ void grant_credit(self_ptr self, uint16_t id, channel_state& ch, const std::stri
                   uint32_t n) {
   auto c = ch.consumers.find(tag);
   if (c == ch.consumers.end() || n == 0) return;
+  if (!c->second.queue) {
+    c->second.unsent_credit += n;  // sent once the queue has taken the consumer
+    return;
+  }
   self->send(c->second.queue, credit_atom::value, self_handle(self), id, tag, n);
+}
+
+void grant_all(self_ptr self, uint16_t id, channel_state& ch, const channel_credit::grants& g) {
+  for (const auto& [tag, n] : g) grant_credit(self, id, ch, tag, n);
+}
+
+// A consumer is gone from the channel: its prefetch credit goes to the others.
+void drop_consumer(self_ptr self, uint16_t id, channel_state& ch, const std::string& tag) {
+  ch.consumers.erase(tag);
+  if (ch.credit.tracks(tag)) grant_all(self, id, ch, ch.credit.remove(tag));
 }
 
 // Settles deliveries already taken out of the channel's unacked map with `kind`: one message
@@ -310,11 +325,8 @@ void settle_entries(self_ptr self, uint16_t id, channel_state& ch,
   if (kind == settle_kind::ack) self->state.traffic.acked += taken.size();
   for (auto& [queue, ids] : by_queue)
     self->send(queue, settle_atom::value, self_handle(self), std::move(ids), kind);
-  for (const auto& [consumer, n] : by_consumer) {
-    auto c = ch.consumers.find(consumer);
-    if (c != ch.consumers.end() && c->second.prefetch > 0 && !c->second.no_ack)
-      grant_credit(self, id, ch, consumer, n);
-  }
+  for (const auto& [consumer, n] : by_consumer)
+    grant_all(self, id, ch, ch.credit.settled(consumer, n));
 }
 
 // Settles tag (or everything up to it) with `kind`; false when the tag is not outstanding.
@@ -359,6 +371,7 @@ void forward_deliveries(self_ptr self, uint16_t id, channel_state& ch, const std
                         bool no_ack, const caf::actor& queue, std::vector<queued_delivery>& batch) {
   std::vector<delivery> out;
   out.reserve(batch.size());
+  if (!no_ack) ch.credit.delivered(tag, static_cast<uint32_t>(batch.size()));
   for (auto& d : batch) {
     auto tag_no = ++ch.next_delivery_tag;
     if (!no_ack)
@@ -469,6 +482,16 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
           self->state.link->reply(request, {}, {});
         }
       },
+      [=](qos_atom, uint64_t request, uint16_t id, uint32_t prefetch, bool global) {
+        // AMQP's global=true: one limit for all the channel's consumers together.
+        if (auto* ch = open_channel(self, request, id)) {
+          if (global)
+            grant_all(self, id, *ch, ch->credit.set_global(prefetch));
+          else
+            ch->default_prefetch = prefetch;
+          self->state.link->reply(request, {}, {});
+        }
+      },
       [=](confirm_atom, uint64_t request, uint16_t id) {
         if (auto* ch = open_channel(self, request, id)) {
           ch->confirm_mode = true;
@@ -571,6 +594,10 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         }
         if (prefetch == 0) prefetch = ch->default_prefetch;
         if (no_ack) prefetch = 0;
+        // Consumers limited by acks (their own prefetch, the channel's, or both) start with
+        // what the limits allow; the others with a window refilled as deliveries are written.
+        uint32_t initial = unlimited_consumer_window;
+        if (ch->credit.limited(no_ack, prefetch)) initial = ch->credit.add(tag, prefetch);
         // Reserve the tag now so a second consume with it fails even before the queue answers.
         auto& reserved = ch->consumers[tag];
         reserved.queue_name = queue;
@@ -587,7 +614,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
                                      no_ack,
                                      exclusive,
                                      prefetch,
-                                     prefetch > 0 ? prefetch : unlimited_consumer_window};
+                                     initial};
                   self->request(q, caf::infinite, consume_atom::value, std::move(spec))
                       .then(
                           [=]() {
@@ -597,17 +624,20 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
                               reply_channel_gone(self, request, id);
                               return;
                             }
-                            c->second.consumers[tag].queue = q;
+                            auto& consumer = c->second.consumers[tag];
+                            consumer.queue = q;
+                            grant_credit(self, id, c->second, tag,
+                                         std::exchange(consumer.unsent_credit, 0));
                             touch_queue(c->second, q);
                             self->state.link->reply(request, {}, caf::make_message(tag));
                           },
                           [=](caf::error& err) {
-                            self->state.channels[id].consumers.erase(tag);
+                            drop_consumer(self, id, self->state.channels[id], tag);
                             fail(self, request, id, err);
                           });
                 },
                 [=](caf::error& err) {
-                  self->state.channels[id].consumers.erase(tag);
+                  drop_consumer(self, id, self->state.channels[id], tag);
                   fail(self, request, id, err);
                 });
       },
@@ -628,7 +658,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
           auto chan = self->state.channels.find(id);
           if (chan != self->state.channels.end() && chan->second.open) {
             auto& st = chan->second;
-            st.consumers.erase(tag);
+            drop_consumer(self, id, st, tag);
             // The queue requeued this consumer's unacked messages; their tags are void now.
             // Otherwise (AMQP's basic.cancel) they stay unacked on the channel, to be settled.
             for (auto i = st.unacked.begin(); i != st.unacked.end();) {
@@ -651,8 +681,10 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
       [=](cancelled_atom, uint16_t id, const std::string& tag, const std::string& reason) {
         auto c = self->state.channels.find(id);
         if (c == self->state.channels.end() || !c->second.open) return;
-        if (c->second.consumers.erase(tag) != 0)
+        if (c->second.consumers.count(tag) != 0) {
+          drop_consumer(self, id, c->second, tag);
           self->state.link->consumer_cancelled(id, tag, reason);
+        }
       },
       [=](deliver_atom, uint16_t id, const std::string& tag, bool no_ack,
           std::vector<queued_delivery>& batch) {
@@ -677,8 +709,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         if (c == self->state.channels.end() || !c->second.open) return;
         auto consumer = c->second.consumers.find(tag);
         if (consumer == c->second.consumers.end()) return;
-        if (consumer->second.no_ack || consumer->second.prefetch == 0)
-          grant_credit(self, id, c->second, tag, n);
+        if (!c->second.credit.tracks(tag)) grant_credit(self, id, c->second, tag, n);
       },
       [=](get_atom, uint64_t request, uint16_t id, std::string& queue, bool no_ack) {
         if (!open_channel(self, request, id)) return;

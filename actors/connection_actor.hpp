@@ -22,6 +22,8 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include "actors/channel_credit.hpp"
+
 #include <deque>
 #include <map>
 #include <memory>
@@ -45,8 +47,9 @@ struct channel_state {
     std::string queue_name;
     bool no_ack = false;
     uint32_t prefetch = 0;
-    bool cancelling = false;    // cancel sent to the queue, not yet confirmed
-    bool keep_unacked = false;  // that cancel leaves unacked deliveries on the channel
+    bool cancelling = false;     // cancel sent to the queue, not yet confirmed
+    bool keep_unacked = false;   // that cancel leaves unacked deliveries on the channel
+    uint32_t unsent_credit = 0;  // granted before the queue took the consumer
   };
   struct publish_call {
     uint64_t request;
@@ -69,7 +72,8 @@ struct channel_state {
   bool open = true;
   broker_failure closed_because;
   bool confirm_mode = false;
-  uint32_t default_prefetch = 0;
+  uint32_t default_prefetch = 0;  // qos global=false: for consumers started after it
+  channel_credit credit;          // what limited consumers may have out (qos global=true too)
   uint64_t next_publish_seq = 0;
   uint64_t next_delivery_tag = 0;
   std::map<uint64_t, unacked_entry> unacked;

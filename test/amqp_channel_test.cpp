@@ -81,6 +81,55 @@ void declare_queue(raw_client& c, uint16_t channel, const std::string& name) {
   expect(c, {50, 11});
 }
 
+// Waits for `want`, counting the deliveries (basic.deliver) that arrive before it.
+std::string expect_counting_deliveries(raw_client& c, method_id want, int& deliveries) {
+  for (;;) {
+    auto [id, args] = c.next_method();
+    if (id == method_id{60, 60}) {
+      ++deliveries;
+      continue;
+    }
+    BOOST_REQUIRE_MESSAGE(id == want,
+                          "expected " << method_name(want) << ", got " << method_name(id));
+    return args;
+  }
+}
+
+// Ready messages in `queue`, from a passive declare (deliveries before the answer are counted).
+uint32_t ready_in(raw_client& c, uint16_t channel, const std::string& queue, int& deliveries) {
+  auto d = method_payload({50, 10});
+  d.short_uint(0);
+  d.short_string(queue);
+  d.bits({true, false, false, false, false});
+  d.field_table({});
+  c.send_method(channel, std::move(d));
+  auto args = expect_counting_deliveries(c, {50, 11}, deliveries);
+  reader r(args);
+  r.short_string();
+  return r.long_uint();
+}
+
+void consume(raw_client& c, uint16_t channel, const std::string& queue, const std::string& tag,
+             int& deliveries) {
+  auto w = method_payload({60, 20});
+  w.short_uint(0);
+  w.short_string(queue);
+  w.short_string(tag);
+  w.bits({false, false, false, false});
+  w.field_table({});
+  c.send_method(channel, std::move(w));
+  expect_counting_deliveries(c, {60, 21}, deliveries);
+}
+
+void qos(raw_client& c, uint16_t channel, uint16_t prefetch, bool global) {
+  auto w = method_payload({60, 10});
+  w.long_uint(0);
+  w.short_uint(prefetch);
+  w.bits({global});
+  c.send_method(channel, std::move(w));
+  expect(c, {60, 11});
+}
+
 // Opening the channel again proves the old one was settled and forgotten.
 void expect_channel_reopens(raw_client& c, uint16_t channel) {
   c.open_channel(channel);
@@ -158,4 +207,48 @@ BOOST_AUTO_TEST_CASE(every_get_takes_the_next_delivery_tag_acked_or_not) {
     tags.push_back(reader(args).longlong_uint());
   }
   BOOST_TEST(tags == (std::vector<uint64_t>{1, 2, 3, 4}), boost::test_tools::per_element());
+}
+
+// Issue 10, item 6: global=true is one limit for all of the channel's consumers (it was applied
+// per consumer: two consumers with global prefetch 2 got 2 + 2).
+BOOST_AUTO_TEST_CASE(a_global_prefetch_bounds_all_consumers_of_the_channel_together) {
+  node_process node;
+  raw_client c(node.amqp_port());
+  c.handshake();
+  c.open_channel(1);
+  int deliveries = 0;
+  for (const char* q : {"g1", "g2"}) {
+    declare_queue(c, 1, q);
+    for (int i = 0; i < 5; ++i) c.send(publish_frames(1, "", q, "m"));
+    BOOST_REQUIRE(ready_in(c, 1, q, deliveries) == 5u);
+  }
+  qos(c, 1, 2, true);
+  consume(c, 1, "g1", "a", deliveries);
+  consume(c, 1, "g2", "b", deliveries);
+  auto handed_out = 10 - ready_in(c, 1, "g1", deliveries) - ready_in(c, 1, "g2", deliveries);
+  BOOST_TEST(handed_out == 2u);
+  // An ack frees one: exactly one more is handed out.
+  auto ack = method_payload({60, 80});
+  ack.longlong_uint(1);
+  ack.bits({false});
+  c.send_method(1, std::move(ack));
+  handed_out = 10 - ready_in(c, 1, "g1", deliveries) - ready_in(c, 1, "g2", deliveries);
+  BOOST_TEST(handed_out == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(per_consumer_and_global_prefetch_apply_together) {
+  node_process node;
+  raw_client c(node.amqp_port());
+  c.handshake();
+  c.open_channel(1);
+  int deliveries = 0;
+  declare_queue(c, 1, "both");
+  for (int i = 0; i < 10; ++i) c.send(publish_frames(1, "", "both", "m"));
+  BOOST_REQUIRE(ready_in(c, 1, "both", deliveries) == 10u);
+  qos(c, 1, 3, false);  // each consumer: 3
+  qos(c, 1, 5, true);   // the channel: 5
+  consume(c, 1, "both", "a", deliveries);
+  BOOST_TEST(10 - ready_in(c, 1, "both", deliveries) == 3u);  // its own limit first
+  consume(c, 1, "both", "b", deliveries);
+  BOOST_TEST(10 - ready_in(c, 1, "both", deliveries) == 5u);  // then the channel's
 }

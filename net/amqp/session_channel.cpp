@@ -311,12 +311,12 @@ void session::on_channel_method(uint16_t id, channel& ch, method_id m, reader& r
   if (m == basic_qos) {
     auto size = r.long_uint();
     auto count = r.short_uint();
-    r.bits(1);  // global: Warren's prefetch is per consumer (per_consumer_qos)
+    bool global = r.bits(1)[0];  // RabbitMQ's meaning: the channel's limit, not the connection's
     if (size != 0)
       return channel_error(id, reply_code::not_implemented,
                            "basic.qos prefetch_size is not supported; use prefetch_count", m);
     return request(id, m, answer_with(basic_qos_ok, false), [&](uint64_t q) {
-      caf::anon_send(actor_, qos_atom::value, q, id, uint32_t{count});
+      caf::anon_send(actor_, qos_atom::value, q, id, uint32_t{count}, global);
     });
   }
   if (m == basic_consume) {
