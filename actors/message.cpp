@@ -81,6 +81,18 @@ const field_value* find_field(const field_table& table, const std::string& key) 
   return nullptr;
 }
 
+std::string first_difference(const field_table& a, const field_table& b) {
+  std::vector<std::string> keys;
+  for (const auto* t : {&a, &b})
+    for (const auto& f : *t) keys.push_back(f.key);
+  std::sort(keys.begin(), keys.end());
+  for (const auto& key : keys) {
+    const auto *x = find_field(a, key), *y = find_field(b, key);
+    if (x == nullptr || y == nullptr || !(*x == *y)) return key;
+  }
+  return {};
+}
+
 bool same_table(const field_table& a, const field_table& b) {
   if (a.size() != b.size()) return false;
   return std::all_of(a.begin(), a.end(), [&](const field& f) {

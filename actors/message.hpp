@@ -80,6 +80,10 @@ const field_value* find_field(const field_table& table, const std::string& key);
 /// Same keys with equal values, in any order.
 bool same_table(const field_table& a, const field_table& b);
 
+/// The first key (in key order) whose value differs between two tables, or is in one only;
+/// empty when they are the same table.
+std::string first_difference(const field_table& a, const field_table& b);
+
 struct message_properties {
   bool persistent = false;
   std::string content_type;

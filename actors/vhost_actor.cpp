@@ -114,6 +114,18 @@ const char* yes_no(bool b) {
   return b ? "true" : "false";
 }
 
+// RabbitMQ's wording, naming the first argument that differs: "inequivalent arg
+// 'x-message-ttl' for queue 'q' in vhost '/': received '2000' but current is '1000'".
+std::string inequivalent_arguments(const char* what, const std::string& name, const vhost_state& st,
+                                   const field_table& received, const field_table& current) {
+  auto key = first_difference(received, current);
+  auto text = [&](const field_table& t) {
+    const auto* v = find_field(t, key);
+    return v == nullptr ? std::string("none") : to_string(*v);
+  };
+  return inequivalent(what, name, st, key.c_str(), text(received), text(current));
+}
+
 std::vector<caf::actor> queue_actors(const vhost_state& st) {
   std::vector<caf::actor> out;
   for (const auto& [name, q] : st.queues) out.push_back(q.actor);
@@ -251,7 +263,7 @@ caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool pass
     return invalid(inequivalent(what, spec.name, st, "internal", std::string(yes_no(spec.internal)),
                                 std::string(yes_no(cur.internal))));
   if (!same_table(cur.arguments, spec.arguments))
-    return invalid("inequivalent arguments for exchange " + quote(spec.name) + in_vhost(st));
+    return invalid(inequivalent_arguments(what, spec.name, st, spec.arguments, cur.arguments));
   return caf::unit;
 }
 
@@ -322,7 +334,7 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
                                   std::string(yes_no(spec.auto_delete)),
                                   std::string(yes_no(q.spec.auto_delete))));
     if (!same_table(q.spec.arguments, spec.arguments))
-      return invalid("inequivalent arguments for queue " + quote(spec.name) + in_vhost(st));
+      return invalid(inequivalent_arguments(what, spec.name, st, spec.arguments, q.spec.arguments));
     auto rp = self->make_response_promise<queue_info>();
     self->request(q.actor, caf::infinite, declare_atom::value)
         .then([=](queue_info& info) mutable { rp.deliver(std::move(info)); },

@@ -71,13 +71,18 @@ uint16_t reply_code_of(const std::string& close_args) {
   return reader(close_args).short_uint();
 }
 
-void declare_queue(raw_client& c, uint16_t channel, const std::string& name) {
+void send_queue_declare(raw_client& c, uint16_t channel, const std::string& name,
+                        const table& arguments) {
   auto d = method_payload({50, 10});
   d.short_uint(0);
   d.short_string(name);
   d.bits({false, false, false, false, false});
-  d.field_table({});
+  d.field_table(arguments);
   c.send_method(channel, std::move(d));
+}
+
+void declare_queue(raw_client& c, uint16_t channel, const std::string& name) {
+  send_queue_declare(c, channel, name, {});
   expect(c, {50, 11});
 }
 
@@ -251,4 +256,29 @@ BOOST_AUTO_TEST_CASE(per_consumer_and_global_prefetch_apply_together) {
   BOOST_TEST(10 - ready_in(c, 1, "both", deliveries) == 3u);  // its own limit first
   consume(c, 1, "both", "b", deliveries);
   BOOST_TEST(10 - ready_in(c, 1, "both", deliveries) == 5u);  // then the channel's
+}
+
+// Issue 10, item 7: the 406 names the argument that differs, in RabbitMQ's words.
+BOOST_AUTO_TEST_CASE(an_inequivalent_redeclare_names_the_argument_that_differs) {
+  node_process node;
+  raw_client c(node.amqp_port());
+  c.handshake();
+  c.open_channel(1);
+  send_queue_declare(c, 1, "ttl", {{"x-message-ttl", value::of_int(1000)}});
+  expect(c, {50, 11});
+  send_queue_declare(c, 1, "ttl", {{"x-message-ttl", value::of_int(2000)}});
+  auto args = expect(c, channel_close);
+  reader r(args);
+  BOOST_TEST(r.short_uint() == 406);
+  BOOST_TEST(r.short_string() ==
+             "PRECONDITION_FAILED - inequivalent arg 'x-message-ttl' for queue 'ttl' in vhost "
+             "'/': received '2000' but current is '1000'");
+  c.send(close_ok_frame(1));
+  c.open_channel(1);
+  send_queue_declare(c, 1, "ttl", {});
+  args = expect(c, channel_close);
+  reader again(args);
+  again.short_uint();
+  BOOST_TEST(again.short_string().find("received 'none' but current is '1000'") !=
+             std::string::npos);
 }
