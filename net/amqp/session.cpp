@@ -470,9 +470,11 @@ void amqp_link::consumer_cancelled(uint16_t channel, const std::string& tag, con
     s.flush_output();
   });
 }
-void amqp_link::channel_closed(uint16_t channel, const broker_failure& reason) {
-  on_loop([=](session& s) { s.channel_closed(channel, reason); });
-}
+// The connection actor closes a channel only when a request of that channel fails, and it has
+// answered that request with the error first: the session's channel.close comes from that
+// answer. Acting on this notice as well would close a channel that the client has meanwhile
+// closed and opened again under the same number.
+void amqp_link::channel_closed(uint16_t, const broker_failure&) {}
 void amqp_link::connection_closed(const broker_failure& reason) {
   on_loop([=](session& s) { s.connection_closed(reason); });
 }

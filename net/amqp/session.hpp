@@ -113,7 +113,6 @@ class session : public std::enable_shared_from_this<session>,
   void complete(uint64_t request, caf::error error, caf::message result);
   void deliver(uint16_t channel, const std::string& tag, std::vector<delivery> batch);
   void consumer_cancelled(uint16_t channel, const std::string& tag);
-  void channel_closed(uint16_t channel, const broker_failure& reason);
   void connection_closed(const broker_failure& reason);
 
  private:

@@ -414,10 +414,4 @@ void session::consumer_cancelled(uint16_t id, const std::string& tag) {
   send_method(id, std::move(w));
 }
 
-void session::channel_closed(uint16_t id, const broker_failure& reason) {
-  auto c = channels_.find(id);
-  if (c == channels_.end() || c->second.settling()) return;
-  channel_error(id, reason.code, reason.text, c->second.last_method);
-}
-
 }  // namespace warren::amqp
