@@ -1,6 +1,7 @@
 #include "actors/message.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 namespace warren {
@@ -27,6 +28,14 @@ bool operator==(const field_value& a, const field_value& b) {
                         [](const field& x, const field& y) { return x.value == y.value; });
   }
   return false;
+}
+
+field_value decimal_value(int64_t digits, uint8_t scale) {
+  auto x = field_value::of_double(static_cast<double>(digits) / std::pow(10.0, scale));
+  x.amqp_type = 'D';
+  x.i = digits;
+  x.scale = scale;
+  return x;
 }
 
 field_value field_value::of_table(std::vector<field> entries) {

@@ -25,6 +25,12 @@ struct field_value {
   double d = 0;
   std::string s;             // text or bytes
   std::vector<field> items;  // table: its entries; array: its values, with empty keys
+  // The AMQP type letter a value arrived as (b B s u I i l T f d D ...; 0 when it came another
+  // way), so that it leaves as it came: RabbitMQ returns field values byte for byte, and
+  // clients check. A decimal (D) is a floating value that also keeps its unscaled digits in `i`
+  // and its decimal places in `scale`.
+  uint8_t amqp_type = 0;
+  uint8_t scale = 0;
 
   static field_value of_bool(bool v) {
     field_value x;
@@ -62,6 +68,9 @@ struct field_value {
   friend bool operator==(const field_value& a, const field_value& b);
   friend bool operator!=(const field_value& a, const field_value& b) { return !(a == b); }
 };
+
+/// An AMQP decimal: `digits` / 10^`scale`, kept exactly (amqp_type 'D').
+field_value decimal_value(int64_t digits, uint8_t scale);
 
 /// Text form for tables and logs: `true`, `42`, `1.5`, `abc`, `<3 bytes>`, `<none>`,
 /// `{k=v, ...}`, `[a, b]`.
@@ -126,7 +135,7 @@ using message_ptr = std::shared_ptr<const message>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, field_value& x) {
-  return f(x.kind, x.b, x.i, x.d, x.s, x.items);
+  return f(x.kind, x.b, x.i, x.d, x.s, x.items, x.amqp_type, x.scale);
 }
 
 template <class Inspector>

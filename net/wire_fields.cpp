@@ -4,7 +4,20 @@ namespace warren::net {
 
 namespace {
 
+field_value read_untyped(rpc::Value::Reader v);
+
+// The value with the AMQP type it was published with, if it carries one.
 field_value read_value(rpc::Value::Reader v) {
+  auto out = read_untyped(v);
+  out.amqp_type = v.getAmqpType();
+  if (out.amqp_type == 'D' && v.which() == rpc::Value::INT) {
+    out.scale = v.getScale();
+    out = decimal_value(v.getInt(), out.scale);
+  }
+  return out;
+}
+
+field_value read_untyped(rpc::Value::Reader v) {
   switch (v.which()) {
     case rpc::Value::NONE:
       return {};
@@ -32,6 +45,12 @@ field_value read_value(rpc::Value::Reader v) {
 }
 
 void write_value(const field_value& x, rpc::Value::Builder v) {
+  v.setAmqpType(x.amqp_type);
+  if (x.amqp_type == 'D' && x.kind == field_value::floating) {
+    v.setInt(x.i);  // a decimal travels as its digits and places, exactly
+    v.setScale(x.scale);
+    return;
+  }
   switch (x.kind) {
     case field_value::none:
       v.setNone();

@@ -282,3 +282,124 @@ BOOST_AUTO_TEST_CASE(an_inequivalent_redeclare_names_the_argument_that_differs) 
   BOOST_TEST(again.short_string().find("received 'none' but current is '1000'") !=
              std::string::npos);
 }
+
+namespace {
+
+// One header of every AMQP field type, with values that only fit their own width.
+table every_field_type() {
+  auto typed = [](char type, int64_t i) {
+    value v;
+    v.type = type;
+    v.integer = i;
+    return v;
+  };
+  value f, d, dec, text, bytes, none, arr;
+  f.type = 'f';
+  f.floating = 1.5;
+  d.type = 'd';
+  d.floating = 2.25;
+  dec.type = 'D';
+  dec.scale = 1;
+  dec.integer = 15;
+  text = value::of_string("text");
+  bytes.type = 'x';
+  bytes.bytes = std::string("\0\1\2", 3);
+  none.type = 'V';
+  arr.type = 'A';
+  arr.nested_array = std::make_shared<array>(array{value::of_int(1), value::of_string("a")});
+  return {{"b", typed('b', -5)},
+          {"B", typed('B', 200)},
+          {"s", typed('s', -300)},
+          {"u", typed('u', 60000)},
+          {"I", typed('I', -70000)},
+          {"i", typed('i', 4000000000)},
+          {"l", typed('l', -5000000000)},
+          {"T", typed('T', 1700000000)},
+          {"f", f},
+          {"d", d},
+          {"D", dec},
+          {"t", value::of_bool(true)},
+          {"S", text},
+          {"x", bytes},
+          {"V", none},
+          {"A", arr},
+          {"F", value::of_table({{"k", value::of_int(2)}})}};
+}
+
+// Publishes one message with `headers` to `queue` (persistent when asked).
+void publish_with_headers(raw_client& c, uint16_t channel, const std::string& queue,
+                          const table& headers, bool persistent) {
+  auto m = method_payload({60, 40});
+  m.short_uint(0);
+  m.short_string("");
+  m.short_string(queue);
+  m.bits({false, false});
+  auto out = method_frame(channel, std::move(m));
+  content_header h;
+  h.body_size = 4;
+  h.properties.headers = headers;
+  if (persistent) h.properties.delivery_mode = 2;
+  write_frame(out, frame_type::header, channel, content_header_payload(h));
+  write_frame(out, frame_type::body, channel, "body");
+  c.send(out);
+}
+
+// basic.get from `queue`; returns the headers of the message it got.
+table get_headers(raw_client& c, uint16_t channel, const std::string& queue) {
+  auto g = method_payload({60, 70});
+  g.short_uint(0);
+  g.short_string(queue);
+  g.bits({true});
+  c.send_method(channel, std::move(g));
+  expect(c, get_ok);
+  auto header = c.next_frame();
+  BOOST_REQUIRE(header.has_value());
+  BOOST_REQUIRE(header->type == frame_type::header);
+  auto h = parse_content_header(header->payload);
+  BOOST_REQUIRE(h.properties.headers.has_value());
+  return *h.properties.headers;
+}
+
+void expect_same_types(const table& got, const table& sent) {
+  BOOST_REQUIRE(got.size() == sent.size());
+  for (size_t i = 0; i < sent.size(); ++i) {
+    auto match = std::find_if(got.begin(), got.end(),
+                              [&](const auto& kv) { return kv.first == sent[i].first; });
+    BOOST_REQUIRE(match != got.end());
+    BOOST_TEST(match->second.type == sent[i].second.type, "type of " << sent[i].first);
+    BOOST_TEST((match->second == sent[i].second), "value of " << sent[i].first);
+  }
+}
+
+}  // namespace
+
+// Issue 10, item 4: field values come back in the type they were published with, byte for
+// byte, as RabbitMQ returns them; also after a restart from disk.
+BOOST_AUTO_TEST_CASE(header_values_come_back_in_the_type_they_were_published_with) {
+  warren::test::temp_dir dir;
+  auto sent = every_field_type();
+  {
+    node_process node({}, dir.path());
+    raw_client c(node.amqp_port());
+    c.handshake();
+    c.open_channel(1);
+    declare_queue(c, 1, "transient");
+    publish_with_headers(c, 1, "transient", sent, false);
+    expect_same_types(get_headers(c, 1, "transient"), sent);
+    auto d = method_payload({50, 10});
+    d.short_uint(0);
+    d.short_string("kept");
+    d.bits({false, true, false, false, false});  // durable
+    d.field_table({});
+    c.send_method(1, std::move(d));
+    expect(c, {50, 11});
+    publish_with_headers(c, 1, "kept", sent, true);
+    int deliveries = 0;
+    BOOST_REQUIRE(ready_in(c, 1, "kept", deliveries) == 1u);
+  }
+  node_process node({}, dir.path());
+  raw_client c(node.amqp_port());
+  c.handshake();
+  c.open_channel(1);
+  expect_same_types(get_headers(c, 1, "kept"), sent);
+}

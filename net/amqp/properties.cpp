@@ -1,5 +1,7 @@
 #include "net/amqp/properties.hpp"
 
+#include <string_view>
+
 #include <cmath>
 
 namespace warren::amqp {
@@ -9,7 +11,18 @@ namespace {
 warren::field_value to_field(const value& v);
 value to_value(const warren::field_value& f);
 
+warren::field_value to_untyped_field(const value& v);
+
+// The broker's value, remembering the AMQP type it came as (see field_value::amqp_type).
 warren::field_value to_field(const value& v) {
+  if (v.type == 'D') return warren::decimal_value(v.integer, v.scale);
+  auto f = to_untyped_field(v);
+  if (std::string_view("bBsuIilTfd").find(v.type) != std::string_view::npos)
+    f.amqp_type = static_cast<uint8_t>(v.type);
+  return f;
+}
+
+warren::field_value to_untyped_field(const value& v) {
   switch (v.type) {
     case 't':
       return warren::field_value::of_bool(v.boolean);
@@ -47,10 +60,19 @@ value to_value(const warren::field_value& f) {
       break;
     case warren::field_value::integer:
       v = value::of_long(f.i);
+      if (std::string_view("bBsuIilT").find(static_cast<char>(f.amqp_type)) !=
+              std::string_view::npos &&
+          f.amqp_type != 0)
+        v.type = static_cast<char>(f.amqp_type);  // as it was published
       break;
     case warren::field_value::floating:
-      v.type = 'd';
+      v.type = f.amqp_type == 'f' ? 'f' : 'd';
       v.floating = f.d;
+      if (f.amqp_type == 'D') {
+        v.type = 'D';
+        v.integer = f.i;
+        v.scale = f.scale;
+      }
       break;
     case warren::field_value::text:
       v = value::of_string(f.s);
