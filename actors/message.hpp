@@ -120,6 +120,7 @@ struct message {
   std::string routing_key;
   std::string body;
   bool mandatory = false;
+  bool dead_lettered = false;  // this copy is on its way from a dead-lettering queue (not stored)
 
   bool persistent() const { return persistent_; }
   /// The message's properties; defaults (with its delivery mode) when it carries none.

@@ -403,3 +403,96 @@ BOOST_AUTO_TEST_CASE(header_values_come_back_in_the_type_they_were_published_wit
   c.open_channel(1);
   expect_same_types(get_headers(c, 1, "kept"), sent);
 }
+
+namespace {
+
+const value* lookup(const table& t, const std::string& key) {
+  for (const auto& [k, v] : t)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+// basic.get with acks; returns the delivery tag and the message's headers (empty if none).
+std::pair<uint64_t, table> get_for_ack(raw_client& c, uint16_t channel, const std::string& queue,
+                                       std::string* body = nullptr) {
+  auto g = method_payload({60, 70});
+  g.short_uint(0);
+  g.short_string(queue);
+  g.bits({false});
+  c.send_method(channel, std::move(g));
+  auto args = expect(c, get_ok);
+  auto tag = reader(args).longlong_uint();
+  auto header = c.next_frame();
+  BOOST_REQUIRE(header.has_value());
+  auto h = parse_content_header(header->payload);
+  auto content = c.next_frame();
+  BOOST_REQUIRE(content.has_value());
+  if (body != nullptr) *body = content->payload;
+  return {tag, h.properties.headers.value_or(table{})};
+}
+
+void reject(raw_client& c, uint16_t channel, uint64_t tag) {
+  auto w = method_payload({60, 90});
+  w.longlong_uint(tag);
+  w.bits({false});  // not requeued: dead-lettered
+  c.send_method(channel, std::move(w));
+}
+
+}  // namespace
+
+// Issue 10, item 5: RabbitMQ's x-death, counted per queue and reason.
+BOOST_AUTO_TEST_CASE(dead_letters_carry_x_death_and_count_repeated_deaths) {
+  node_process node;
+  raw_client c(node.amqp_port());
+  c.handshake();
+  c.open_channel(1);
+  // Rejected messages of "loop" go back to "loop" through the default exchange.
+  send_queue_declare(c, 1, "loop",
+                     {{"x-dead-letter-exchange", value::of_string("")},
+                      {"x-dead-letter-routing-key", value::of_string("loop")}});
+  expect(c, {50, 11});
+  c.send(publish_frames(1, "", "loop", "job"));
+  for (int death = 1; death <= 2; ++death) {
+    auto [tag, headers] = get_for_ack(c, 1, "loop");
+    reject(c, 1, tag);
+    int deliveries = 0;
+    BOOST_REQUIRE(ready_in(c, 1, "loop", deliveries) == 1u);  // back, not dropped: a rejection
+  }
+  auto [tag, headers] = get_for_ack(c, 1, "loop");
+  const auto* deaths = lookup(headers, "x-death");
+  BOOST_REQUIRE(deaths != nullptr);
+  BOOST_REQUIRE(deaths->type == 'A');
+  BOOST_REQUIRE(deaths->nested_array->size() == 1u);  // one entry for (loop, rejected)
+  const auto& entry = *deaths->nested_array->front().nested_table;
+  BOOST_TEST(lookup(entry, "count")->integer == 2);
+  BOOST_TEST(lookup(entry, "count")->type == 'l');
+  BOOST_TEST(lookup(entry, "reason")->bytes == "rejected");
+  BOOST_TEST(lookup(entry, "queue")->bytes == "loop");
+  BOOST_TEST(lookup(entry, "exchange")->bytes == "");
+  BOOST_TEST(lookup(entry, "time")->type == 'T');
+  BOOST_TEST(lookup(entry, "routing-keys")->nested_array->front().bytes == "loop");
+  BOOST_TEST(lookup(headers, "x-first-death-queue")->bytes == "loop");
+  BOOST_TEST(lookup(headers, "x-first-death-reason")->bytes == "rejected");
+}
+
+// A message that dies again in a queue it already died in, with no rejection in between, is
+// dropped (RabbitMQ's cycle rule) instead of going round for ever.
+BOOST_AUTO_TEST_CASE(a_dead_letter_cycle_without_a_rejection_is_dropped) {
+  node_process node;
+  raw_client c(node.amqp_port());
+  c.handshake();
+  c.open_channel(1);
+  send_queue_declare(c, 1, "full",
+                     {{"x-max-length", value::of_int(1)},
+                      {"x-dead-letter-exchange", value::of_string("")},
+                      {"x-dead-letter-routing-key", value::of_string("full")}});
+  expect(c, {50, 11});
+  c.send(publish_frames(1, "", "full", "first") + publish_frames(1, "", "full", "second"));
+  int deliveries = 0;
+  BOOST_REQUIRE(ready_in(c, 1, "full", deliveries) == 1u);
+  std::string body;
+  auto [tag, headers] = get_for_ack(c, 1, "full", &body);
+  BOOST_TEST(body == "second");  // "first" overflowed, came back once, and was dropped
+  BOOST_TEST(lookup(headers, "x-death") == nullptr);
+  BOOST_TEST(node.wait_for_log("a dead-letter cycle"));
+}

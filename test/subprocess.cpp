@@ -160,6 +160,13 @@ void node_process::read_log(int fd) {
   changed_.notify_all();
 }
 
+bool node_process::wait_for_log(const std::string& text) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return changed_.wait_for(lock, std::chrono::seconds(60), [&] {
+    return eof_ || log_.find(text) != std::string::npos;
+  }) && log_.find(text) != std::string::npos;
+}
+
 std::string node_process::log() const {
   std::lock_guard<std::mutex> guard(mutex_);
   return log_;

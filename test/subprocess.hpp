@@ -64,6 +64,10 @@ class node_process {
   /// Everything the node logged so far.
   std::string log() const;
 
+  /// Waits until the node has logged `text` (true), or exited or a minute passed (false): a
+  /// guard against hanging, not a speed expectation.
+  bool wait_for_log(const std::string& text);
+
   /// True while the process has not exited.
   bool alive();
 
