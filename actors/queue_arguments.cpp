@@ -51,6 +51,12 @@ std::string parse_queue_arguments(const field_table& args, queue_limits& out) {
       problem = text(f, out.dead_letter_routing_key);
       if (problem.empty())
         problem = check_key("dead-letter routing key", *out.dead_letter_routing_key);
+    } else if (f.key == "x-max-priority" || f.key == "x-max-length-bytes" ||
+               f.key == "x-single-active-consumer") {
+      // RabbitMQ's classic queues honour these; accepting one and ignoring it would let an
+      // application believe in an order or a bound that does not hold.
+      problem = "argument '" + f.key + "' is not supported by this node yet; declare the queue " +
+                "without it";
     } else if (f.key == "x-queue-type") {
       if (f.value.kind != field_value::text || f.value.s != "classic")
         problem = "argument 'x-queue-type' " + quote(to_string(f.value)) +

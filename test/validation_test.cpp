@@ -124,6 +124,18 @@ BOOST_AUTO_TEST_CASE(known_arguments_are_parsed) {
   BOOST_TEST(*limits.dead_letter_routing_key == "dead");
 }
 
+BOOST_AUTO_TEST_CASE(arguments_known_but_not_honoured_are_refused_by_name) {
+  queue_limits limits;
+  for (const char* key : {"x-max-priority", "x-max-length-bytes", "x-single-active-consumer"}) {
+    auto problem = parse_queue_arguments({{key, field_value::of_int(10)}}, limits);
+    BOOST_TEST(problem.find(std::string("'") + key + "' is not supported") != std::string::npos,
+               problem);
+  }
+  // What the node does not know at all is kept and listed, as RabbitMQ does.
+  BOOST_TEST(
+      parse_queue_arguments({{"x-app-owner", field_value::of_text("billing")}}, limits).empty());
+}
+
 BOOST_AUTO_TEST_CASE(wrong_types_name_the_argument) {
   queue_limits limits;
   auto problem = parse_queue_arguments({{"x-max-length", field_value::of_text("ten")}}, limits);
