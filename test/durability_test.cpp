@@ -233,6 +233,10 @@ BOOST_AUTO_TEST_CASE(a_message_a_consumer_saw_before_a_kill_comes_back_redeliver
         }
       });
       auto ch = conn->open_channel();
+      // The callback runs on the client's own thread: it acks through this pointer, which is
+      // cleared (under its lock) before the channel goes away.
+      std::mutex acker_mutex;
+      channel* acker = ch.get();
       consume_options o;
       o.prefetch = 50;
       ch->consume("jobs", o, [&](const delivery& d) {
@@ -240,8 +244,9 @@ BOOST_AUTO_TEST_CASE(a_message_a_consumer_saw_before_a_kill_comes_back_redeliver
           std::lock_guard<std::mutex> guard(mutex);
           seen.insert(d.body);
         }
+        std::lock_guard<std::mutex> guard(acker_mutex);
         try {
-          ch->ack(d.delivery_tag);
+          if (acker != nullptr) acker->ack(d.delivery_tag);
         } catch (const error&) {
         }
       });
@@ -249,6 +254,8 @@ BOOST_AUTO_TEST_CASE(a_message_a_consumer_saw_before_a_kill_comes_back_redeliver
       node.kill9();
       stop = true;
       publisher.join();
+      std::lock_guard<std::mutex> guard(acker_mutex);
+      acker = nullptr;
     }
     node_process node({}, dir.path());
     auto conn = connect_to(node);
