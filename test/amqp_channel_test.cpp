@@ -142,11 +142,17 @@ void expect_channel_reopens(raw_client& c, uint16_t channel) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(frames_after_a_channel_error_are_discarded_until_close_ok) {
+// A node and a raw client with channel 1 open on it.
+struct channel_one {
   node_process node;
-  raw_client c(node.amqp_port());
-  c.handshake();
-  c.open_channel(1);
+  raw_client c{node.amqp_port()};
+  channel_one() {
+    c.handshake();
+    c.open_channel(1);
+  }
+};
+
+BOOST_FIXTURE_TEST_CASE(frames_after_a_channel_error_are_discarded_until_close_ok, channel_one) {
   c.send(publish_frames(1, "no-such-exchange", "k", "one"));
   BOOST_TEST(reply_code_of(expect(c, channel_close)) == 404);
   // A client that had not read the close yet keeps publishing: its frames are dropped, not
@@ -156,11 +162,8 @@ BOOST_AUTO_TEST_CASE(frames_after_a_channel_error_are_discarded_until_close_ok) 
   expect_channel_reopens(c, 1);
 }
 
-BOOST_AUTO_TEST_CASE(the_body_of_an_oversize_message_is_discarded_with_its_channel) {
-  node_process node;
-  raw_client c(node.amqp_port());
-  c.handshake();
-  c.open_channel(1);
+BOOST_FIXTURE_TEST_CASE(the_body_of_an_oversize_message_is_discarded_with_its_channel,
+                        channel_one) {
   c.open_channel(2);
   c.send(publish_frames(1, "", "q", std::string(1000, 'x'), uint64_t{1} << 30));
   BOOST_TEST(reply_code_of(expect(c, channel_close)) == 406);
@@ -169,11 +172,8 @@ BOOST_AUTO_TEST_CASE(the_body_of_an_oversize_message_is_discarded_with_its_chann
   expect_channel_reopens(c, 1);
 }
 
-BOOST_AUTO_TEST_CASE(a_client_close_behind_a_failing_publish_is_answered_after_the_error) {
-  node_process node;
-  raw_client c(node.amqp_port());
-  c.handshake();
-  c.open_channel(1);
+BOOST_FIXTURE_TEST_CASE(a_client_close_behind_a_failing_publish_is_answered_after_the_error,
+                        channel_one) {
   c.send(publish_frames(1, "no-such-exchange", "k", "lost") + close_frame(1, 200));
   BOOST_TEST(reply_code_of(expect(c, channel_close)) == 404);
   c.send(close_ok_frame(1));
@@ -181,11 +181,7 @@ BOOST_AUTO_TEST_CASE(a_client_close_behind_a_failing_publish_is_answered_after_t
   expect_channel_reopens(c, 1);
 }
 
-BOOST_AUTO_TEST_CASE(closes_from_both_sides_at_once_settle) {
-  node_process node;
-  raw_client c(node.amqp_port());
-  c.handshake();
-  c.open_channel(1);
+BOOST_FIXTURE_TEST_CASE(closes_from_both_sides_at_once_settle, channel_one) {
   c.send(publish_frames(1, "no-such-exchange", "k", "lost"));
   BOOST_TEST(reply_code_of(expect(c, channel_close)) == 404);
   // The client had not seen that close yet: it closes too, then answers the node's.
@@ -194,11 +190,7 @@ BOOST_AUTO_TEST_CASE(closes_from_both_sides_at_once_settle) {
   expect_channel_reopens(c, 1);
 }
 
-BOOST_AUTO_TEST_CASE(every_get_takes_the_next_delivery_tag_acked_or_not) {
-  node_process node;
-  raw_client c(node.amqp_port());
-  c.handshake();
-  c.open_channel(1);
+BOOST_FIXTURE_TEST_CASE(every_get_takes_the_next_delivery_tag_acked_or_not, channel_one) {
   declare_queue(c, 1, "tags");
   for (int i = 0; i < 4; ++i) c.send(publish_frames(1, "", "tags", "m" + std::to_string(i)));
   std::vector<uint64_t> tags;
@@ -216,11 +208,8 @@ BOOST_AUTO_TEST_CASE(every_get_takes_the_next_delivery_tag_acked_or_not) {
 
 // Issue 10, item 6: global=true is one limit for all of the channel's consumers (it was applied
 // per consumer: two consumers with global prefetch 2 got 2 + 2).
-BOOST_AUTO_TEST_CASE(a_global_prefetch_bounds_all_consumers_of_the_channel_together) {
-  node_process node;
-  raw_client c(node.amqp_port());
-  c.handshake();
-  c.open_channel(1);
+BOOST_FIXTURE_TEST_CASE(a_global_prefetch_bounds_all_consumers_of_the_channel_together,
+                        channel_one) {
   int deliveries = 0;
   for (const char* q : {"g1", "g2"}) {
     declare_queue(c, 1, q);
@@ -241,11 +230,7 @@ BOOST_AUTO_TEST_CASE(a_global_prefetch_bounds_all_consumers_of_the_channel_toget
   BOOST_TEST(handed_out == 3u);
 }
 
-BOOST_AUTO_TEST_CASE(per_consumer_and_global_prefetch_apply_together) {
-  node_process node;
-  raw_client c(node.amqp_port());
-  c.handshake();
-  c.open_channel(1);
+BOOST_FIXTURE_TEST_CASE(per_consumer_and_global_prefetch_apply_together, channel_one) {
   int deliveries = 0;
   declare_queue(c, 1, "both");
   for (int i = 0; i < 10; ++i) c.send(publish_frames(1, "", "both", "m"));
@@ -259,11 +244,7 @@ BOOST_AUTO_TEST_CASE(per_consumer_and_global_prefetch_apply_together) {
 }
 
 // Issue 10, item 7: the 406 names the argument that differs, in RabbitMQ's words.
-BOOST_AUTO_TEST_CASE(an_inequivalent_redeclare_names_the_argument_that_differs) {
-  node_process node;
-  raw_client c(node.amqp_port());
-  c.handshake();
-  c.open_channel(1);
+BOOST_FIXTURE_TEST_CASE(an_inequivalent_redeclare_names_the_argument_that_differs, channel_one) {
   send_queue_declare(c, 1, "ttl", {{"x-message-ttl", value::of_int(1000)}});
   expect(c, {50, 11});
   send_queue_declare(c, 1, "ttl", {{"x-message-ttl", value::of_int(2000)}});
@@ -441,11 +422,7 @@ void reject(raw_client& c, uint16_t channel, uint64_t tag) {
 }  // namespace
 
 // Issue 10, item 5: RabbitMQ's x-death, counted per queue and reason.
-BOOST_AUTO_TEST_CASE(dead_letters_carry_x_death_and_count_repeated_deaths) {
-  node_process node;
-  raw_client c(node.amqp_port());
-  c.handshake();
-  c.open_channel(1);
+BOOST_FIXTURE_TEST_CASE(dead_letters_carry_x_death_and_count_repeated_deaths, channel_one) {
   // Rejected messages of "loop" go back to "loop" through the default exchange.
   send_queue_declare(c, 1, "loop",
                      {{"x-dead-letter-exchange", value::of_string("")},
@@ -477,11 +454,7 @@ BOOST_AUTO_TEST_CASE(dead_letters_carry_x_death_and_count_repeated_deaths) {
 
 // A message that dies again in a queue it already died in, with no rejection in between, is
 // dropped (RabbitMQ's cycle rule) instead of going round for ever.
-BOOST_AUTO_TEST_CASE(a_dead_letter_cycle_without_a_rejection_is_dropped) {
-  node_process node;
-  raw_client c(node.amqp_port());
-  c.handshake();
-  c.open_channel(1);
+BOOST_FIXTURE_TEST_CASE(a_dead_letter_cycle_without_a_rejection_is_dropped, channel_one) {
   send_queue_declare(c, 1, "full",
                      {{"x-max-length", value::of_int(1)},
                       {"x-dead-letter-exchange", value::of_string("")},
