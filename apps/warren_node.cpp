@@ -42,6 +42,52 @@ struct node_options {
   uint64_t segment_bytes = 8 << 20;
 };
 
+struct opened_storage {
+  std::unique_ptr<warren::persistence::data_dir> dir;  // holds the data dir's lock
+  std::shared_ptr<warren::persistence::lmdb_store> metadata;
+  warren::persistence::metadata_contents contents;
+  warren::storage_context storage;
+};
+
+// Locks the data dir, opens (and if need be upgrades) its metadata, and sets up what queues need
+// to reach their files. Throws std::runtime_error saying what stops the node from starting.
+opened_storage open_storage(const node_options& opt) {
+  namespace persistence = warren::persistence;
+  opened_storage out;
+  out.dir = std::make_unique<persistence::data_dir>(opt.data_dir);
+  auto& dir = *out.dir;
+  std::string refuse_fresh;
+  if (auto n = dir.queue_folder_count())
+    refuse_fresh = "no metadata in " + dir.meta_path() + " (missing or emptied), but " +
+                   dir.path() + "/queues holds " + std::to_string(n) +
+                   " queue folder(s): refusing to start as a new broker over their messages; "
+                   "restore meta/ from a backup, or move queues/ aside to start afresh";
+  out.metadata = std::make_shared<persistence::lmdb_store>(dir.meta_path(), refuse_fresh);
+  out.contents = out.metadata->load();
+  persistence::upgrade_data_dir(dir, *out.metadata, out.contents.queues);
+  std::set<uint64_t> live;
+  uint64_t max_id = 0;
+  for (const auto& q : out.contents.queues) {
+    live.insert(q.id);
+    max_id = std::max(max_id, q.id);
+  }
+  auto orphans = dir.find_orphans(live);
+  for (const auto& path : orphans.names)
+    warren::log(warren::log_level::warn, "node",
+                path + " belongs to no queue record; left as it is");
+  auto& storage = out.storage;
+  storage.data_dir = dir.path();
+  persistence::parse_fsync_policy(opt.fsync, storage.fsync);
+  storage.next_queue_id->store(std::max(max_id, orphans.max_id));
+  storage.segments.segment_bytes = opt.segment_bytes;
+  // Queue files are opened on demand through one bounded cache; sockets, LMDB and the event
+  // loops keep the other half of the descriptors.
+  auto fd_limit = persistence::raise_open_file_limit();
+  storage.files =
+      std::make_shared<persistence::file_cache>(std::clamp<size_t>(fd_limit / 2, 16, 4096));
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -107,46 +153,17 @@ int main(int argc, char** argv) {
   // A client that vanishes mid-write must not kill the broker.
   std::signal(SIGPIPE, SIG_IGN);
 
-  // Storage first: a data dir held by another node, or of a newer format, stops us here.
-  std::unique_ptr<warren::persistence::data_dir> dir;
-  std::shared_ptr<warren::persistence::lmdb_store> metadata;
-  warren::persistence::metadata_contents contents;
-  warren::storage_context storage;
+  // Storage first: a data dir held by another node, or one it cannot trust, stops us here.
+  opened_storage opened;
   try {
-    dir = std::make_unique<warren::persistence::data_dir>(opt.data_dir);
-    std::string refuse_fresh;
-    if (auto n = dir->queue_folder_count())
-      refuse_fresh = "no metadata in " + dir->meta_path() + " (missing or emptied), but " +
-                     dir->path() + "/queues holds " + std::to_string(n) +
-                     " queue folder(s): refusing to start as a new broker over their messages; "
-                     "restore meta/ from a backup, or move queues/ aside to start afresh";
-    metadata = std::make_shared<warren::persistence::lmdb_store>(dir->meta_path(), refuse_fresh);
-    contents = metadata->load();
-    warren::persistence::upgrade_data_dir(*dir, *metadata, contents.queues);
-    std::set<uint64_t> live;
-    uint64_t max_id = 0;
-    for (const auto& q : contents.queues) {
-      live.insert(q.id);
-      max_id = std::max(max_id, q.id);
-    }
-    auto orphans = dir->find_orphans(live);
-    for (const auto& path : orphans.names)
-      warren::log(warren::log_level::warn, "node",
-                  path + " belongs to no queue record; left as it is");
-    max_id = std::max(max_id, orphans.max_id);
-    storage.data_dir = dir->path();
-    warren::persistence::parse_fsync_policy(opt.fsync, storage.fsync);
-    storage.next_queue_id->store(max_id);
-    storage.segments.segment_bytes = opt.segment_bytes;
-    // Queue files are opened on demand through one bounded cache; sockets, LMDB and the event
-    // loops keep the other half of the descriptors.
-    auto fd_limit = warren::persistence::raise_open_file_limit();
-    storage.files = std::make_shared<warren::persistence::file_cache>(
-        std::clamp<size_t>(fd_limit / 2, 16, 4096));
+    opened = open_storage(opt);
   } catch (const std::exception& e) {
     warren::log(warren::log_level::error, "node", e.what());
     return 1;
   }
+  auto& storage = opened.storage;
+  auto& metadata = opened.metadata;
+  auto& contents = opened.contents;
 
   caf::actor_system_config cfg;
   cfg.set("scheduler.policy",
