@@ -42,6 +42,58 @@ struct node_options {
   uint64_t segment_bytes = 8 << 20;
 };
 
+// Reads the command line into `opt`; -1 to go on, else the exit code (0 after --help).
+int parse_options(int argc, char** argv, node_options& opt) {
+  CLI::App app{"warren-node: the Warren message broker"};
+  app.add_option("--data-dir", opt.data_dir, "where metadata and messages are stored")
+      ->capture_default_str();
+  app.add_option("--fsync", opt.fsync,
+                 "batch: confirm after a group fdatasync; always: fdatasync each message; "
+                 "never: page cache only (confirms do not promise crash safety)")
+      ->check(CLI::IsMember({"batch", "always", "never"}))
+      ->capture_default_str();
+  app.add_option("--bind", opt.bind, "address to listen on")->capture_default_str();
+  app.add_option("--port", opt.port, "Cap'n Proto RPC port (0 picks a free one)")
+      ->capture_default_str();
+  app.add_option("--amqp-port", opt.amqp_port, "AMQP 0-9-1 port (0 turns the listener off)")
+      ->capture_default_str();
+  app.add_option("--heartbeat", opt.heartbeat,
+                 "AMQP heartbeat interval offered to clients, in seconds (0 = none)")
+      ->capture_default_str();
+  app.add_option("--memory-high-watermark", opt.memory_high_watermark,
+                 "hold back AMQP publishers while resident memory is above this fraction of RAM")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--disk-free-limit", opt.disk_free_limit,
+                 "hold back AMQP publishers while the data dir's disk has less free bytes")
+      ->capture_default_str();
+  app.add_option("--log-level", opt.log_level, "error|warn|info|debug")
+      ->check(CLI::IsMember({"error", "warn", "info", "debug"}))
+      ->capture_default_str();
+  app.add_option("--scheduler", opt.scheduler,
+                 "CAF scheduler policy: sharing (one shared job queue; best on few cores) or "
+                 "stealing (work stealing)")
+      ->check(CLI::IsMember({"sharing", "stealing"}))
+      ->capture_default_str();
+  app.add_option("--workers", opt.workers, "CAF worker threads")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--segment-bytes", opt.segment_bytes,
+                 "size at which a queue's segment file is rolled over")
+      ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 32))
+      ->capture_default_str();
+  app.add_option("--stats-interval", opt.stats_interval,
+                 "log a table of active queues every SECS seconds (0 = off)")
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);  // prints the help or the mistake
+    return code == 0 ? 0 : 2;
+  }
+  return -1;
+}
+
 struct opened_storage {
   std::unique_ptr<warren::persistence::data_dir> dir;  // holds the data dir's lock
   std::shared_ptr<warren::persistence::lmdb_store> metadata;
@@ -92,53 +144,7 @@ opened_storage open_storage(const node_options& opt) {
 
 int main(int argc, char** argv) {
   node_options opt;
-  CLI::App app{"warren-node: the Warren message broker"};
-  app.add_option("--data-dir", opt.data_dir, "where metadata and messages are stored")
-      ->capture_default_str();
-  app.add_option("--fsync", opt.fsync,
-                 "batch: confirm after a group fdatasync; always: fdatasync each message; "
-                 "never: page cache only (confirms do not promise crash safety)")
-      ->check(CLI::IsMember({"batch", "always", "never"}))
-      ->capture_default_str();
-  app.add_option("--bind", opt.bind, "address to listen on")->capture_default_str();
-  app.add_option("--port", opt.port, "Cap'n Proto RPC port (0 picks a free one)")
-      ->capture_default_str();
-  app.add_option("--amqp-port", opt.amqp_port, "AMQP 0-9-1 port (0 turns the listener off)")
-      ->capture_default_str();
-  app.add_option("--heartbeat", opt.heartbeat,
-                 "AMQP heartbeat interval offered to clients, in seconds (0 = none)")
-      ->capture_default_str();
-  app.add_option("--memory-high-watermark", opt.memory_high_watermark,
-                 "hold back AMQP publishers while resident memory is above this fraction of RAM")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
-  app.add_option("--disk-free-limit", opt.disk_free_limit,
-                 "hold back AMQP publishers while the data dir's disk has less free bytes")
-      ->capture_default_str();
-  app.add_option("--log-level", opt.log_level, "error|warn|info|debug")
-      ->check(CLI::IsMember({"error", "warn", "info", "debug"}))
-      ->capture_default_str();
-  app.add_option("--scheduler", opt.scheduler,
-                 "CAF scheduler policy: sharing (one shared job queue; best on few cores) or "
-                 "stealing (work stealing)")
-      ->check(CLI::IsMember({"sharing", "stealing"}))
-      ->capture_default_str();
-  app.add_option("--workers", opt.workers, "CAF worker threads")
-      ->check(CLI::Range(1, 256))
-      ->capture_default_str();
-  app.add_option("--segment-bytes", opt.segment_bytes,
-                 "size at which a queue's segment file is rolled over")
-      ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 32))
-      ->capture_default_str();
-  app.add_option("--stats-interval", opt.stats_interval,
-                 "log a table of active queues every SECS seconds (0 = off)")
-      ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
+  if (int code = parse_options(argc, argv, opt); code >= 0) return code;
   warren::log_level level;
   warren::parse_log_level(opt.log_level, level);
   warren::set_log_level(level);
