@@ -25,7 +25,7 @@ struct field_value {
   double d = 0;
   std::string s;             // text or bytes
   std::vector<field> items;  // table: its entries; array: its values, with empty keys
-  // The AMQP type letter a value arrived as (b B s u I i l T f d D ...; 0 when it came another
+  // The AMQP type letter a value arrived as (b B s u I i l L T f d D ...; 0 when it came another
   // way), so that it leaves as it came: RabbitMQ returns field values byte for byte, and
   // clients check. A decimal (D) is a floating value that also keeps its unscaled digits in `i`
   // and its decimal places in `scale`.

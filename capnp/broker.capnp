@@ -31,7 +31,7 @@ struct Value {
     array @7 :List(Value);
   }
   amqpType @8 :UInt8;         # the AMQP field type letter the value was published with (ASCII:
-                              # b B s u I i l T as int, f d as float, D as int), 0 when none;
+                              # b B s u I i l L T as int, f d as float, D as int), 0 when none;
                               # an AMQP consumer gets the value back in that type
   scale @9 :UInt8;            # amqpType D (decimal): int holds the unscaled digits, the value
                               # is int / 10^scale

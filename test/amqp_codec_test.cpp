@@ -58,6 +58,7 @@ table every_type() {
           {"int32", typed('I', -2000000000)},
           {"uint32", typed('i', 4000000000)},
           {"int64", typed('l', -9000000000000000000)},
+          {"int64 as py-amqp sends it", typed('L', -5000000000)},
           {"float", f},
           {"double", d},
           {"decimal", dec},

@@ -206,6 +206,7 @@ value reader::field_value(int depth) {
       v.integer = long_uint();
       break;
     case 'l':
+    case 'L':  // 8 bytes; py-amqp (kombu, Celery) sends every integer past 32 bits as 'L'
     case 'T':
       v.integer = static_cast<int64_t>(longlong_uint());
       break;
@@ -320,6 +321,7 @@ void writer::field_value(const value& v) {
       long_uint(static_cast<uint32_t>(v.integer));
       break;
     case 'l':
+    case 'L':
     case 'T':
       longlong_uint(static_cast<uint64_t>(v.integer));
       break;

@@ -17,7 +17,7 @@ warren::field_value to_untyped_field(const value& v);
 warren::field_value to_field(const value& v) {
   if (v.type == 'D') return warren::decimal_value(v.integer, v.scale);
   auto f = to_untyped_field(v);
-  if (std::string_view("bBsuIilTfd").find(v.type) != std::string_view::npos)
+  if (std::string_view("bBsuIilLTfd").find(v.type) != std::string_view::npos)
     f.amqp_type = static_cast<uint8_t>(v.type);
   return f;
 }
@@ -60,7 +60,7 @@ value to_value(const warren::field_value& f) {
       break;
     case warren::field_value::integer:
       v = value::of_long(f.i);
-      if (std::string_view("bBsuIilT").find(static_cast<char>(f.amqp_type)) !=
+      if (std::string_view("bBsuIilLT").find(static_cast<char>(f.amqp_type)) !=
               std::string_view::npos &&
           f.amqp_type != 0)
         v.type = static_cast<char>(f.amqp_type);  // as it was published
