@@ -38,18 +38,18 @@ segment_store::segment_store(std::string dir, std::string label, options opts,
       files_(files ? std::move(files) : std::make_shared<file_cache>(16)) {}
 
 segment_store::~segment_store() {
+  forget_files();
+}
+
+std::string segment_store::file_path(uint64_t first_seq, const char* suffix) const {
+  return dir_ + "/" + format::file_stem(first_seq) + suffix;
+}
+
+void segment_store::forget_files() {
   for (const auto& [first, seg] : segments_) {
     files_->forget(seg_path(first));
     files_->forget(ack_path(first));
   }
-}
-
-std::string segment_store::seg_path(uint64_t first_seq, const char* suffix) const {
-  return dir_ + "/" + format::file_stem(first_seq) + suffix;
-}
-
-std::string segment_store::ack_path(uint64_t first_seq, const char* suffix) const {
-  return dir_ + "/" + format::file_stem(first_seq) + suffix;
 }
 
 void segment_store::ensure_dir() {
@@ -316,7 +316,7 @@ bool segment_store::compact_one() {
     // Copy, sync, rename over, sync the folder: a crash leaves the old or the new segment whole.
     // The segment goes first; the old mark file still fits the new segment (its extra marks
     // name messages no longer there).
-    auto seg_tmp = seg_path(first, ".seg.tmp"), ack_tmp = ack_path(first, ".ack.tmp");
+    auto seg_tmp = file_path(first, ".seg.tmp"), ack_tmp = file_path(first, ".ack.tmp");
     bool ok = write_new_file(seg_tmp, out) && write_new_file(ack_tmp, marks);
     files_->forget(seg_path(first));
     files_->forget(ack_path(first));
@@ -351,10 +351,7 @@ bool segment_store::compact_one() {
 }
 
 void segment_store::destroy() {
-  for (const auto& [first, seg] : segments_) {
-    files_->forget(seg_path(first));
-    files_->forget(ack_path(first));
-  }
+  forget_files();
   segments_.clear();
   index_.clear();
   buffer_.clear();

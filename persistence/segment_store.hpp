@@ -140,8 +140,11 @@ class segment_store {
     bool acked;  // else delivered
   };
 
-  std::string seg_path(uint64_t first_seq, const char* suffix = ".seg") const;
-  std::string ack_path(uint64_t first_seq, const char* suffix = ".ack") const;
+  // <dir>/<20-digit first_seq><suffix>
+  std::string file_path(uint64_t first_seq, const char* suffix) const;
+  std::string seg_path(uint64_t first_seq) const { return file_path(first_seq, ".seg"); }
+  std::string ack_path(uint64_t first_seq) const { return file_path(first_seq, ".ack"); }
+  void forget_files();  // closes the cached descriptors of every segment
   void create_segment(uint64_t first_seq);
   void write_buffer();
   void write_marks_of(segment& seg, const std::vector<uint64_t>& acked,
