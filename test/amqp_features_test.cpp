@@ -1,0 +1,80 @@
+// RabbitMQ features AMQP clients rely on, driven by pika against a real node: transactions,
+// exchange-to-exchange bindings, alternate exchanges, priority queues, x-max-length-bytes,
+// reject-publish-dlx, single active consumer, consumer priorities and the consumer timeout.
+// The scenarios and what they assert are in test/amqp/pika_features.py.
+#define BOOST_TEST_MODULE amqp_features
+#include <boost/test/unit_test.hpp>
+
+#include "subprocess.hpp"
+
+using warren::test::node_process;
+using warren::test::run_command;
+
+namespace {
+
+const std::string script = std::string(WARREN_SOURCE_DIR) + "/test/amqp/pika_features.py";
+
+void scenario(node_process& node, const std::string& name) {
+  auto r = run_command({PYTHON3_PATH, script, std::to_string(node.amqp_port()), name});
+  BOOST_TEST(r.exit_code == 0, name << " exited " << r.exit_code << ":\n" << r.out << r.err);
+  BOOST_TEST(node.alive());
+}
+
+struct one_node {
+  node_process node;
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(features, one_node)
+
+BOOST_AUTO_TEST_CASE(transactions_publish_at_commit) {
+  scenario(node, "transactions_publish_at_commit");
+}
+BOOST_AUTO_TEST_CASE(transactions_ack_at_commit) {
+  scenario(node, "transactions_ack_at_commit");
+}
+BOOST_AUTO_TEST_CASE(transactions_returns_and_mode_errors) {
+  scenario(node, "transactions_returns_and_mode_errors");
+}
+BOOST_AUTO_TEST_CASE(exchange_to_exchange_bindings) {
+  scenario(node, "exchange_to_exchange_bindings");
+}
+BOOST_AUTO_TEST_CASE(alternate_exchange) {
+  scenario(node, "alternate_exchange");
+}
+BOOST_AUTO_TEST_CASE(priority_queue) {
+  scenario(node, "priority_queue");
+}
+BOOST_AUTO_TEST_CASE(priority_queue_requeue_keeps_order) {
+  scenario(node, "priority_queue_requeue_keeps_order");
+}
+BOOST_AUTO_TEST_CASE(max_length_bytes) {
+  scenario(node, "max_length_bytes");
+}
+BOOST_AUTO_TEST_CASE(reject_publish_dlx) {
+  scenario(node, "reject_publish_dlx");
+}
+BOOST_AUTO_TEST_CASE(single_active_consumer) {
+  scenario(node, "single_active_consumer");
+}
+BOOST_AUTO_TEST_CASE(consumer_priorities) {
+  scenario(node, "consumer_priorities");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_CASE(durable_exchange_bindings_and_alternate_exchanges_survive_a_restart) {
+  warren::test::temp_dir data;
+  {
+    node_process node({}, data.path());
+    scenario(node, "e2e_setup_durable");
+  }
+  node_process node({}, data.path());
+  scenario(node, "e2e_check_durable");
+}
+
+BOOST_AUTO_TEST_CASE(a_delivery_unacked_past_the_consumer_timeout_closes_its_channel) {
+  node_process node({"--consumer-timeout", "500"});
+  scenario(node, "consumer_timeout");
+}
