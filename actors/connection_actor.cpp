@@ -576,11 +576,13 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         }
       },
       // --- consuming -------------------------------------------------------------------------
-      [=](consume_atom, uint64_t request, uint16_t id, std::string& queue, std::string& tag,
-          bool no_ack, bool exclusive, uint32_t prefetch) {
+      [=](consume_atom, uint64_t request, uint16_t id, consume_request& c) {
         auto* ch = open_channel(self, request, id);
         if (ch == nullptr) return;
-        if (tag.empty()) tag = generated_name("amq.ctag-");
+        if (c.tag.empty()) c.tag = generated_name("amq.ctag-");
+        auto tag = c.tag;
+        auto no_ack = c.no_ack;
+        auto prefetch = c.prefetch;
         if (auto problem = check_name("consumer tag", tag); !problem.empty()) {
           fail(self, request, id, make_broker_error(reply_code::precondition_failed, problem));
           return;
@@ -600,11 +602,11 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         if (ch->credit.limited(no_ack, prefetch)) initial = ch->credit.add(tag, prefetch);
         // Reserve the tag now so a second consume with it fails even before the queue answers.
         auto& reserved = ch->consumers[tag];
-        reserved.queue_name = queue;
+        reserved.queue_name = c.queue;
         reserved.no_ack = no_ack;
         reserved.prefetch = prefetch;
-        self->request(self->state.vhost, caf::infinite, find_atom::value, queues_atom::value, queue,
-                      self_handle(self))
+        self->request(self->state.vhost, caf::infinite, find_atom::value, queues_atom::value,
+                      c.queue, self_handle(self))
             .then(
                 [=](caf::actor& q) {
                   consumer_spec spec{self_handle(self),
@@ -612,9 +614,10 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
                                      id,
                                      tag,
                                      no_ack,
-                                     exclusive,
+                                     c.exclusive,
                                      prefetch,
-                                     initial};
+                                     initial,
+                                     c.priority};
                   self->request(q, caf::infinite, consume_atom::value, std::move(spec))
                       .then(
                           [=]() {

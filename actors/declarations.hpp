@@ -31,11 +31,14 @@ struct queue_spec {
   field_table arguments;
 };
 
+/// A binding from `exchange` (the source) to a queue or, with to_exchange (exchange.bind), to
+/// another exchange, both named by `destination`.
 struct binding_spec {
   std::string exchange;
-  std::string queue;
+  std::string destination;
   std::string key;
   field_table arguments;
+  bool to_exchange = false;
 };
 
 template <class Inspector>
@@ -48,6 +51,6 @@ typename Inspector::result_type inspect(Inspector& f, queue_spec& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, binding_spec& x) {
-  return f(x.exchange, x.queue, x.key, x.arguments);
+  return f(x.exchange, x.destination, x.key, x.arguments, x.to_exchange);
 }
 }  // namespace warren

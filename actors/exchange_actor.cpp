@@ -4,47 +4,219 @@
 
 #include "actors/log.hpp"
 
+#include <algorithm>
+
 namespace warren {
 
-caf::behavior exchange_actor(caf::stateful_actor<exchange_state>* self, exchange_spec spec) {
+namespace {
+
+using self_ptr = caf::stateful_actor<exchange_state>*;
+using path_t = std::vector<caf::actor_addr>;
+
+bool on_path(const path_t& path, const caf::actor& a) {
+  return std::find(path.begin(), path.end(), a.address()) != path.end();
+}
+
+// Answers gathered for one resolve(): `done` runs when the last part is in.
+struct resolving {
+  route_sets sets;
+  size_t left = 1;
+  std::function<void(route_sets)> done;
+  void finish_one() {
+    if (--left == 0) done(std::move(sets));
+  }
+};
+using resolving_ptr = std::shared_ptr<resolving>;
+
+// Asks `target` (an exchange) where the messages at `indices` go from there.
+void ask_downstream(self_ptr self, const caf::actor& target, const std::vector<message_ptr>& msgs,
+                    std::vector<size_t> indices, const path_t& path, resolving_ptr acc) {
+  std::vector<message_ptr> subset;
+  subset.reserve(indices.size());
+  for (auto i : indices) subset.push_back(msgs[i]);
+  ++acc->left;
+  self->request(target, caf::infinite, route_atom::value, std::move(subset), path)
+      .then(
+          [=](route_sets& got) {
+            for (size_t k = 0; k < got.size() && k < indices.size(); ++k) {
+              auto& into = acc->sets[indices[k]];
+              into.insert(into.end(), got[k].begin(), got[k].end());
+            }
+            acc->finish_one();
+          },
+          [=](caf::error&) { acc->finish_one(); });  // it went away: nothing reached there
+}
+
+// Messages this exchange routed nowhere go to its alternate exchange, found by name.
+void via_alternate(self_ptr self, const std::vector<message_ptr>& msgs, std::vector<size_t> indices,
+                   const path_t& path, resolving_ptr acc) {
+  auto& st = self->state;
+  auto forward = [=](const caf::actor& ae) {
+    if (ae && !on_path(path, ae)) ask_downstream(self, ae, msgs, indices, path, acc);
+  };
+  if (st.alternate_actor) return forward(st.alternate_actor);
+  ++acc->left;
+  self->request(st.vhost, caf::infinite, find_atom::value, exchanges_atom::value, *st.alternate)
+      .then(
+          [=](caf::actor& ae, bool) {
+            self->state.alternate_actor = ae;
+            self->monitor(ae);
+            forward(ae);
+            acc->finish_one();
+          },
+          [=](caf::error&) { acc->finish_one(); });  // not declared (yet): routed nowhere
+}
+
+// Works out, per message, the queues it reaches from this exchange; `done` may run at once.
+void resolve(self_ptr self, const std::vector<message_ptr>& msgs, path_t path,
+             std::function<void(route_sets)> done) {
+  auto& st = self->state;
+  path.push_back(self->address());
+  auto acc = std::make_shared<resolving>();
+  acc->sets.resize(msgs.size());
+  acc->done = std::move(done);
+  std::map<caf::actor, std::vector<size_t>> forwards;
+  std::vector<size_t> unrouted;
+  std::vector<routing_table::queue_id> ids;
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    ids.clear();
+    st.table.route(*msgs[i], ids);
+    if (ids.empty() && st.alternate) unrouted.push_back(i);
+    for (auto id : ids) {
+      const auto& target = st.targets[id];
+      if (!is_exchange_id(id))
+        acc->sets[i].push_back({id, target});
+      else if (!on_path(path, target))
+        forwards[target].push_back(i);
+    }
+  }
+  for (auto& [target, indices] : forwards)
+    ask_downstream(self, target, msgs, std::move(indices), path, acc);
+  if (!unrouted.empty()) via_alternate(self, msgs, std::move(unrouted), path, acc);
+  acc->finish_one();
+}
+
+// Sends each queue its share of `batch`; returns per message how many queues took it.
+std::vector<uint32_t> deliver(self_ptr self, publish_batch& batch, route_sets& sets) {
+  std::vector<uint32_t> counts(batch.items.size(), 0);
+  std::unordered_map<routing_table::queue_id, std::pair<caf::actor, std::vector<publish_item>>>
+      shares;
+  for (size_t i = 0; i < batch.items.size() && i < sets.size(); ++i) {
+    auto& set = sets[i];
+    std::sort(set.begin(), set.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+    set.erase(std::unique(set.begin(), set.end(),
+                          [](const auto& a, const auto& b) { return a.id == b.id; }),
+              set.end());
+    counts[i] = static_cast<uint32_t>(set.size());
+    for (auto& t : set) {
+      auto& share = shares[t.id];
+      share.first = t.queue;
+      share.second.push_back(batch.items[i]);
+    }
+  }
+  for (auto& [id, share] : shares)
+    self->send(share.first, enqueue_atom::value,
+               publish_batch{batch.origin, batch.channel, std::move(share.second)});
+  return counts;
+}
+
+// The common case: no exchange bindings, no alternate exchange, nothing waiting.
+std::vector<uint32_t> route_directly(self_ptr self, publish_batch& batch) {
+  auto& st = self->state;
+  std::vector<uint32_t> counts(batch.items.size(), 0);
+  std::unordered_map<routing_table::queue_id, std::vector<publish_item>> shares;
+  std::vector<routing_table::queue_id> ids;
+  for (size_t i = 0; i < batch.items.size(); ++i) {
+    ids.clear();
+    st.table.route(*batch.items[i].msg, ids);
+    counts[i] = static_cast<uint32_t>(ids.size());
+    for (auto q : ids) shares[q].push_back(batch.items[i]);
+  }
+  for (auto& [queue_id, items] : shares)
+    self->send(st.targets[queue_id], enqueue_atom::value,
+               publish_batch{batch.origin, batch.channel, std::move(items)});
+  return counts;
+}
+
+// Batches leave in the order they came, each once its routes are known.
+void flush_in_order(self_ptr self) {
+  auto& q = self->state.in_order;
+  while (!q.empty() && q.front()->done) {
+    auto entry = q.front();
+    q.pop_front();
+    entry->rp.deliver(deliver(self, entry->batch, entry->sets));
+  }
+}
+
+caf::result<std::vector<uint32_t>> publish(self_ptr self, publish_batch& batch) {
+  auto& st = self->state;
+  if (st.exchange_targets == 0 && !st.alternate && st.in_order.empty())
+    return route_directly(self, batch);
+  auto entry = std::make_shared<exchange_state::in_flight>();
+  entry->rp = self->make_response_promise<std::vector<uint32_t>>();
+  std::vector<message_ptr> msgs;
+  msgs.reserve(batch.items.size());
+  for (const auto& item : batch.items) msgs.push_back(item.msg);
+  entry->batch = std::move(batch);
+  st.in_order.push_back(entry);
+  resolve(self, msgs, {}, [=](route_sets sets) {
+    entry->sets = std::move(sets);
+    entry->done = true;
+    flush_in_order(self);
+  });
+  return entry->rp;
+}
+
+}  // namespace
+
+std::optional<std::string> alternate_exchange_of(const exchange_spec& spec) {
+  const auto* v = find_field(spec.arguments, "alternate-exchange");
+  if (v == nullptr || v->kind != field_value::text || v->s.empty()) return std::nullopt;
+  return v->s;
+}
+
+caf::behavior exchange_actor(caf::stateful_actor<exchange_state>* self, exchange_spec spec,
+                             caf::actor vhost) {
   install_actor_defaults(self, "exchange");
-  self->state.table = routing_table(spec.type);
-  self->state.spec = std::move(spec);
+  auto& st = self->state;
+  st.table = routing_table(spec.type);
+  st.alternate = alternate_exchange_of(spec);
+  st.spec = std::move(spec);
+  st.vhost = std::move(vhost);
   self->attach_functor([=](const caf::error& reason) {
     log(log_level::debug, "exchange", "exchange stopped: " + caf::to_string(reason));
   });
+  self->set_down_handler([=](caf::down_msg& dm) {
+    if (self->state.alternate_actor.address() == dm.source) self->state.alternate_actor = nullptr;
+  });
+  auto forget_target = [=](routing_table::queue_id id) {
+    auto& st = self->state;
+    if (st.targets.erase(id) != 0 && is_exchange_id(id)) --st.exchange_targets;
+  };
   return {
-      [=](bind_atom, uint64_t queue_id, caf::actor queue, const std::string& key,
+      [=](bind_atom, uint64_t id, caf::actor target, const std::string& key,
           const field_table& args) {
         auto& st = self->state;
-        st.queues[queue_id] = std::move(queue);
-        return st.table.add(queue_id, key, args);
+        if (st.targets.emplace(id, std::move(target)).second && is_exchange_id(id))
+          ++st.exchange_targets;
+        return st.table.add(id, key, args);
       },
-      [=](unbind_atom, uint64_t queue_id, const std::string& key, const field_table& args) {
+      [=](unbind_atom, uint64_t id, const std::string& key, const field_table& args) {
         auto& st = self->state;
-        bool removed = st.table.remove(queue_id, key, args);
-        if (!st.table.binds(queue_id)) st.queues.erase(queue_id);
+        bool removed = st.table.remove(id, key, args);
+        if (!st.table.binds(id)) forget_target(id);
         return removed;
       },
-      [=](unbind_q_atom, uint64_t queue_id) {
-        self->state.table.remove_queue(queue_id);
-        self->state.queues.erase(queue_id);
+      [=](unbind_q_atom, uint64_t id) {
+        self->state.table.remove_queue(id);
+        forget_target(id);
       },
-      [=](publish_atom, publish_batch& batch) {
-        auto& st = self->state;
-        std::vector<uint32_t> counts(batch.items.size(), 0);
-        std::unordered_map<routing_table::queue_id, std::vector<publish_item>> shares;
-        std::vector<routing_table::queue_id> targets;
-        for (size_t i = 0; i < batch.items.size(); ++i) {
-          targets.clear();
-          st.table.route(*batch.items[i].msg, targets);
-          counts[i] = static_cast<uint32_t>(targets.size());
-          for (auto q : targets) shares[q].push_back(batch.items[i]);
-        }
-        for (auto& [queue_id, items] : shares)
-          self->send(st.queues[queue_id], enqueue_atom::value,
-                     publish_batch{batch.origin, batch.channel, std::move(items)});
-        return counts;
+      [=](publish_atom, publish_batch& batch) { return publish(self, batch); },
+      [=](route_atom, std::vector<message_ptr>& msgs,
+          std::vector<caf::actor_addr>& path) -> caf::result<route_sets> {
+        auto rp = self->make_response_promise<route_sets>();
+        resolve(self, msgs, std::move(path), [=](route_sets sets) mutable { rp.deliver(sets); });
+        return rp;
       },
   };
 }

@@ -62,6 +62,8 @@ using ready_atom = caf::atom_constant<caf::atom("ready")>;
 using blocked_atom = caf::atom_constant<caf::atom("blocked")>;
 using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
 using alarm_atom = caf::atom_constant<caf::atom("alarm")>;
+using route_atom = caf::atom_constant<caf::atom("route")>;
+using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
 
 /// How a connection settles deliveries it holds.
 enum class settle_kind : uint8_t { ack, requeue, reject };
@@ -87,6 +89,16 @@ struct publish_batch {
 
 // --- consuming ---------------------------------------------------------------------------------
 
+/// What a client asks for with basic.consume / Channel.consume.
+struct consume_request {
+  std::string queue;
+  std::string tag;  // empty: the broker names the consumer
+  bool no_ack = false;
+  bool exclusive = false;
+  uint32_t prefetch = 0;  // 0: the channel's default
+  int32_t priority = 0;   // x-priority: a queue serves its highest-priority consumers first
+};
+
 struct consumer_spec {
   caf::actor connection;
   std::string connection_name;
@@ -96,6 +108,7 @@ struct consumer_spec {
   bool exclusive = false;
   uint32_t prefetch = 0;        // 0 = unlimited
   uint32_t initial_credit = 0;  // deliveries the queue may send before more credit arrives
+  int32_t priority = 0;
 };
 
 /// One message handed out by a queue; `delivery_id` names this hand-out (a redelivery gets a new
@@ -184,9 +197,13 @@ struct client_hello {
 // --- inspect -----------------------------------------------------------------------------------
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, consume_request& x) {
+  return f(x.queue, x.tag, x.no_ack, x.exclusive, x.prefetch, x.priority);
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, consumer_spec& x) {
   return f(x.connection, x.connection_name, x.channel, x.tag, x.no_ack, x.exclusive, x.prefetch,
-           x.initial_credit);
+           x.initial_credit, x.priority);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, exchange_info& x) {

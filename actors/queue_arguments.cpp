@@ -23,7 +23,34 @@ std::string text(const field& f, std::optional<std::string>& out) {
   return {};
 }
 
+std::string overflow(const field& f, overflow_policy& out) {
+  static const std::pair<const char*, overflow_policy> known[] = {
+      {"drop-head", overflow_policy::drop_head},
+      {"reject-publish", overflow_policy::reject_publish},
+      {"reject-publish-dlx", overflow_policy::reject_publish_dlx}};
+  for (const auto& [name, policy] : known) {
+    if (f.value.kind == field_value::text && f.value.s == name) {
+      out = policy;
+      return {};
+    }
+  }
+  return "argument 'x-overflow' must be drop-head, reject-publish or reject-publish-dlx, got " +
+         quote(to_string(f.value));
+}
+
 }  // namespace
+
+std::string parse_consumer_arguments(const field_table& args, int32_t& priority) {
+  priority = 0;
+  for (const auto& f : args) {
+    if (f.key != "x-priority") continue;
+    if (f.value.kind != field_value::integer || f.value.i < INT32_MIN || f.value.i > INT32_MAX)
+      return "consumer argument 'x-priority' must be a 32-bit integer, got " +
+             quote(to_string(f.value));
+    priority = static_cast<int32_t>(f.value.i);
+  }
+  return {};
+}
 
 std::string parse_queue_arguments(const field_table& args, queue_limits& out) {
   out = queue_limits{};
@@ -35,14 +62,23 @@ std::string parse_queue_arguments(const field_table& args, queue_limits& out) {
       problem = non_negative(f, out.expires_ms, 1);
     } else if (f.key == "x-max-length") {
       problem = non_negative(f, out.max_length, 0);
+    } else if (f.key == "x-max-length-bytes") {
+      problem = non_negative(f, out.max_length_bytes, 0);
     } else if (f.key == "x-overflow") {
-      if (f.value.kind == field_value::text && f.value.s == "drop-head")
-        out.overflow = overflow_policy::drop_head;
-      else if (f.value.kind == field_value::text && f.value.s == "reject-publish")
-        out.overflow = overflow_policy::reject_publish;
-      else
-        problem = "argument 'x-overflow' must be drop-head or reject-publish, got " +
+      problem = overflow(f, out.overflow);
+    } else if (f.key == "x-max-priority") {
+      std::optional<int64_t> max;
+      problem = non_negative(f, max, 1);
+      if (problem.empty() && *max > 255)
+        problem =
+            "argument 'x-max-priority' must be between 1 and 255, got " + quote(to_string(f.value));
+      if (problem.empty()) out.max_priority = static_cast<uint8_t>(*max);
+    } else if (f.key == "x-single-active-consumer") {
+      if (f.value.kind != field_value::boolean)
+        problem = "argument 'x-single-active-consumer' must be a boolean, got " +
                   quote(to_string(f.value));
+      else
+        out.single_active_consumer = f.value.b;
     } else if (f.key == "x-dead-letter-exchange") {
       problem = text(f, out.dead_letter_exchange);
       if (problem.empty() && !out.dead_letter_exchange->empty())
@@ -51,12 +87,6 @@ std::string parse_queue_arguments(const field_table& args, queue_limits& out) {
       problem = text(f, out.dead_letter_routing_key);
       if (problem.empty())
         problem = check_key("dead-letter routing key", *out.dead_letter_routing_key);
-    } else if (f.key == "x-max-priority" || f.key == "x-max-length-bytes" ||
-               f.key == "x-single-active-consumer") {
-      // RabbitMQ's classic queues honour these; accepting one and ignoring it would let an
-      // application believe in an order or a bound that does not hold.
-      problem = "argument '" + f.key + "' is not supported by this node yet; declare the queue " +
-                "without it";
     } else if (f.key == "x-queue-type") {
       if (f.value.kind != field_value::text || f.value.s != "classic")
         problem = "argument 'x-queue-type' " + quote(to_string(f.value)) +

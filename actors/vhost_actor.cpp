@@ -51,9 +51,13 @@ bool stored(const queue_spec& q) {
 
 bool stored(const vhost_state& st, const binding_spec& b) {
   auto e = st.exchanges.find(b.exchange);
-  auto q = st.queues.find(b.queue);
-  return !b.exchange.empty() && e != st.exchanges.end() && e->second.spec.durable &&
-         q != st.queues.end() && stored(q->second.spec);
+  if (b.exchange.empty() || e == st.exchanges.end() || !e->second.spec.durable) return false;
+  if (b.to_exchange) {
+    auto d = st.exchanges.find(b.destination);
+    return d != st.exchanges.end() && d->second.spec.durable;
+  }
+  auto q = st.queues.find(b.destination);
+  return q != st.queues.end() && stored(q->second.spec);
 }
 
 void put_exchange(const vhost_state& st, const exchange_spec& e, changes& out) {
@@ -88,8 +92,13 @@ void persist_quietly(self_ptr self, changes batch) {
 }
 
 std::string binding_key(const binding_spec& b) {
-  return b.exchange + '\0' + b.queue + '\0' + b.key + '\0' +
+  return b.exchange + '\0' + (b.to_exchange ? "e:" : "q:") + b.destination + '\0' + b.key + '\0' +
          persistence::canonical_arguments(b.arguments);
+}
+
+// Whether `b` leads to the queue (or, with to_exchange, the exchange) named `name`.
+bool leads_to(const binding_spec& b, const std::string& name, bool exchange) {
+  return b.to_exchange == exchange && b.destination == name;
 }
 
 // Fails with RESOURCE_LOCKED when `q` is exclusive to another connection.
@@ -133,9 +142,11 @@ std::vector<caf::actor> queue_actors(const vhost_state& st) {
 }
 
 void add_exchange(self_ptr self, exchange_spec spec, bool builtin) {
-  auto actor = self->spawn(exchange_actor, spec);
+  auto& st = self->state;
+  auto actor = self->spawn(exchange_actor, spec, caf::actor_cast<caf::actor>(self));
   auto name = spec.name;
-  self->state.exchanges[name] = {std::move(spec), std::move(actor), builtin};
+  st.exchanges[name] = {std::move(spec), std::move(actor), builtin,
+                        exchange_id_bit | ++st.next_exchange_id};
 }
 
 void remove_exchange(self_ptr self, const std::string& name, changes& out);
@@ -156,13 +167,18 @@ void remove_exchange(self_ptr self, const std::string& name, changes& out) {
   auto& st = self->state;
   auto e = st.exchanges.find(name);
   if (e == st.exchanges.end()) return;
+  auto id = e->second.id;
   for (auto i = st.bindings.begin(); i != st.bindings.end();) {
-    if (i->second.exchange != name) {
+    const auto& b = i->second;
+    bool to_it = leads_to(b, name, true);
+    if (b.exchange != name && !to_it) {
       ++i;
       continue;
     }
-    if (stored(st, i->second))
-      erase(meta_table::bindings, persistence::binding_key(st.vhost, i->second), out);
+    if (to_it)
+      if (auto source = st.exchanges.find(b.exchange); source != st.exchanges.end())
+        self->send(source->second.actor, unbind_q_atom::value, id);
+    if (stored(st, b)) erase(meta_table::bindings, persistence::binding_key(st.vhost, b), out);
     i = st.bindings.erase(i);
   }
   if (e->second.spec.durable)
@@ -179,7 +195,7 @@ void forget_queue(self_ptr self, const std::string& name, changes& out) {
   auto id = q->second.id;
   std::vector<binding_spec> gone;
   for (const auto& [key, b] : st.bindings)
-    if (b.queue == name) gone.push_back(b);
+    if (leads_to(b, name, false)) gone.push_back(b);
   for (const auto& b : gone) {
     if (auto e = st.exchanges.find(b.exchange); e != st.exchanges.end())
       self->send(e->second.actor, unbind_q_atom::value, id);
@@ -230,6 +246,10 @@ caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool pass
   }
   if (auto problem = check_name("exchange name", spec.name); !problem.empty())
     return invalid(problem);
+  if (const auto* ae = find_field(spec.arguments, "alternate-exchange");
+      ae != nullptr && ae->kind != field_value::text)
+    return invalid("argument 'alternate-exchange' of exchange " + quote(spec.name) + in_vhost(st) +
+                   " must be an exchange name, got " + quote(to_string(*ae)));
   auto existing = st.exchanges.find(spec.name);
   if (passive) {
     if (existing == st.exchanges.end()) return no_exchange(st, spec.name);
@@ -352,7 +372,7 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
     self->monitor(requester);
   }
   // Every queue is bound to the default exchange by its own name.
-  binding_spec implicit{"", spec.name, spec.name, {}};
+  binding_spec implicit{"", spec.name, spec.name, {}, false};
   st.bindings[binding_key(implicit)] = implicit;
   // anon_send: the exchange answers bind requests, and this one needs no answer.
   caf::anon_send(st.exchanges[""].actor, bind_atom::value, entry.id, entry.actor, spec.name,
@@ -389,19 +409,32 @@ caf::result<uint32_t> delete_queue(self_ptr self, const std::string& name, bool 
   return rp;
 }
 
-// Checks both ends of a binding; on success `queue` points at the queue entry.
+// The destination of a binding: its target id and actor in the source exchange's table.
+struct binding_target {
+  uint64_t id = 0;
+  caf::actor actor;
+};
+
+// Checks both ends of a binding; on success `target` is its destination.
 caf::error check_binding(self_ptr self, binding_spec& b, const caf::actor& requester,
-                         vhost_state::queue_entry*& queue) {
+                         binding_target& target) {
   auto& st = self->state;
-  if (b.exchange.empty())
+  if (b.exchange.empty() || (b.to_exchange && b.destination.empty()))
     return make_broker_error(reply_code::access_refused,
                              "operation not permitted on the default exchange");
   if (auto problem = check_key("binding key", b.key); !problem.empty()) return invalid(problem);
   auto e = st.exchanges.find(b.exchange);
   if (e == st.exchanges.end()) return no_exchange(st, b.exchange);
-  auto q = st.queues.find(b.queue);
-  if (q == st.queues.end()) return no_queue(st, b.queue);
-  if (auto err = check_owner(st, q->second, requester)) return err;
+  if (b.to_exchange) {
+    auto d = st.exchanges.find(b.destination);
+    if (d == st.exchanges.end()) return no_exchange(st, b.destination);
+    target = {d->second.id, d->second.actor};
+  } else {
+    auto q = st.queues.find(b.destination);
+    if (q == st.queues.end()) return no_queue(st, b.destination);
+    if (auto err = check_owner(st, q->second, requester)) return err;
+    target = {q->second.id, q->second.actor};
+  }
   if (e->second.spec.type == exchange_type::topic) {
     if (auto problem = check_topic_binding_key(b.key); !problem.empty()) return invalid(problem);
   }
@@ -409,22 +442,21 @@ caf::error check_binding(self_ptr self, binding_spec& b, const caf::actor& reque
     if (auto problem = check_headers_binding(b.arguments); !problem.empty())
       return invalid(problem);
   }
-  queue = &q->second;
   return {};
 }
 
 caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& requester) {
   auto& st = self->state;
-  vhost_state::queue_entry* q = nullptr;
-  if (auto err = check_binding(self, b, requester, q)) return err;
+  binding_target target;
+  if (auto err = check_binding(self, b, requester, target)) return err;
   auto key = binding_key(b);
   if (st.bindings.count(key) != 0) return caf::unit;
   st.bindings[key] = b;
   changes batch;
   if (stored(st, b)) put_binding(st, b, batch);
   auto rp = self->make_response_promise<void>();
-  self->request(st.exchanges[b.exchange].actor, caf::infinite, bind_atom::value, q->id, q->actor,
-                b.key, b.arguments)
+  self->request(st.exchanges[b.exchange].actor, caf::infinite, bind_atom::value, target.id,
+                target.actor, b.key, b.arguments)
       .then([=](bool) mutable { reply_after(self, batch, rp); },
             [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
   return rp;
@@ -432,16 +464,15 @@ caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& request
 
 caf::result<void> unbind(self_ptr self, binding_spec& b, const caf::actor& requester) {
   auto& st = self->state;
-  vhost_state::queue_entry* q = nullptr;
-  if (auto err = check_binding(self, b, requester, q)) return err;
+  binding_target target;
+  if (auto err = check_binding(self, b, requester, target)) return err;
   auto key = binding_key(b);
   if (st.bindings.count(key) == 0) return caf::unit;  // unbinding twice is a no-op too
   auto rp = self->make_response_promise<void>();
   auto exchange = st.exchanges[b.exchange].actor;
-  auto queue_id = q->id;
   changes batch;
   drop_binding(self, b, batch);  // may delete an auto-delete exchange
-  self->request(exchange, caf::infinite, unbind_atom::value, queue_id, b.key, b.arguments)
+  self->request(exchange, caf::infinite, unbind_atom::value, target.id, b.key, b.arguments)
       .then([=](bool) mutable { reply_after(self, batch, rp); },
             [=](caf::error&) mutable { reply_after(self, batch, rp); });
   return rp;
@@ -495,7 +526,7 @@ void restore(self_ptr self, vhost_recovery recovered) {
     entry.actor = self->spawn(queue_actor, st.vhost, spec, limits,
                               caf::actor_cast<caf::actor>(self), id, st.storage);
     self->monitor(entry.actor);
-    binding_spec implicit{"", spec.name, spec.name, {}};
+    binding_spec implicit{"", spec.name, spec.name, {}, false};
     st.bindings[binding_key(implicit)] = implicit;
     caf::anon_send(st.exchanges[""].actor, bind_atom::value, id, entry.actor, spec.name,
                    field_table{});
@@ -503,16 +534,20 @@ void restore(self_ptr self, vhost_recovery recovered) {
   }
   for (auto& b : recovered.bindings) {
     auto e = st.exchanges.find(b.exchange);
-    auto q = st.queues.find(b.queue);
-    if (e == st.exchanges.end() || q == st.queues.end()) {
+    binding_target target;
+    if (auto d = st.exchanges.find(b.destination); b.to_exchange && d != st.exchanges.end())
+      target = {d->second.id, d->second.actor};
+    if (auto q = st.queues.find(b.destination); !b.to_exchange && q != st.queues.end())
+      target = {q->second.id, q->second.actor};
+    if (e == st.exchanges.end() || !target.actor) {
       log(log_level::warn, "vhost",
-          "dropping a stored binding of " + quote(b.exchange) + " to " + quote(b.queue) +
-              in_vhost(st) + ": one end is missing");
+          "dropping a stored binding of " + quote(b.exchange) + " to " +
+              (b.to_exchange ? "exchange " : "queue ") + quote(b.destination) + in_vhost(st) +
+              ": one end is missing");
       continue;
     }
     st.bindings[binding_key(b)] = b;
-    caf::anon_send(e->second.actor, bind_atom::value, q->second.id, q->second.actor, b.key,
-                   b.arguments);
+    caf::anon_send(e->second.actor, bind_atom::value, target.id, target.actor, b.key, b.arguments);
   }
 }
 

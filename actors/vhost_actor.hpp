@@ -9,7 +9,8 @@
 //   (declare_atom, queue_spec, passive, requester)               -> queue_info
 //   (delete_atom, queues_atom, name, if_unused, if_empty, req)   -> uint32 messages dropped
 //   (purge_atom, name, requester)                                -> uint32
-//   (bind_atom, binding_spec, requester) / (unbind_atom, ...)    -> void
+//   (bind_atom, binding_spec, requester) / (unbind_atom, ...)    -> void  to a queue or, with
+//                                                                   to_exchange, an exchange
 //   (find_atom, exchanges_atom, name)                            -> (exchange actor, internal)
 //   (find_atom, queues_atom, name, requester)                    -> queue actor
 //   (list_atom, exchanges_atom | queues_atom | bindings_atom | consumers_atom) -> rows
@@ -46,6 +47,7 @@ struct vhost_state {
     exchange_spec spec;
     caf::actor actor;
     bool builtin = false;
+    uint64_t id = 0;  // its id as the target of exchange bindings (exchange_id_bit set)
   };
   struct queue_entry {
     queue_spec spec;
@@ -59,6 +61,7 @@ struct vhost_state {
   std::map<std::string, queue_entry> queues;
   // Keyed by exchange, queue, key and canonical arguments so that binding twice is a no-op.
   std::map<std::string, binding_spec> bindings;
+  uint64_t next_exchange_id = 0;
   storage_context storage;
 
   static inline const char* name = "vhost";

@@ -163,15 +163,17 @@ void print_list(const std::vector<binding_row>& list, bool as_json) {
       out.push_back(json{{"vhost", b.vhost},
                          {"exchange", b.exchange},
                          {"queue", b.queue},
+                         {"destination_type", b.to_exchange ? "exchange" : "queue"},
                          {"key", b.key},
                          {"arguments", to_json(b.arguments)}});
     std::cout << dump_json(out) << '\n';
     return;
   }
-  table rows{{"exchange", "queue", "key", "arguments"}};
+  table rows{{"exchange", "destination", "key", "arguments"}};
   for (const auto& b : list)
-    rows.push_back(
-        {b.exchange.empty() ? "(default)" : b.exchange, b.queue, b.key, table_text(b.arguments)});
+    rows.push_back({b.exchange.empty() ? "(default)" : b.exchange,
+                    b.to_exchange ? "exchange " + b.queue : b.queue, b.key,
+                    table_text(b.arguments)});
   print_table(rows);
 }
 

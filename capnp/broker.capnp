@@ -153,9 +153,10 @@ struct NodeStats {
 struct BindingInfo {
   vhost @0 :Text;
   exchange @1 :Text;
-  queue @2 :Text;
+  queue @2 :Text;          # the destination: a queue, or an exchange when toExchange is set
   key @3 :Text;
   arguments @4 :List(Field);
+  toExchange @5 :Bool;     # an exchange-to-exchange binding (AMQP exchange.bind)
 }
 
 struct ConsumerInfo {

@@ -41,14 +41,15 @@ struct QueueRecord {
   arguments @4 :List(Broker.Field);
 }
 
-# LMDB "bindings" database, key = vhost NUL exchange NUL queue NUL key NUL arguments.
-# Stored when both ends are durable.
+# LMDB "bindings" database, key = vhost NUL exchange NUL queue NUL key NUL arguments
+# (NUL "exchange" for a binding to an exchange). Stored when both ends are durable.
 struct BindingRecord {
   vhost @0 :Text;
   exchange @1 :Text;
-  queue @2 :Text;
+  queue @2 :Text;             # the destination: a queue, or an exchange when toExchange is set
   key @3 :Text;
   arguments @4 :List(Broker.Field);
+  toExchange @5 :Bool;        # exchange.bind
 }
 
 # The payload of one segment record (see DESIGN §5 for the record header around it).

@@ -69,8 +69,12 @@ queue_row read_queue_row(rpc::QueueInfo::Reader in) {
 }
 
 binding_row read_binding_row(rpc::BindingInfo::Reader in) {
-  return {text(in.getVhost()), text(in.getExchange()), text(in.getQueue()), text(in.getKey()),
-          net::read_table(in.getArguments())};
+  return {text(in.getVhost()),
+          text(in.getExchange()),
+          text(in.getQueue()),
+          text(in.getKey()),
+          net::read_table(in.getArguments()),
+          in.getToExchange()};
 }
 
 consumer_row read_consumer_row(rpc::ConsumerInfo::Reader in) {

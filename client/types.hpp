@@ -100,8 +100,9 @@ struct queue_row {
 };
 
 struct binding_row {
-  std::string vhost, exchange, queue, key;
+  std::string vhost, exchange, queue, key;  // queue: the destination, a queue or an exchange
   field_table arguments;
+  bool to_exchange = false;
 };
 
 struct consumer_row {

@@ -155,17 +155,19 @@ class channel_impl final : public rpc::Channel::Server {
 
   kj::Promise<void> consume(ConsumeContext ctx) override {
     auto p = ctx.getParams();
-    auto queue = text(p.getQueue());
-    auto tag = text(p.getConsumerTag());
-    bool no_ack = p.getNoAck(), exclusive = p.getExclusive();
-    uint32_t prefetch = p.getPrefetch();
-    if (tag.empty()) tag = generated_name("amq.ctag-");
+    consume_request c;
+    c.queue = text(p.getQueue());
+    c.tag = text(p.getConsumerTag());
+    c.no_ack = p.getNoAck();
+    c.exclusive = p.getExclusive();
+    c.prefetch = p.getPrefetch();
+    if (c.tag.empty()) c.tag = generated_name("amq.ctag-");
+    auto tag = c.tag;
     // Deliveries can reach this loop before the consume reply does, so the capability is
     // registered first and withdrawn if the broker refuses.
     bool added = session_->add_consumer(id_, tag, p.getConsumer());
     return ask([&](uint64_t r) {
-             caf::anon_send(actor(), consume_atom::value, r, id_, queue, tag, no_ack, exclusive,
-                            prefetch);
+             caf::anon_send(actor(), consume_atom::value, r, id_, std::move(c));
            })
         .then(
             [ctx, tag](caf::message) mutable -> kj::Promise<void> {

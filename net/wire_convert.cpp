@@ -70,7 +70,8 @@ void write_queue(const queue_info& info, rpc::QueueInfo::Builder out) {
 void write_binding(const binding_info& info, rpc::BindingInfo::Builder out) {
   out.setVhost(info.vhost);
   out.setExchange(info.spec.exchange);
-  out.setQueue(info.spec.queue);
+  out.setQueue(info.spec.destination);
+  out.setToExchange(info.spec.to_exchange);
   out.setKey(info.spec.key);
   write_table(info.spec.arguments,
               out.initArguments(static_cast<unsigned>(info.spec.arguments.size())));

@@ -72,7 +72,10 @@ std::string queue_key(std::string_view vhost, std::string_view name) {
 }
 std::string binding_key(std::string_view vhost, const binding_spec& b) {
   auto args = canonical_arguments(b.arguments);
-  return joined({vhost, b.exchange, b.queue, b.key, args});
+  // Bindings to exchanges carry a sixth part, so that an exchange and a queue of one name are
+  // different destinations; keys of bindings to queues are as format 1 wrote them.
+  if (b.to_exchange) return joined({vhost, b.exchange, b.destination, b.key, args, "exchange"});
+  return joined({vhost, b.exchange, b.destination, b.key, args});
 }
 
 std::string encode_format_version(uint32_t version) {
@@ -157,7 +160,8 @@ std::string encode_binding(const stored_binding& b) {
   auto r = builder.initRoot<storage::BindingRecord>();
   r.setVhost(b.vhost);
   r.setExchange(b.spec.exchange);
-  r.setQueue(b.spec.queue);
+  r.setQueue(b.spec.destination);
+  r.setToExchange(b.spec.to_exchange);
   r.setKey(b.spec.key);
   net::write_table(b.spec.arguments,
                    r.initArguments(static_cast<unsigned>(b.spec.arguments.size())));
@@ -169,7 +173,7 @@ stored_binding decode_binding(std::string_view bytes) {
     stored_binding b;
     b.vhost = net::text(r.getVhost());
     b.spec = {net::text(r.getExchange()), net::text(r.getQueue()), net::text(r.getKey()),
-              net::read_table(r.getArguments())};
+              net::read_table(r.getArguments()), r.getToExchange()};
     return b;
   });
 }

@@ -133,7 +133,7 @@ void session::send_start() {
                      {"consumer_cancel_notify", value::of_bool(true)},
                      {"per_consumer_qos", value::of_bool(true)},
                      {"authentication_failure_close", value::of_bool(true)},
-                     {"exchange_exchange_bindings", value::of_bool(false)},
+                     {"exchange_exchange_bindings", value::of_bool(true)},
                      {"connection.blocked", value::of_bool(true)}};
   table props{{"product", value::of_string("Warren")},
               {"version", value::of_string("0.1")},

@@ -154,6 +154,16 @@ class session : public std::enable_shared_from_this<session>,
     // after publishes waits until the broker has taken them, and so does everything after it.
     size_t publishes_in_flight = 0;
     std::deque<frame> held;
+    // tx.select: publishes and settlements wait here for tx.commit, and go at tx.rollback.
+    struct tx_settle {
+      method_id method;
+      uint64_t tag;
+      bool multiple;
+      settle_kind kind;
+    };
+    bool tx = false;
+    std::vector<message_ptr> tx_publishes;
+    std::vector<tx_settle> tx_settles;
   };
   struct pending_request {
     uint16_t channel;
@@ -185,7 +195,8 @@ class session : public std::enable_shared_from_this<session>,
   // Sends what this read gathered: publishes as batches, single acks as one ackEach.
   void flush_channels();
 
-  void send_publishes(uint16_t id, channel& ch);
+  // `after` runs once the broker has answered for every message (after returns and confirms).
+  void send_publishes(uint16_t id, channel& ch, std::function<void()> after = nullptr);
 
   void published_answered(uint16_t id, publish_call& call);
 
@@ -217,6 +228,37 @@ class session : public std::enable_shared_from_this<session>,
   void forget_channel(uint16_t id);
 
   void on_channel_method(uint16_t id, channel& ch, method_id m, reader& r);
+
+  // One handler per channel method (session_channel.cpp, session_tx.cpp); `m` is the method
+  // read, for handlers that serve several.
+  using method_handler = void (session::*)(uint16_t id, channel& ch, method_id m, reader& r);
+  static const std::vector<std::pair<method_id, method_handler>>& channel_methods();
+  std::function<void(caf::message&)> answer_with(uint16_t id, method_id ok, bool no_wait);
+  void on_basic_publish(uint16_t id, channel& ch, method_id m, reader& r);
+  void on_basic_ack(uint16_t id, channel& ch, method_id m, reader& r);
+  void on_basic_nack_or_reject(uint16_t id, channel& ch, method_id m, reader& r);
+  void on_channel_close(uint16_t id, channel& ch, method_id m, reader& r);
+  void on_channel_close_ok(uint16_t id, channel& ch, method_id m, reader& r);
+  void on_channel_flow(uint16_t id, channel& ch, method_id m, reader& r);
+  void on_exchange_declare(uint16_t id, channel& ch, method_id m, reader& r);
+  void on_exchange_delete(uint16_t id, channel& ch, method_id m, reader& r);
+  void on_exchange_bind(uint16_t id, channel& ch, method_id m, reader& r);
+  void on_queue_declare(uint16_t id, channel& ch, method_id m, reader& r);
+  void on_queue_bind(uint16_t id, channel& ch, method_id m, reader& r);
+  void on_queue_purge_or_delete(uint16_t id, channel& ch, method_id m, reader& r);
+  void on_basic_qos(uint16_t id, channel& ch, method_id m, reader& r);
+  void on_basic_consume(uint16_t id, channel& ch, method_id m, reader& r);
+  void on_basic_cancel(uint16_t id, channel& ch, method_id m, reader& r);
+  void on_basic_get(uint16_t id, channel& ch, method_id m, reader& r);
+  void on_basic_recover(uint16_t id, channel& ch, method_id m, reader& r);
+  void on_confirm_select(uint16_t id, channel& ch, method_id m, reader& r);
+  void on_tx_select(uint16_t id, channel& ch, method_id m, reader& r);
+  void on_tx_commit(uint16_t id, channel& ch, method_id m, reader& r);
+  void on_tx_rollback(uint16_t id, channel& ch, method_id m, reader& r);
+
+  // Sends one ack / nack / reject to the connection actor; `done` runs on its answer.
+  void send_settle(uint16_t id, method_id m, uint64_t tag, bool multiple, settle_kind kind,
+                   std::function<void(caf::message&)> done);
 
   // --- requests to the connection actor -----------------------------------------------------
   template <class Send>

@@ -4,6 +4,7 @@
 
 #include "actors/log.hpp"
 #include "actors/names.hpp"
+#include "actors/queue_arguments.hpp"
 #include "net/amqp/properties.hpp"
 
 #include <caf/send.hpp>
@@ -128,6 +129,8 @@ void session::channel_error(uint16_t id, reply_code code, const std::string& tex
   c->second.publish.reset();
   c->second.gathered.clear();
   c->second.acks.clear();
+  c->second.tx_publishes.clear();
+  c->second.tx_settles.clear();
   // The broker side of the channel goes too: its unacked messages are requeued. (A client's
   // close already asked for that; its close-ok follows this close, as RabbitMQ orders them.)
   if (!c->second.client_closing) caf::anon_send(actor_, close_atom::value, uint64_t{0}, id);
@@ -140,267 +143,346 @@ void session::channel_error(uint16_t id, reply_code code, const std::string& tex
   flush_output();
 }
 
-void session::on_channel_method(uint16_t id, channel& ch, method_id m, reader& r) {
-  // A method whose answer is just its -ok (unless no-wait).
-  auto answer_with = [this, id](method_id ok, bool no_wait) -> std::function<void(caf::message&)> {
-    if (no_wait) return nullptr;
-    return [this, id, ok](caf::message&) { send_method(id, method_payload(ok)); };
+const std::vector<std::pair<method_id, session::method_handler>>& session::channel_methods() {
+  // The hot ones first: the table is searched in order.
+  static const std::vector<std::pair<method_id, method_handler>> table{
+      {basic_publish, &session::on_basic_publish},
+      {basic_ack, &session::on_basic_ack},
+      {basic_nack, &session::on_basic_nack_or_reject},
+      {basic_reject, &session::on_basic_nack_or_reject},
+      {basic_get, &session::on_basic_get},
+      {basic_qos, &session::on_basic_qos},
+      {basic_consume, &session::on_basic_consume},
+      {basic_cancel, &session::on_basic_cancel},
+      {basic_recover, &session::on_basic_recover},
+      {basic_recover_async, &session::on_basic_recover},
+      {channel_close, &session::on_channel_close},
+      {channel_close_ok, &session::on_channel_close_ok},
+      {channel_flow, &session::on_channel_flow},
+      {exchange_declare, &session::on_exchange_declare},
+      {exchange_delete, &session::on_exchange_delete},
+      {exchange_bind, &session::on_exchange_bind},
+      {exchange_unbind, &session::on_exchange_bind},
+      {queue_declare, &session::on_queue_declare},
+      {queue_bind, &session::on_queue_bind},
+      {queue_unbind, &session::on_queue_bind},
+      {queue_purge, &session::on_queue_purge_or_delete},
+      {queue_delete, &session::on_queue_purge_or_delete},
+      {confirm_select, &session::on_confirm_select},
+      {tx_select, &session::on_tx_select},
+      {tx_commit, &session::on_tx_commit},
+      {tx_rollback, &session::on_tx_rollback},
   };
-  if (m == basic_publish) {
-    r.short_uint();  // reserved
-    incoming_publish p;
-    p.exchange = r.short_string();
-    p.routing_key = r.short_string();
-    auto flags = r.bits(2);
-    p.mandatory = flags[0];
-    if (flags[1])
-      throw protocol_error(reply_code::not_implemented,
-                           "basic.publish with immediate=true is not supported (as in RabbitMQ)");
-    ch.publish = std::move(p);
-    has_published_ = true;
-    return;
-  }
-  if (m == basic_ack) {
-    auto tag = r.longlong_uint();
-    bool multiple = r.bits(1)[0];
-    if (!multiple) {
-      ch.acks.push_back(tag);
-      return;
-    }
-    send_acks(id, ch);
-    request(id, m, nullptr, [&](uint64_t q) {
-      caf::anon_send(actor_, settle_atom::value, q, id, tag, true, settle_kind::ack);
-    });
-    return;
-  }
-  if (m == basic_nack || m == basic_reject) {
-    auto tag = r.longlong_uint();
-    bool multiple = false, requeue = true;
-    if (m == basic_nack) {
-      auto flags = r.bits(2);
-      multiple = flags[0];
-      requeue = flags[1];
-    } else {
-      requeue = r.bits(1)[0];
-    }
-    auto kind = requeue ? settle_kind::requeue : settle_kind::reject;
-    request(id, m, nullptr, [&](uint64_t q) {
-      caf::anon_send(actor_, settle_atom::value, q, id, tag, multiple, kind);
-    });
-    return;
-  }
-  if (m == channel_close) {
-    auto code = r.short_uint();
-    auto text = r.short_string();
-    log(log_level::debug, "amqp",
-        peer_ + " closed channel " + std::to_string(id) + " (" + std::to_string(code) + " " + text +
-            ")");
-    ch.client_closing = true;  // nothing more is taken on it
-    request(
-        id, m,
-        [this, id](caf::message&) {
-          auto c = channels_.find(id);
-          if (c == channels_.end()) return;
-          c->second.client_closing = false;
-          send_method(id, method_payload(channel_close_ok));
-          if (!c->second.closing) forget_channel(id);
-        },
-        [&](uint64_t q) { caf::anon_send(actor_, close_atom::value, q, id); });
-    return;
-  }
-  if (m == channel_close_ok) return;  // answer to a close we did not send: ignore
-  if (m == channel_flow) {
-    bool active = r.bits(1)[0];
-    if (!active)
-      return channel_error(id, reply_code::not_implemented,
-                           "channel.flow active=false is not supported; use basic.qos", m);
-    auto w = method_payload(channel_flow_ok);
-    w.bits({true});
-    return send_method(id, std::move(w));
-  }
-  if (m == exchange_declare) {
-    r.short_uint();
-    exchange_spec spec;
-    spec.name = r.short_string();
-    auto type = r.short_string();
-    auto flags = r.bits(5);  // passive durable auto-delete internal no-wait
-    spec.durable = flags[1];
-    spec.auto_delete = flags[2];
-    spec.internal = flags[3];
-    spec.arguments = to_fields(r.field_table());
-    bool passive = flags[0];
-    if (!passive && !parse_exchange_type(type, spec.type))
-      throw protocol_error(reply_code::command_invalid,
-                           "unknown exchange type " + quote(type) +
-                               " (direct, fanout, topic and headers are known)");
-    return request(id, m, answer_with(exchange_declare_ok, flags[4]), [&](uint64_t q) {
-      caf::anon_send(actor_, declare_atom::value, q, id, std::move(spec), passive);
-    });
-  }
-  if (m == exchange_delete) {
-    r.short_uint();
-    auto name = r.short_string();
-    auto flags = r.bits(2);  // if-unused no-wait
-    return request(id, m, answer_with(exchange_delete_ok, flags[1]), [&](uint64_t q) {
-      caf::anon_send(actor_, delete_atom::value, exchanges_atom::value, q, id, std::move(name),
-                     bool{flags[0]});
-    });
-  }
-  if (m == queue_declare) {
-    r.short_uint();
-    queue_spec spec;
-    spec.name = r.short_string();
-    auto flags = r.bits(5);  // passive durable exclusive auto-delete no-wait
-    spec.durable = flags[1];
-    spec.exclusive = flags[2];
-    spec.auto_delete = flags[3];
-    spec.arguments = to_fields(r.field_table());
-    bool passive = flags[0];
-    std::function<void(caf::message&)> done;
-    if (!flags[4])
-      done = [this, id](caf::message& msg) {
-        const auto& info = msg.get_as<queue_info>(0);
-        auto w = method_payload(queue_declare_ok);
-        w.short_string(info.spec.name);
-        w.long_uint(static_cast<uint32_t>(info.ready));
-        w.long_uint(info.consumers);
-        send_method(id, std::move(w));
-      };
-    return request(id, m, std::move(done), [&](uint64_t q) {
-      caf::anon_send(actor_, declare_atom::value, q, id, std::move(spec), passive);
-    });
-  }
-  if (m == queue_bind || m == queue_unbind) {
-    r.short_uint();
-    binding_spec b;
-    b.queue = r.short_string();
-    b.exchange = r.short_string();
-    b.key = r.short_string();
-    bool no_wait = m == queue_bind ? r.bits(1)[0] : false;
-    b.arguments = to_fields(r.field_table());
-    if (m == queue_bind)
-      return request(id, m, answer_with(queue_bind_ok, no_wait), [&](uint64_t q) {
-        caf::anon_send(actor_, bind_atom::value, q, id, std::move(b));
-      });
-    return request(id, m, answer_with(queue_unbind_ok, false), [&](uint64_t q) {
-      caf::anon_send(actor_, unbind_atom::value, q, id, std::move(b));
-    });
-  }
-  if (m == queue_purge || m == queue_delete) {
-    r.short_uint();
-    auto name = r.short_string();
-    auto flags = r.bits(m == queue_purge ? 1 : 3);
-    bool no_wait = flags.back();
-    std::function<void(caf::message&)> done;
-    auto ok = m == queue_purge ? queue_purge_ok : queue_delete_ok;
-    if (!no_wait)
-      done = [this, id, ok](caf::message& msg) {
-        auto w = method_payload(ok);
-        w.long_uint(msg.get_as<uint32_t>(0));
-        send_method(id, std::move(w));
-      };
-    if (m == queue_purge)
-      return request(id, m, std::move(done), [&](uint64_t q) {
-        caf::anon_send(actor_, purge_atom::value, q, id, std::move(name));
-      });
-    return request(id, m, std::move(done), [&](uint64_t q) {
-      caf::anon_send(actor_, delete_atom::value, queues_atom::value, q, id, std::move(name),
-                     bool{flags[0]}, bool{flags[1]});
-    });
-  }
-  if (m == basic_qos) {
-    auto size = r.long_uint();
-    auto count = r.short_uint();
-    bool global = r.bits(1)[0];  // RabbitMQ's meaning: the channel's limit, not the connection's
-    if (size != 0)
-      return channel_error(id, reply_code::not_implemented,
-                           "basic.qos prefetch_size is not supported; use prefetch_count", m);
-    return request(id, m, answer_with(basic_qos_ok, false), [&](uint64_t q) {
-      caf::anon_send(actor_, qos_atom::value, q, id, uint32_t{count}, global);
-    });
-  }
-  if (m == basic_consume) {
-    r.short_uint();
-    auto queue = r.short_string();
-    auto tag = r.short_string();
-    auto flags = r.bits(4);  // no-local no-ack exclusive no-wait
-    r.field_table();         // arguments (x-priority and the like) are not used
-    bool no_wait = flags[3];
-    std::function<void(caf::message&)> done = [this, id, no_wait](caf::message& msg) {
-      if (no_wait) return;
-      auto w = method_payload(basic_consume_ok);
-      w.short_string(msg.get_as<std::string>(0));
-      send_method(id, std::move(w));
-    };
-    return request(id, m, std::move(done), [&](uint64_t q) {
-      caf::anon_send(actor_, consume_atom::value, q, id, std::move(queue), std::move(tag),
-                     bool{flags[1]}, bool{flags[2]}, uint32_t{0});
-    });
-  }
-  if (m == basic_cancel) {
-    auto tag = r.short_string();
-    bool no_wait = r.bits(1)[0];
-    std::function<void(caf::message&)> done;
-    if (!no_wait)
-      done = [this, id, tag](caf::message&) {
-        auto w = method_payload(basic_cancel_ok);
-        w.short_string(tag);
-        send_method(id, std::move(w));
-      };
-    return request(id, m, std::move(done), [&](uint64_t q) {
-      caf::anon_send(actor_, cancel_atom::value, q, id, tag, false);
-    });
-  }
-  if (m == basic_get) {
-    r.short_uint();
-    auto queue = r.short_string();
-    bool no_ack = r.bits(1)[0];
-    return request(
-        id, m,
-        [this, id](caf::message& msg) {
-          if (msg.empty()) {
-            auto w = method_payload(basic_get_empty);
-            w.short_string("");
-            return send_method(id, std::move(w));
-          }
-          const auto& d = msg.get_as<delivery>(0);
-          auto w = method_payload(basic_get_ok);
-          w.longlong_uint(d.tag);
-          w.bits({d.redelivered});
-          w.short_string(d.msg->exchange);
-          w.short_string(d.msg->routing_key);
-          w.long_uint(d.message_count);
-          send_content(id, w.bytes(), d.msg);
-        },
-        [&](uint64_t q) {
-          caf::anon_send(actor_, get_atom::value, q, id, std::move(queue), no_ack);
-        });
-  }
-  if (m == basic_recover || m == basic_recover_async) {
-    r.bits(1);  // requeue: unacked messages always go back to their queues
-    std::function<void(caf::message&)> done;
-    if (m == basic_recover) done = answer_with(basic_recover_ok, false);
-    return request(id, m, std::move(done),
-                   [&](uint64_t q) { caf::anon_send(actor_, recover_atom::value, q, id); });
-  }
-  if (m == confirm_select) {
-    bool no_wait = r.bits(1)[0];
-    if (!ch.confirm) {
-      ch.confirm = true;
-      ch.next_confirm_tag = 0;
-    }
-    return request(id, m, answer_with(confirm_select_ok, no_wait),
-                   [&](uint64_t q) { caf::anon_send(actor_, confirm_atom::value, q, id); });
-  }
-  if (m.class_id == 90)
-    return channel_error(
-        id, reply_code::not_implemented,
-        "transactions (" + method_name(m) + ") are not implemented; use publisher confirms", m);
-  if (m.class_id == 40 && (m.method == 30 || m.method == 40))
-    return channel_error(id, reply_code::not_implemented,
-                         "exchange-to-exchange bindings are not implemented", m);
+  return table;
+}
+
+void session::on_channel_method(uint16_t id, channel& ch, method_id m, reader& r) {
+  for (const auto& [method, handler] : channel_methods())
+    if (method == m) return (this->*handler)(id, ch, m, r);
   throw protocol_error(reply_code::command_invalid,
                        "unexpected " + method_name(m) + " on channel " + std::to_string(id));
+}
+
+std::function<void(caf::message&)> session::answer_with(uint16_t id, method_id ok, bool no_wait) {
+  if (no_wait) return nullptr;
+  return [this, id, ok](caf::message&) { send_method(id, method_payload(ok)); };
+}
+
+void session::on_basic_publish(uint16_t, channel& ch, method_id, reader& r) {
+  r.short_uint();  // reserved
+  incoming_publish p;
+  p.exchange = r.short_string();
+  p.routing_key = r.short_string();
+  auto flags = r.bits(2);
+  p.mandatory = flags[0];
+  if (flags[1])
+    throw protocol_error(reply_code::not_implemented,
+                         "basic.publish with immediate=true is not supported (as in RabbitMQ)");
+  ch.publish = std::move(p);
+  has_published_ = true;
+}
+
+void session::on_basic_ack(uint16_t id, channel& ch, method_id m, reader& r) {
+  auto tag = r.longlong_uint();
+  bool multiple = r.bits(1)[0];
+  if (ch.tx) {
+    ch.tx_settles.push_back({m, tag, multiple, settle_kind::ack});
+    return;
+  }
+  if (!multiple) {
+    ch.acks.push_back(tag);
+    return;
+  }
+  send_acks(id, ch);
+  send_settle(id, m, tag, true, settle_kind::ack, nullptr);
+}
+
+void session::on_basic_nack_or_reject(uint16_t id, channel& ch, method_id m, reader& r) {
+  auto tag = r.longlong_uint();
+  bool multiple = false, requeue = true;
+  if (m == basic_nack) {
+    auto flags = r.bits(2);
+    multiple = flags[0];
+    requeue = flags[1];
+  } else {
+    requeue = r.bits(1)[0];
+  }
+  auto kind = requeue ? settle_kind::requeue : settle_kind::reject;
+  if (ch.tx) {
+    ch.tx_settles.push_back({m, tag, multiple, kind});
+    return;
+  }
+  send_settle(id, m, tag, multiple, kind, nullptr);
+}
+
+void session::send_settle(uint16_t id, method_id m, uint64_t tag, bool multiple, settle_kind kind,
+                          std::function<void(caf::message&)> done) {
+  request(id, m, std::move(done), [&](uint64_t q) {
+    caf::anon_send(actor_, settle_atom::value, q, id, tag, multiple, kind);
+  });
+}
+
+void session::on_channel_close(uint16_t id, channel& ch, method_id m, reader& r) {
+  auto code = r.short_uint();
+  auto text = r.short_string();
+  log(log_level::debug, "amqp",
+      peer_ + " closed channel " + std::to_string(id) + " (" + std::to_string(code) + " " + text +
+          ")");
+  ch.client_closing = true;  // nothing more is taken on it
+  request(
+      id, m,
+      [this, id](caf::message&) {
+        auto c = channels_.find(id);
+        if (c == channels_.end()) return;
+        c->second.client_closing = false;
+        send_method(id, method_payload(channel_close_ok));
+        if (!c->second.closing) forget_channel(id);
+      },
+      [&](uint64_t q) { caf::anon_send(actor_, close_atom::value, q, id); });
+}
+
+void session::on_channel_close_ok(uint16_t, channel&, method_id, reader&) {
+  // The answer to a close we did not send: ignored.
+}
+
+void session::on_channel_flow(uint16_t id, channel&, method_id m, reader& r) {
+  bool active = r.bits(1)[0];
+  if (!active)
+    return channel_error(id, reply_code::not_implemented,
+                         "channel.flow active=false is not supported; use basic.qos", m);
+  auto w = method_payload(channel_flow_ok);
+  w.bits({true});
+  send_method(id, std::move(w));
+}
+
+void session::on_exchange_declare(uint16_t id, channel&, method_id m, reader& r) {
+  r.short_uint();
+  exchange_spec spec;
+  spec.name = r.short_string();
+  auto type = r.short_string();
+  auto flags = r.bits(5);  // passive durable auto-delete internal no-wait
+  spec.durable = flags[1];
+  spec.auto_delete = flags[2];
+  spec.internal = flags[3];
+  spec.arguments = to_fields(r.field_table());
+  bool passive = flags[0];
+  if (!passive && !parse_exchange_type(type, spec.type))
+    throw protocol_error(
+        reply_code::command_invalid,
+        "unknown exchange type " + quote(type) + " (direct, fanout, topic and headers are known)");
+  request(id, m, answer_with(id, exchange_declare_ok, flags[4]), [&](uint64_t q) {
+    caf::anon_send(actor_, declare_atom::value, q, id, std::move(spec), passive);
+  });
+}
+
+void session::on_exchange_delete(uint16_t id, channel&, method_id m, reader& r) {
+  r.short_uint();
+  auto name = r.short_string();
+  auto flags = r.bits(2);  // if-unused no-wait
+  bool if_unused = flags[0];
+  request(id, m, answer_with(id, exchange_delete_ok, flags[1]), [&](uint64_t q) {
+    caf::anon_send(actor_, delete_atom::value, exchanges_atom::value, q, id, std::move(name),
+                   if_unused);
+  });
+}
+
+// exchange.bind and exchange.unbind: the same arguments, and the binding's destination is an
+// exchange.
+void session::on_exchange_bind(uint16_t id, channel&, method_id m, reader& r) {
+  r.short_uint();
+  binding_spec b;
+  b.destination = r.short_string();
+  b.exchange = r.short_string();
+  b.key = r.short_string();
+  b.to_exchange = true;
+  bool no_wait = r.bits(1)[0];
+  b.arguments = to_fields(r.field_table());
+  bool bind = m == exchange_bind;
+  request(id, m, answer_with(id, bind ? exchange_bind_ok : exchange_unbind_ok, no_wait),
+          [&](uint64_t q) {
+            if (bind)
+              caf::anon_send(actor_, bind_atom::value, q, id, std::move(b));
+            else
+              caf::anon_send(actor_, unbind_atom::value, q, id, std::move(b));
+          });
+}
+
+void session::on_queue_declare(uint16_t id, channel&, method_id m, reader& r) {
+  r.short_uint();
+  queue_spec spec;
+  spec.name = r.short_string();
+  auto flags = r.bits(5);  // passive durable exclusive auto-delete no-wait
+  spec.durable = flags[1];
+  spec.exclusive = flags[2];
+  spec.auto_delete = flags[3];
+  spec.arguments = to_fields(r.field_table());
+  bool passive = flags[0];
+  std::function<void(caf::message&)> done;
+  if (!flags[4])
+    done = [this, id](caf::message& msg) {
+      const auto& info = msg.get_as<queue_info>(0);
+      auto w = method_payload(queue_declare_ok);
+      w.short_string(info.spec.name);
+      w.long_uint(static_cast<uint32_t>(info.ready));
+      w.long_uint(info.consumers);
+      send_method(id, std::move(w));
+    };
+  request(id, m, std::move(done), [&](uint64_t q) {
+    caf::anon_send(actor_, declare_atom::value, q, id, std::move(spec), passive);
+  });
+}
+
+void session::on_queue_bind(uint16_t id, channel&, method_id m, reader& r) {
+  r.short_uint();
+  binding_spec b;
+  b.destination = r.short_string();
+  b.exchange = r.short_string();
+  b.key = r.short_string();
+  bool no_wait = m == queue_bind ? r.bits(1)[0] : false;
+  b.arguments = to_fields(r.field_table());
+  if (m == queue_bind)
+    return request(id, m, answer_with(id, queue_bind_ok, no_wait), [&](uint64_t q) {
+      caf::anon_send(actor_, bind_atom::value, q, id, std::move(b));
+    });
+  request(id, m, answer_with(id, queue_unbind_ok, false),
+          [&](uint64_t q) { caf::anon_send(actor_, unbind_atom::value, q, id, std::move(b)); });
+}
+
+void session::on_queue_purge_or_delete(uint16_t id, channel&, method_id m, reader& r) {
+  r.short_uint();
+  auto name = r.short_string();
+  auto flags = r.bits(m == queue_purge ? 1 : 3);  // [if-unused if-empty] no-wait
+  bool no_wait = flags.back();
+  std::function<void(caf::message&)> done;
+  auto ok = m == queue_purge ? queue_purge_ok : queue_delete_ok;
+  if (!no_wait)
+    done = [this, id, ok](caf::message& msg) {
+      auto w = method_payload(ok);
+      w.long_uint(msg.get_as<uint32_t>(0));
+      send_method(id, std::move(w));
+    };
+  if (m == queue_purge)
+    return request(id, m, std::move(done), [&](uint64_t q) {
+      caf::anon_send(actor_, purge_atom::value, q, id, std::move(name));
+    });
+  bool if_unused = flags[0], if_empty = flags[1];
+  request(id, m, std::move(done), [&](uint64_t q) {
+    caf::anon_send(actor_, delete_atom::value, queues_atom::value, q, id, std::move(name),
+                   if_unused, if_empty);
+  });
+}
+
+void session::on_basic_qos(uint16_t id, channel&, method_id m, reader& r) {
+  auto size = r.long_uint();
+  auto count = r.short_uint();
+  bool global = r.bits(1)[0];  // RabbitMQ's meaning: the channel's limit, not the connection's
+  if (size != 0)
+    return channel_error(id, reply_code::not_implemented,
+                         "basic.qos prefetch_size is not supported; use prefetch_count", m);
+  request(id, m, answer_with(id, basic_qos_ok, false), [&](uint64_t q) {
+    caf::anon_send(actor_, qos_atom::value, q, id, uint32_t{count}, global);
+  });
+}
+
+void session::on_basic_consume(uint16_t id, channel&, method_id m, reader& r) {
+  r.short_uint();
+  consume_request c;
+  c.queue = r.short_string();
+  c.tag = r.short_string();
+  auto flags = r.bits(4);  // no-local no-ack exclusive no-wait
+  c.no_ack = flags[1];
+  c.exclusive = flags[2];
+  auto arguments = to_fields(r.field_table());
+  if (auto problem = parse_consumer_arguments(arguments, c.priority); !problem.empty())
+    return channel_error(id, reply_code::precondition_failed, problem, m);
+  bool no_wait = flags[3];
+  std::function<void(caf::message&)> done = [this, id, no_wait](caf::message& msg) {
+    if (no_wait) return;
+    auto w = method_payload(basic_consume_ok);
+    w.short_string(msg.get_as<std::string>(0));
+    send_method(id, std::move(w));
+  };
+  request(id, m, std::move(done),
+          [&](uint64_t q) { caf::anon_send(actor_, consume_atom::value, q, id, std::move(c)); });
+}
+
+void session::on_basic_cancel(uint16_t id, channel&, method_id m, reader& r) {
+  auto tag = r.short_string();
+  bool no_wait = r.bits(1)[0];
+  std::function<void(caf::message&)> done;
+  if (!no_wait)
+    done = [this, id, tag](caf::message&) {
+      auto w = method_payload(basic_cancel_ok);
+      w.short_string(tag);
+      send_method(id, std::move(w));
+    };
+  request(id, m, std::move(done),
+          [&](uint64_t q) { caf::anon_send(actor_, cancel_atom::value, q, id, tag, false); });
+}
+
+void session::on_basic_get(uint16_t id, channel&, method_id m, reader& r) {
+  r.short_uint();
+  auto queue = r.short_string();
+  bool no_ack = r.bits(1)[0];
+  auto answer = [this, id](caf::message& msg) {
+    if (msg.empty()) {
+      auto w = method_payload(basic_get_empty);
+      w.short_string("");
+      return send_method(id, std::move(w));
+    }
+    const auto& d = msg.get_as<delivery>(0);
+    auto w = method_payload(basic_get_ok);
+    w.longlong_uint(d.tag);
+    w.bits({d.redelivered});
+    w.short_string(d.msg->exchange);
+    w.short_string(d.msg->routing_key);
+    w.long_uint(d.message_count);
+    send_content(id, w.bytes(), d.msg);
+  };
+  request(id, m, std::move(answer), [&](uint64_t q) {
+    caf::anon_send(actor_, get_atom::value, q, id, std::move(queue), no_ack);
+  });
+}
+
+void session::on_basic_recover(uint16_t id, channel&, method_id m, reader& r) {
+  r.bits(1);  // requeue: unacked messages always go back to their queues
+  std::function<void(caf::message&)> done;
+  if (m == basic_recover) done = answer_with(id, basic_recover_ok, false);
+  request(id, m, std::move(done),
+          [&](uint64_t q) { caf::anon_send(actor_, recover_atom::value, q, id); });
+}
+
+void session::on_confirm_select(uint16_t id, channel& ch, method_id m, reader& r) {
+  bool no_wait = r.bits(1)[0];
+  if (ch.tx)
+    return channel_error(id, reply_code::precondition_failed,
+                         "cannot switch from tx to confirm mode", m);
+  if (!ch.confirm) {
+    ch.confirm = true;
+    ch.next_confirm_tag = 0;
+  }
+  request(id, m, answer_with(id, confirm_select_ok, no_wait),
+          [&](uint64_t q) { caf::anon_send(actor_, confirm_atom::value, q, id); });
 }
 
 // --- answers and events from the connection actor -------------------------------------------

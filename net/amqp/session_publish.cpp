@@ -72,6 +72,10 @@ void session::complete_publish(uint16_t id, channel& ch) {
   m->mandatory = p.mandatory;
   m->body = std::move(p.body);
   m->set_properties(std::move(props));
+  if (ch.tx) {
+    ch.tx_publishes.push_back(std::move(m));  // sent at tx.commit
+    return;
+  }
   ch.gathered.push_back(std::move(m));
   if (ch.gathered.size() >= max_publish_batch) send_publishes(id, ch);
 }
@@ -85,7 +89,7 @@ void session::flush_channels() {
   flush_output();
 }
 
-void session::send_publishes(uint16_t id, channel& ch) {
+void session::send_publishes(uint16_t id, channel& ch, std::function<void()> after) {
   if (ch.gathered.empty()) return;
   auto msgs = std::move(ch.gathered);
   ch.gathered.clear();
@@ -102,10 +106,11 @@ void session::send_publishes(uint16_t id, channel& ch) {
   ++ch.publishes_in_flight;
   request(
       id, basic_publish,
-      [this, id, call](caf::message& m) {
+      [this, id, call, after = std::move(after)](caf::message& m) {
         call->outcomes = m.get_as<std::vector<uint8_t>>(0);
         call->answered = true;
         published_answered(id, *call);
+        if (after) after();
       },
       [&](uint64_t r) { caf::anon_send(actor_, publish_atom::value, r, id, std::move(msgs)); },
       call->count);

@@ -228,8 +228,8 @@ def channel_errors_and_unsupported_things():
         expect(e.reply_code == 406, f"406 PRECONDITION_FAILED, got {e.reply_code}")
     ch = conn.channel()
     try:
-        ch.tx_select()
-        expect(False, "tx.select is refused")
+        ch.basic_qos(prefetch_size=4096)
+        expect(False, "a prefetch size is refused")
     except pika.exceptions.ChannelClosedByBroker as e:
         expect(e.reply_code == 540, f"540 NOT_IMPLEMENTED, got {e.reply_code}")
     ch = conn.channel()

@@ -1,0 +1,55 @@
+// session: transactions (tx.select, tx.commit, tx.rollback), as RabbitMQ has them on one node.
+//
+// A transactional channel keeps its publishes and its acks, nacks and rejects in the session
+// until tx.commit; the commit sends them to the broker in the order they came (publishes, then
+// settlements) and answers commit-ok once every queue has taken its messages (persistent ones
+// are on disk, as for a publisher confirm) and every settlement was accepted. A rollback
+// forgets them: rolled-back acks never happened, so those deliveries are still unacked. An
+// unknown delivery tag is reported at the commit that carries it.
+#include "net/amqp/session.hpp"
+
+#include <caf/send.hpp>
+
+namespace warren::amqp {
+
+void session::on_tx_select(uint16_t id, channel& ch, method_id m, reader&) {
+  if (ch.confirm)
+    return channel_error(id, reply_code::precondition_failed,
+                         "cannot switch from confirm to tx mode", m);
+  ch.tx = true;
+  send_method(id, method_payload(tx_select_ok));
+}
+
+void session::on_tx_commit(uint16_t id, channel& ch, method_id m, reader&) {
+  if (!ch.tx)
+    return channel_error(id, reply_code::precondition_failed, "channel is not transactional", m);
+  auto settles = std::move(ch.tx_settles);
+  ch.tx_settles.clear();
+  // The publishes, then each settlement, answer for one part; the last answer sends commit-ok.
+  auto parts = std::make_shared<size_t>(settles.size() + (ch.tx_publishes.empty() ? 0 : 1) + 1);
+  auto part_done = [this, id, parts] {
+    if (--*parts != 0) return;
+    auto c = channels_.find(id);
+    if (c != channels_.end() && !c->second.settling())
+      send_method(id, method_payload(tx_commit_ok));
+  };
+  if (!ch.tx_publishes.empty()) {
+    ch.gathered = std::move(ch.tx_publishes);
+    ch.tx_publishes.clear();
+    send_publishes(id, ch, part_done);
+  }
+  for (const auto& s : settles)
+    send_settle(id, s.method, s.tag, s.multiple, s.kind,
+                [part_done](caf::message&) { part_done(); });
+  part_done();
+}
+
+void session::on_tx_rollback(uint16_t id, channel& ch, method_id m, reader&) {
+  if (!ch.tx)
+    return channel_error(id, reply_code::precondition_failed, "channel is not transactional", m);
+  ch.tx_publishes.clear();
+  ch.tx_settles.clear();
+  send_method(id, method_payload(tx_rollback_ok));
+}
+
+}  // namespace warren::amqp
