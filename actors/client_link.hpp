@@ -42,8 +42,10 @@ class client_link {
   virtual void consumer_cancelled(uint16_t channel, const std::string& consumer_tag,
                                   const std::string& reason) = 0;
 
-  /// The broker closed a channel because of an error.
-  virtual void channel_closed(uint16_t channel, const broker_failure& reason) = 0;
+  /// The broker closed a channel because of an error. `serial` says which opening of that
+  /// channel number it was (the connection's count of channel opens, from 1), so a front door
+  /// can tell a closed channel from one the client opened again under the same number.
+  virtual void channel_closed(uint16_t channel, uint64_t serial, const broker_failure& reason) = 0;
 
   /// The broker closed the connection (vhost deleted, node stopping).
   virtual void connection_closed(const broker_failure& reason) = 0;

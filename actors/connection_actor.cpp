@@ -9,6 +9,8 @@
 #include <caf/event_based_actor.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <climits>
 #include <optional>
 #include <utility>
 
@@ -48,6 +50,7 @@ void close_channel(self_ptr self, uint16_t id, broker_failure reason) {
   auto client_close = ch.close_after_publishes;
   channel_state tombstone;
   tombstone.open = false;
+  tombstone.serial = ch.serial;
   tombstone.closed_because = std::move(reason);
   ch = std::move(tombstone);
   if (client_close && *client_close != 0) st.link->reply(*client_close, {}, {});
@@ -61,7 +64,7 @@ void fail(self_ptr self, uint64_t request, uint16_t channel, const caf::error& e
   auto ch = self->state.channels.find(channel);
   if (is_channel_error(failure.code) && ch != self->state.channels.end() && ch->second.open) {
     close_channel(self, channel, failure);
-    self->state.link->channel_closed(channel, failure);
+    self->state.link->channel_closed(channel, ch->second.serial, failure);
   }
 }
 
@@ -366,6 +369,47 @@ std::optional<uint64_t> ack_each(self_ptr self, uint16_t id, channel_state& ch,
   return unknown;
 }
 
+int64_t steady_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Arms the consumer-timeout timer for the oldest unacked delivery of the connection, if any.
+void watch_timeout(self_ptr self) {
+  auto& st = self->state;
+  if (st.consumer_timeout_ms == 0 || st.timeout_check_scheduled) return;
+  std::optional<int64_t> oldest;
+  for (const auto& [id, ch] : st.channels)
+    if (ch.open && !ch.unacked.empty())  // tags grow with time: the first is the oldest
+      oldest = std::min(oldest.value_or(INT64_MAX), ch.unacked.begin()->second.delivered_ms);
+  if (!oldest) return;
+  st.timeout_check_scheduled = true;
+  auto delay = std::max<int64_t>(*oldest + st.consumer_timeout_ms - steady_ms(), 1);
+  self->delayed_send(self, std::chrono::milliseconds(delay), timeout_atom::value);
+}
+
+// Closes every channel holding a delivery unacked for longer than the consumer timeout, as
+// RabbitMQ does: 406 PRECONDITION_FAILED, and its unacked messages go back to their queues.
+void check_timeouts(self_ptr self) {
+  auto& st = self->state;
+  st.timeout_check_scheduled = false;
+  auto now = steady_ms();
+  for (auto& [id, ch] : st.channels) {
+    if (!ch.open || ch.unacked.empty() ||
+        now - ch.unacked.begin()->second.delivered_ms < st.consumer_timeout_ms)
+      continue;
+    broker_failure reason{
+        reply_code::precondition_failed,
+        "delivery acknowledgement on channel " + std::to_string(id) +
+            " timed out. Timeout value used: " + std::to_string(st.consumer_timeout_ms) + " ms"};
+    log(log_level::info, "connection",
+        quote(st.hello.client_name) + " from " + st.hello.peer + ": " + reason.text);
+    close_channel(self, id, reason);
+    st.link->channel_closed(id, ch.serial, reason);
+  }
+  watch_timeout(self);
+}
+
 // Hands a queue's deliveries to the front door with this channel's delivery tags.
 void forward_deliveries(self_ptr self, uint16_t id, channel_state& ch, const std::string& tag,
                         bool no_ack, const caf::actor& queue, std::vector<queued_delivery>& batch) {
@@ -375,11 +419,13 @@ void forward_deliveries(self_ptr self, uint16_t id, channel_state& ch, const std
   for (auto& d : batch) {
     auto tag_no = ++ch.next_delivery_tag;
     if (!no_ack)
-      ch.unacked.emplace(tag_no, channel_state::unacked_entry{queue, d.delivery_id, tag});
+      ch.unacked.emplace(tag_no,
+                         channel_state::unacked_entry{queue, d.delivery_id, tag, steady_ms()});
     self->state.traffic.count_out(d.msg->body.size(), d.redelivered);
     out.push_back({tag_no, d.redelivered, std::move(d.msg), 0});
   }
   self->state.link->deliver(id, tag, std::move(out));
+  if (!no_ack) watch_timeout(self);
 }
 
 void close_connection(self_ptr self) {
@@ -418,8 +464,9 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         self->request(self->state.node, caf::infinite, connect_atom::value, self->state.hello,
                       self_handle(self))
             .then(
-                [=](caf::actor& vhost) {
+                [=](caf::actor& vhost, int64_t consumer_timeout_ms) {
                   self->state.vhost = vhost;
+                  self->state.consumer_timeout_ms = consumer_timeout_ms;
                   self->monitor(vhost);
                   self->state.link->reply(request, {}, {});
                 },
@@ -440,6 +487,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         close_connection(self);
         if (request != 0) self->state.link->reply(request, {}, {});
       },
+      [=](timeout_atom) { check_timeouts(self); },
       [=](stats_atom) {
         auto& st = self->state;
         uint32_t open = 0;
@@ -456,6 +504,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
       // --- channels --------------------------------------------------------------------------
       [=](open_atom, uint64_t request, uint16_t id) {
         auto& st = self->state;
+        auto serial = ++st.channel_opens;  // counted as the front door counts its opens
         if (st.channels.count(id) != 0 && st.channels[id].open) {
           st.link->reply(request,
                          make_broker_error(reply_code::channel_error,
@@ -464,6 +513,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
           return;
         }
         st.channels[id] = channel_state{};
+        st.channels[id].serial = serial;
         st.link->reply(request, {}, {});
       },
       [=](close_atom, uint64_t request, uint16_t id) {
@@ -741,9 +791,11 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
                                        r.delivery.msg, r.remaining};
                             self->state.traffic.count_out(d.msg->body.size(), d.redelivered);
                             if (!no_ack) {
-                              ch.unacked.emplace(d.tag, channel_state::unacked_entry{
-                                                            q, r.delivery.delivery_id, {}});
+                              ch.unacked.emplace(d.tag,
+                                                 channel_state::unacked_entry{
+                                                     q, r.delivery.delivery_id, {}, steady_ms()});
                               touch_queue(ch, q);
+                              watch_timeout(self);
                             }
                             self->state.link->reply(request, {}, caf::make_message(std::move(d)));
                           },

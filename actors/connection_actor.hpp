@@ -41,6 +41,7 @@ struct channel_state {
     caf::actor queue;
     uint64_t delivery_id;
     std::string consumer_tag;  // empty for get
+    int64_t delivered_ms = 0;  // steady clock: for the consumer timeout
   };
   struct consumer_entry {
     caf::actor queue;  // unset until the queue took the consumer
@@ -70,6 +71,7 @@ struct channel_state {
   };
 
   bool open = true;
+  uint64_t serial = 0;  // which channel open of the connection this is (from 1)
   broker_failure closed_because;
   bool confirm_mode = false;
   uint32_t default_prefetch = 0;  // qos global=false: for consumers started after it
@@ -99,6 +101,11 @@ struct connection_state {
   bool closed = false;
   std::optional<uint64_t> close_after_publishes;  // the client's close, once lookups end
   bool blocked = false;  // the resource alarm holds publishes back (they wait in the backlog)
+  uint64_t channel_opens = 0;
+  // A channel whose oldest unacked delivery is older than this is closed with 406 (RabbitMQ's
+  // consumer_timeout); 0 = never. Checked by one timer while anything is unacked.
+  int64_t consumer_timeout_ms = 0;
+  bool timeout_check_scheduled = false;
   traffic_counters traffic;
 
   static inline const char* name = "connection";

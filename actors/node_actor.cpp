@@ -107,7 +107,7 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
     self->quit(msg.reason);
   });
   return {
-      [=](connect_atom, client_hello& hello, caf::actor& conn) -> caf::result<caf::actor> {
+      [=](connect_atom, client_hello& hello, caf::actor& conn) -> caf::result<caf::actor, int64_t> {
         auto& st = self->state;
         auto user = hello.user.empty() ? std::string("guest") : hello.user;
         auto u = st.users.find(user);
@@ -123,9 +123,12 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
         log(log_level::debug, "node",
             "connection " + quote(hello.client_name) + " from " + hello.peer + " to vhost " +
                 quote(hello.vhost));
-        return v->second;
+        return {v->second, st.consumer_timeout_ms};
       },
       [=](alarm_atom, const caf::actor& alarm) { self->state.alarm = alarm; },
+      [=](timeout_atom, int64_t consumer_timeout_ms) {
+        self->state.consumer_timeout_ms = consumer_timeout_ms;
+      },
       [=](declare_atom, vhost_atom, const std::string& name) -> caf::result<void> {
         if (auto problem = check_name("vhost name", name); !problem.empty())
           return make_broker_error(reply_code::precondition_failed, problem);

@@ -1,7 +1,8 @@
 // Node actor: the root of one broker process. Owns the vhosts and the user table, admits
 // connections, and answers node-wide listings.
 //
-//   (connect_atom, client_hello, connection actor)   -> vhost actor
+//   (connect_atom, client_hello, connection actor)   -> (vhost actor, consumer timeout ms)
+//   (timeout_atom, ms)                                 sets the consumer timeout (0 = off)
 //        NOT_FOUND for an unknown vhost, ACCESS_REFUSED for bad credentials
 //   (declare_atom, vhost_atom, name)                 -> void   idempotent
 //   (delete_atom, vhost_atom, name)                  -> void   stops everything in it
@@ -35,6 +36,7 @@ struct node_state {
   storage_context storage;
   int64_t started_ms = 0;  // steady clock
   caf::actor alarm;        // resource_alarm: connections subscribe to it when they connect
+  int64_t consumer_timeout_ms = 30 * 60 * 1000;  // 0 = off; handed to connections
 
   static inline const char* name = "node";
 };

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 
 namespace warren {
 
@@ -98,9 +99,7 @@ void on_sync(self_ptr self) {
         describe_queue(st) + ": " + std::to_string(failed.size()) +
             " message(s) could not be stored and were refused: " + st.store->last_error());
     std::unordered_set<uint64_t> refused(failed.begin(), failed.end());
-    st.ready.erase(std::remove_if(st.ready.begin(), st.ready.end(),
-                                  [&](const auto& e) { return refused.count(e.seq) != 0; }),
-                   st.ready.end());
+    st.ready.remove_if([&](const auto& e) { return refused.count(e.seq) != 0; });
   }
   send_confirms(self, done, failed);
   if (st.store->wants_compaction() && !st.compact_scheduled) {
@@ -215,11 +214,12 @@ bool dead_letter_cycle(const message& m, const std::string& queue) {
 // RabbitMQ: a message behind an unexpired one waits for it).
 void expire_head(self_ptr self, int64_t now) {
   auto& st = self->state;
+  std::vector<queue_state::ready_entry> expired_entries;
+  st.ready.take_expired(now, expired_entries);
   std::vector<message_ptr> gone;
-  while (!st.ready.empty() && expired(st.ready.front().expires_at, now)) {
-    forget(self, st.ready.front().seq);
-    gone.push_back(std::move(st.ready.front().msg));
-    st.ready.pop_front();
+  for (auto& e : expired_entries) {
+    forget(self, e.seq);
+    gone.push_back(std::move(e.msg));
   }
   dead_letter(self, std::move(gone), "expired");
 }
@@ -249,7 +249,49 @@ queue_state::pending_entry take_pending(
   return entry;
 }
 
-// Sends ready messages to consumers with credit, round-robin, one batch per consumer.
+// The consumer the next message goes to: among those with credit, the highest priority, in
+// turn among equals (consumers are kept sorted by priority); only the first of all under
+// single active consumer.
+std::optional<size_t> pick_consumer(queue_state& st) {
+  const size_t n = st.consumers.size();
+  if (st.limits.single_active_consumer) {
+    if (n > 0 && st.consumers[0].credit > 0) return 0;
+    return std::nullopt;
+  }
+  for (size_t begin = 0; begin < n;) {
+    size_t end = begin + 1;
+    while (end < n && st.consumers[end].spec.priority == st.consumers[begin].spec.priority) ++end;
+    const size_t group = end - begin;
+    for (size_t k = 0; k < group; ++k) {
+      size_t idx = begin + (st.round_robin + k) % group;
+      if (st.consumers[idx].credit == 0) continue;
+      st.round_robin += k + 1;
+      return idx;
+    }
+    begin = end;
+  }
+  return std::nullopt;
+}
+
+// Hands `entry` to consumer `c`, adding it to `out`.
+void hand_out(self_ptr self, queue_state::consumer& c, queue_state::ready_entry&& entry,
+              std::vector<queued_delivery>& out) {
+  auto& st = self->state;
+  --c.credit;
+  auto id = ++st.next_delivery_id;
+  if (c.spec.no_ack) {
+    forget(self, entry.seq);
+  } else {
+    mark_delivered(self, entry.seq);
+    st.pending.emplace(id, queue_state::pending_entry{entry.msg, entry.seq, entry.expires_at,
+                                                      c.spec.connection, c.key, c.spec.channel});
+    ++c.unacked;
+  }
+  st.traffic.count_out(entry.msg->body.size(), entry.redelivered);
+  out.push_back({id, std::move(entry.msg), entry.redelivered != 0});
+}
+
+// Sends ready messages to consumers with credit, one batch per consumer.
 void dispatch(self_ptr self) {
   auto& st = self->state;
   if (st.consumers.empty() || st.ready.empty()) return;
@@ -257,35 +299,17 @@ void dispatch(self_ptr self) {
   const size_t n = st.consumers.size();
   std::vector<std::vector<queued_delivery>> out(n);
   std::vector<message_ptr> expired_msgs;
-  size_t without_credit = 0;
-  while (!st.ready.empty() && without_credit < n) {
-    size_t idx = st.round_robin++ % n;
-    auto& c = st.consumers[idx];
-    if (c.credit == 0) {
-      ++without_credit;
-      continue;
-    }
-    without_credit = 0;
-    auto entry = std::move(st.ready.front());
-    st.ready.pop_front();
+  while (!st.ready.empty()) {
+    auto idx = pick_consumer(st);
+    if (!idx) break;
+    auto entry = st.ready.take_front();
     if (expired(entry.expires_at, now)) {
       forget(self, entry.seq);
       expired_msgs.push_back(std::move(entry.msg));
       --st.round_robin;  // this consumer did not get a message; keep its turn
       continue;
     }
-    --c.credit;
-    auto id = ++st.next_delivery_id;
-    if (c.spec.no_ack) {
-      forget(self, entry.seq);
-    } else {
-      mark_delivered(self, entry.seq);
-      st.pending.emplace(id, queue_state::pending_entry{entry.msg, entry.seq, entry.expires_at,
-                                                        c.spec.connection, c.key, c.spec.channel});
-      ++c.unacked;
-    }
-    st.traffic.count_out(entry.msg->body.size(), entry.redelivered);
-    out[idx].push_back({id, std::move(entry.msg), entry.redelivered != 0});
+    hand_out(self, st.consumers[*idx], std::move(entry), out[*idx]);
   }
   write_delivered_marks(self);
   for (size_t i = 0; i < n; ++i) {
@@ -356,7 +380,7 @@ void schedule_tick(self_ptr self) {
   auto& st = self->state;
   if (st.tick_scheduled) return;
   int64_t next = 0;
-  if (!st.ready.empty() && st.ready.front().expires_at != 0) next = st.ready.front().expires_at + 1;
+  if (auto head = st.ready.next_expiry(); head != 0) next = head + 1;
   if (st.limits.expires_ms && st.consumers.empty()) {
     int64_t at = st.last_used_ms + *st.limits.expires_ms;
     next = next == 0 ? at : std::min(next, at);
@@ -385,6 +409,14 @@ void refuse(self_ptr self, publish_batch& batch) {
                std::move(nacked));
 }
 
+// Whether one more message of `size` body bytes would break x-max-length or x-max-length-bytes.
+bool over_limit(const queue_state& st, size_t size) {
+  const auto& l = st.limits;
+  return (l.max_length && st.ready.size() + 1 > static_cast<uint64_t>(*l.max_length)) ||
+         (l.max_length_bytes &&
+          st.ready.bytes() + size > static_cast<uint64_t>(*l.max_length_bytes));
+}
+
 void enqueue(self_ptr self, publish_batch& batch) {
   auto& st = self->state;
   if (!st.unavailable.empty()) return refuse(self, batch);
@@ -397,19 +429,24 @@ void enqueue(self_ptr self, publish_batch& batch) {
       ++cycling;
       continue;
     }
-    if (st.limits.max_length && st.ready.size() >= static_cast<size_t>(*st.limits.max_length)) {
-      if (st.limits.overflow == overflow_policy::reject_publish) {
+    auto size = item.msg->body.size();
+    if (over_limit(st, size)) {
+      if (st.limits.overflow != overflow_policy::drop_head) {
         if (item.seq != 0) nacked.push_back(item.seq);
+        if (st.limits.overflow == overflow_policy::reject_publish_dlx)
+          overflowed.push_back(item.msg);
         continue;
       }
-      if (st.ready.empty()) {  // x-max-length 0: nothing can be kept
+      while (!st.ready.empty() && over_limit(st, size)) {
+        auto head = st.ready.take_front();
+        forget(self, head.seq);
+        overflowed.push_back(std::move(head.msg));
+      }
+      if (over_limit(st, size)) {  // it could not be kept even in an empty queue
         overflowed.push_back(item.msg);
         if (item.seq != 0) acked.push_back(item.seq);
         continue;
       }
-      forget(self, st.ready.front().seq);
-      overflowed.push_back(std::move(st.ready.front().msg));
-      st.ready.pop_front();
     }
     auto seq = ++st.next_seq;
     st.traffic.count_in(item.msg->body.size());
@@ -519,6 +556,7 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
   st.vhost = std::move(vhost);
   st.spec = std::move(spec);
   st.limits = std::move(limits);
+  st.ready = ready_list(st.limits.max_priority);
   st.vhost_actor = std::move(vhost_actor);
   st.last_used_ms = now_ms();
   if (st.spec.durable && !st.spec.exclusive && !storage.data_dir.empty()) {
@@ -554,7 +592,10 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
               "cannot consume exclusively from " + describe_queue(st) + ": it has other consumers");
         watch(self, spec.connection);
         auto credit = spec.initial_credit;
-        st.consumers.push_back({++st.next_consumer_key, std::move(spec), credit, 0});
+        // Sorted by priority, highest first; a newcomer goes behind its equals.
+        auto at = std::find_if(st.consumers.begin(), st.consumers.end(),
+                               [&](const auto& c) { return c.spec.priority < spec.priority; });
+        st.consumers.insert(at, {++st.next_consumer_key, std::move(spec), credit, 0});
         st.had_consumer = true;
         st.last_used_ms = now_ms();
         // Answer first, then deliver: the consumer's connection learns it consumes before its
@@ -630,8 +671,7 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
         expire_head(self, st.last_used_ms);
         get_reply reply;
         if (st.ready.empty()) return reply;
-        auto entry = std::move(st.ready.front());
-        st.ready.pop_front();
+        auto entry = st.ready.take_front();
         reply.found = true;
         reply.delivery = {++st.next_delivery_id, entry.msg, entry.redelivered != 0};
         reply.remaining = static_cast<uint32_t>(st.ready.size());
@@ -653,7 +693,7 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
         auto& st = self->state;
         if (!st.unavailable.empty()) return unavailable_error(st);
         auto n = static_cast<uint32_t>(st.ready.size());
-        for (const auto& e : st.ready) forget(self, e.seq);
+        st.ready.for_each([&](const auto& e) { forget(self, e.seq); });
         st.ready.clear();
         return n;
       },
@@ -704,12 +744,11 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
       [=](lookup_atom, const message_id& id) {
         auto& st = self->state;
         lookup_reply reply;
-        for (const auto& e : st.ready) {
-          if (e.msg->id == id) {
+        st.ready.for_each([&](const auto& e) {
+          if (!reply.found && e.msg->id == id)
             reply = {true, st.spec.name, "ready", {0, e.msg, e.redelivered != 0}};
-            return reply;
-          }
-        }
+        });
+        if (reply.found) return reply;
         for (const auto& [delivery_id, e] : st.pending) {
           if (e.msg->id == id) {
             reply = {true, st.spec.name, "unacked", {delivery_id, e.msg, true}};

@@ -27,6 +27,14 @@
 // publishes routed to it and answers consume, get, purge and delete with RESOURCE_ERROR naming
 // the reason, until a restart finds the folder readable.
 //
+// Consumers: the queue serves its highest-priority consumers (x-priority) first, round-robin
+// among equals, and lower ones while those have no credit; a single-active-consumer queue
+// serves only the first of its consumers (by priority, then age) until it goes.
+//
+// Limits: x-max-length and x-max-length-bytes (bodies of ready messages) with x-overflow
+// drop-head (the oldest go, dead-lettered as "maxlen"), reject-publish (the new message is
+// nacked) or reject-publish-dlx (nacked and dead-lettered).
+//
 // Credit: a consumer starts with consumer_spec::initial_credit and is sent messages only while
 // it has credit left; its connection grants more as deliveries are acked (prefetch) or written
 // to the network (unlimited / no-ack). So no mailbox grows without bound on a slow consumer.
@@ -34,6 +42,7 @@
 
 #include "actors/protocol.hpp"
 #include "actors/queue_arguments.hpp"
+#include "actors/ready_list.hpp"
 #include "actors/storage_context.hpp"
 #include "persistence/segment_store.hpp"
 
@@ -49,13 +58,7 @@
 namespace warren {
 
 struct queue_state {
-  // 32 bytes: a queue holds one per ready message.
-  struct ready_entry {
-    message_ptr msg;
-    uint64_t seq : 63;  // arrival order, kept across requeues
-    uint64_t redelivered : 1;
-    int64_t expires_at;  // steady clock ms; 0 = never
-  };
+  using ready_entry = ready_list::entry;
   struct pending_entry {
     message_ptr msg;
     uint64_t seq;
@@ -76,7 +79,7 @@ struct queue_state {
   queue_limits limits;
   caf::actor vhost_actor;
 
-  std::deque<ready_entry> ready;
+  ready_list ready;
   std::unordered_map<uint64_t, pending_entry> pending;
   std::vector<consumer> consumers;
   size_t round_robin = 0;

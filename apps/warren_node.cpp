@@ -40,6 +40,7 @@ struct node_options {
   size_t workers = 2;
   unsigned stats_interval = 0;
   uint64_t segment_bytes = 8 << 20;
+  int64_t consumer_timeout_ms = 30 * 60 * 1000;  // RabbitMQ's default
 };
 
 // Reads the command line into `opt`; -1 to go on, else the exit code (0 after --help).
@@ -81,6 +82,11 @@ int parse_options(int argc, char** argv, node_options& opt) {
   app.add_option("--segment-bytes", opt.segment_bytes,
                  "size at which a queue's segment file is rolled over")
       ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 32))
+      ->capture_default_str();
+  app.add_option("--consumer-timeout", opt.consumer_timeout_ms,
+                 "close a channel with 406 when one of its deliveries stays unacked this many "
+                 "milliseconds (0 = never)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
       ->capture_default_str();
   app.add_option("--stats-interval", opt.stats_interval,
                  "log a table of active queues every SECS seconds (0 = off)")
@@ -189,6 +195,7 @@ int main(int argc, char** argv) {
                             warren::make_resource_limits(opt.memory_high_watermark,
                                                          opt.disk_free_limit, storage.data_dir));
   caf::anon_send(node, warren::alarm_atom::value, alarm);
+  caf::anon_send(node, warren::timeout_atom::value, opt.consumer_timeout_ms);
   warren::net::rpc_server server(system, node);
   uint16_t port = 0;
   try {

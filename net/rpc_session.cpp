@@ -31,7 +31,7 @@ class rpc_link final : public client_link {
                           const std::string& reason) override {
     on_loop([=](rpc_session& s) { s.consumer_cancelled(channel, tag, reason); });
   }
-  void channel_closed(uint16_t channel, const broker_failure&) override {
+  void channel_closed(uint16_t channel, uint64_t, const broker_failure&) override {
     on_loop([=](rpc_session& s) { s.channel_closed(channel); });
   }
   void connection_closed(const broker_failure& reason) override {

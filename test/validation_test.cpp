@@ -124,16 +124,41 @@ BOOST_AUTO_TEST_CASE(known_arguments_are_parsed) {
   BOOST_TEST(*limits.dead_letter_routing_key == "dead");
 }
 
+BOOST_AUTO_TEST_CASE(priority_length_bytes_overflow_and_single_active_consumer_are_parsed) {
+  queue_limits limits;
+  field_table args{{"x-max-priority", field_value::of_int(10)},
+                   {"x-max-length-bytes", field_value::of_int(4096)},
+                   {"x-overflow", field_value::of_text("reject-publish-dlx")},
+                   {"x-single-active-consumer", field_value::of_bool(true)}};
+  BOOST_TEST(parse_queue_arguments(args, limits).empty());
+  BOOST_TEST(limits.max_priority == 10);
+  BOOST_TEST(*limits.max_length_bytes == 4096);
+  BOOST_TEST((limits.overflow == overflow_policy::reject_publish_dlx));
+  BOOST_TEST(limits.single_active_consumer);
+  for (int64_t bad : {0, 256, -1}) {
+    auto problem = parse_queue_arguments({{"x-max-priority", field_value::of_int(bad)}}, limits);
+    BOOST_TEST(problem.find("x-max-priority") != std::string::npos, problem);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(arguments_known_but_not_honoured_are_refused_by_name) {
   queue_limits limits;
-  for (const char* key : {"x-max-priority", "x-max-length-bytes", "x-single-active-consumer"}) {
-    auto problem = parse_queue_arguments({{key, field_value::of_int(10)}}, limits);
-    BOOST_TEST(problem.find(std::string("'") + key + "' is not supported") != std::string::npos,
-               problem);
-  }
+  auto problem = parse_queue_arguments({{"x-queue-type", field_value::of_text("quorum")}}, limits);
+  BOOST_TEST(problem.find("'x-queue-type'") != std::string::npos, problem);
   // What the node does not know at all is kept and listed, as RabbitMQ does.
   BOOST_TEST(
       parse_queue_arguments({{"x-app-owner", field_value::of_text("billing")}}, limits).empty());
+}
+
+BOOST_AUTO_TEST_CASE(consumer_priority_must_be_a_32_bit_integer) {
+  int32_t priority = -1;
+  BOOST_TEST(parse_consumer_arguments({{"x-priority", field_value::of_int(7)}}, priority).empty());
+  BOOST_TEST(priority == 7);
+  BOOST_TEST(
+      !parse_consumer_arguments({{"x-priority", field_value::of_text("7")}}, priority).empty());
+  BOOST_TEST(
+      !parse_consumer_arguments({{"x-priority", field_value::of_int(int64_t{1} << 40)}}, priority)
+           .empty());
 }
 
 BOOST_AUTO_TEST_CASE(wrong_types_name_the_argument) {

@@ -444,6 +444,12 @@ void session::complete(uint64_t request, caf::error error, caf::message result) 
   connection_error(failure.code, failure.text, p.method);
 }
 
+void session::broker_closed_channel(uint16_t id, uint64_t serial, const broker_failure& reason) {
+  auto c = channels_.find(id);
+  if (c == channels_.end() || c->second.serial != serial || c->second.settling()) return;
+  channel_error(id, reason.code, reason.text, {});
+}
+
 void session::connection_closed(const broker_failure& reason) {
   connection_error(reason.code, reason.text, {});
 }
@@ -470,11 +476,12 @@ void amqp_link::consumer_cancelled(uint16_t channel, const std::string& tag, con
     s.flush_output();
   });
 }
-// The connection actor closes a channel only when a request of that channel fails, and it has
-// answered that request with the error first: the session's channel.close comes from that
-// answer. Acting on this notice as well would close a channel that the client has meanwhile
-// closed and opened again under the same number.
-void amqp_link::channel_closed(uint16_t, const broker_failure&) {}
+// The connection actor closed a channel: after a failed request (whose answer has already
+// closed it here) or by itself (a consumer timeout). The serial keeps a late notice from closing
+// a channel the client has meanwhile closed and opened again under the same number.
+void amqp_link::channel_closed(uint16_t channel, uint64_t serial, const broker_failure& reason) {
+  on_loop([=](session& s) { s.broker_closed_channel(channel, serial, reason); });
+}
 void amqp_link::connection_closed(const broker_failure& reason) {
   on_loop([=](session& s) { s.connection_closed(reason); });
 }

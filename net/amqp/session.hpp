@@ -54,7 +54,7 @@ class amqp_link final : public client_link {
   void deliver(uint16_t channel, const std::string& tag, std::vector<delivery> batch) override;
   void consumer_cancelled(uint16_t channel, const std::string& tag,
                           const std::string& reason) override;
-  void channel_closed(uint16_t channel, const broker_failure& reason) override;
+  void channel_closed(uint16_t channel, uint64_t serial, const broker_failure& reason) override;
   void connection_closed(const broker_failure& reason) override;
 
  private:
@@ -114,6 +114,7 @@ class session : public std::enable_shared_from_this<session>,
   void deliver(uint16_t channel, const std::string& tag, std::vector<delivery> batch);
   void consumer_cancelled(uint16_t channel, const std::string& tag);
   void connection_closed(const broker_failure& reason);
+  void broker_closed_channel(uint16_t channel, uint64_t serial, const broker_failure& reason);
 
  private:
   enum class phase { header, start_ok, tune_ok, open, running, closing, done };
@@ -143,6 +144,7 @@ class session : public std::enable_shared_from_this<session>,
     bool client_closing = false;  // the client sent channel.close; close-ok follows once the
                                   // broker's side of the channel has closed
     bool settling() const { return closing || client_closing; }
+    uint64_t serial = 0;  // which channel.open of the connection this is (from 1)
     bool confirm = false;
     uint64_t next_confirm_tag = 0;
     std::optional<incoming_publish> publish;
@@ -315,6 +317,7 @@ class session : public std::enable_shared_from_this<session>,
   std::string user_, password_, vhost_, client_name_;
   caf::actor actor_;
   std::map<uint16_t, channel> channels_;
+  uint64_t channel_opens_ = 0;  // the connection actor counts them the same way
   uint64_t next_request_ = 0;
   std::unordered_map<uint64_t, pending_request> pending_;
   size_t unanswered_ = 0;

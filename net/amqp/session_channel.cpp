@@ -100,7 +100,7 @@ void session::open_channel(uint16_t id) {
   if (channels_.count(id) != 0)
     throw protocol_error(reply_code::channel_error,
                          "channel " + std::to_string(id) + " is already open");
-  channels_[id];
+  channels_[id].serial = ++channel_opens_;
   request(
       id, channel_open,
       [this, id](caf::message&) {

@@ -334,7 +334,8 @@ def consumer_timeout():
     ch.queue_declare("slow")
     ch.basic_publish("", "slow", b"held")
     closed = []
-    ch.add_on_close_callback(lambda c, reason: closed.append(reason))
+    # BlockingChannel has no close callback of its own; its underlying channel does.
+    ch._impl.add_on_close_callback(lambda c, reason: closed.append(reason))
     got = []
     consume_into(conn, ch, "slow", got, "c")
     wait_for(conn, lambda: closed, "the channel is closed when a delivery stays unacked too long")

@@ -1,0 +1,67 @@
+#include "actors/ready_list.hpp"
+
+#include <algorithm>
+
+namespace warren {
+
+size_t ready_list::level_of(const message& m) const {
+  return std::min<size_t>(m.properties().priority, levels_.size() - 1);
+}
+
+size_t ready_list::top() const {
+  size_t i = levels_.size() - 1;
+  while (i > 0 && levels_[i].empty()) --i;
+  return i;
+}
+
+void ready_list::forget(const entry& e) {
+  --size_;
+  bytes_ -= e.msg->body.size();
+}
+
+ready_list::entry ready_list::take_front() {
+  auto& level = levels_[top()];
+  auto e = std::move(level.front());
+  level.pop_front();
+  forget(e);
+  return e;
+}
+
+void ready_list::push_back(entry e) {
+  ++size_;
+  bytes_ += e.msg->body.size();
+  levels_[level_of(*e.msg)].push_back(std::move(e));
+}
+
+void ready_list::push_front(entry e) {
+  ++size_;
+  bytes_ += e.msg->body.size();
+  levels_[level_of(*e.msg)].push_front(std::move(e));
+}
+
+void ready_list::take_expired(int64_t now, std::vector<entry>& out) {
+  for (auto& level : levels_) {
+    while (!level.empty() && level.front().expires_at != 0 && level.front().expires_at < now) {
+      forget(level.front());
+      out.push_back(std::move(level.front()));
+      level.pop_front();
+    }
+  }
+}
+
+int64_t ready_list::next_expiry() const {
+  int64_t next = 0;
+  for (const auto& level : levels_) {
+    if (level.empty() || level.front().expires_at == 0) continue;
+    next = next == 0 ? level.front().expires_at : std::min(next, level.front().expires_at);
+  }
+  return next;
+}
+
+void ready_list::clear() {
+  for (auto& level : levels_) level.clear();
+  size_ = 0;
+  bytes_ = 0;
+}
+
+}  // namespace warren
