@@ -225,8 +225,9 @@ interface Channel {
   # Declares a queue. An empty name asks the server for a generated `amq.gen-...` name.
   # Exclusive queues belong to this connection and go when it closes; auto-delete queues go when
   # their last consumer does. Arguments understood: x-message-ttl, x-expires, x-max-length,
-  # x-overflow (drop-head | reject-publish), x-dead-letter-exchange, x-dead-letter-routing-key,
-  # x-queue-type (classic).
+  # x-max-length-bytes, x-overflow (drop-head | reject-publish | reject-publish-dlx),
+  # x-dead-letter-exchange, x-dead-letter-routing-key, x-max-priority (1-255),
+  # x-single-active-consumer (bool), x-queue-type (classic). Others are kept and listed.
   queueDeclare @2 (name :Text, durable :Bool, exclusive :Bool, autoDelete :Bool, passive :Bool,
                    arguments :List(Field)) -> (name :Text, messageCount :UInt32,
                                                consumerCount :UInt32);
@@ -250,9 +251,11 @@ interface Channel {
 
   # Subscribes `consumer` to a queue. An empty tag asks for a generated one. `prefetch` bounds
   # unacknowledged deliveries to this consumer (0 = the channel's qos value; if that is 0 too,
-  # unlimited). `exclusive` refuses other consumers (ACCESS_REFUSED) while it lasts.
+  # unlimited). `exclusive` refuses other consumers (ACCESS_REFUSED) while it lasts. A queue
+  # serves its highest-`priority` consumers first (AMQP's x-priority; default 0) and lower ones
+  # while those have no prefetch left.
   consume @9 (queue :Text, consumerTag :Text, noAck :Bool, exclusive :Bool, prefetch :UInt32,
-              consumer :Consumer) -> (consumerTag :Text);
+              consumer :Consumer, priority :Int32) -> (consumerTag :Text);
 
   # Ends a subscription; its unacked messages go back to the queue.
   cancel @10 (consumerTag :Text) -> ();
@@ -302,4 +305,12 @@ interface Channel {
   # client library sends the acks its user makes one by one this way. An unknown tag is a
   # PRECONDITION_FAILED channel error; the tags before it stay acked.
   ackEach @20 (deliveryTags :List(UInt64)) -> ();
+
+  # Binds exchange `destination` to exchange `source` (AMQP exchange.bind): what `source` routes
+  # by `bindingKey` / `arguments` goes on through `destination`. A message reaches each queue
+  # once, however many paths lead there; cycles end. Durable when both exchanges are.
+  exchangeBind @21 (destination :Text, source :Text, bindingKey :Text, arguments :List(Field))
+      -> ();
+  exchangeUnbind @22 (destination :Text, source :Text, bindingKey :Text,
+                      arguments :List(Field)) -> ();
 }

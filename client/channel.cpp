@@ -197,7 +197,36 @@ void fill_binding(Request& req, const std::string& queue, const std::string& exc
   net::write_table(arguments, req.initArguments(static_cast<unsigned>(arguments.size())));
 }
 
+template <class Request>
+void fill_exchange_binding(Request& req, const std::string& destination, const std::string& source,
+                           const std::string& key, const field_table& arguments) {
+  req.setDestination(destination);
+  req.setSource(source);
+  req.setBindingKey(key);
+  net::write_table(arguments, req.initArguments(static_cast<unsigned>(arguments.size())));
+}
+
 }  // namespace
+
+void channel::exchange_bind(const std::string& destination, const std::string& source,
+                            const std::string& key, const field_table& arguments) {
+  auto st = state_;
+  runtime_->call<void>([st, destination, source, key, arguments]() {
+    auto req = cap_of(st).exchangeBindRequest();
+    fill_exchange_binding(req, destination, source, key, arguments);
+    return req.send().ignoreResult();
+  });
+}
+
+void channel::exchange_unbind(const std::string& destination, const std::string& source,
+                              const std::string& key, const field_table& arguments) {
+  auto st = state_;
+  runtime_->call<void>([st, destination, source, key, arguments]() {
+    auto req = cap_of(st).exchangeUnbindRequest();
+    fill_exchange_binding(req, destination, source, key, arguments);
+    return req.send().ignoreResult();
+  });
+}
 
 void channel::queue_bind(const std::string& queue, const std::string& exchange,
                          const std::string& key, const field_table& arguments) {
@@ -278,6 +307,7 @@ std::string channel::consume(const std::string& queue, const consume_options& o,
     req.setNoAck(o.no_ack);
     req.setExclusive(o.exclusive);
     req.setPrefetch(o.prefetch);
+    req.setPriority(o.priority);
     req.setConsumer(kj::heap<consumer_impl>(rt, std::move(on_message), std::move(on_cancel)));
     return req.send().then([](capnp::Response<rpc::Channel::ConsumeResults>&& r) {
       return net::text(r.getConsumerTag());

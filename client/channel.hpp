@@ -36,6 +36,11 @@ class channel {
                   const field_table& arguments = {});
   void queue_unbind(const std::string& queue, const std::string& exchange, const std::string& key,
                     const field_table& arguments = {});
+  /// What `source` routes by `key` goes on through exchange `destination` (AMQP exchange.bind).
+  void exchange_bind(const std::string& destination, const std::string& source,
+                     const std::string& key, const field_table& arguments = {});
+  void exchange_unbind(const std::string& destination, const std::string& source,
+                       const std::string& key, const field_table& arguments = {});
 
   /// Publishes one message and waits until every queue it was routed to has it.
   publish_result publish(const outbound_message& message);

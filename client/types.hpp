@@ -79,6 +79,7 @@ struct consume_options {
   bool no_ack = false;
   bool exclusive = false;
   uint32_t prefetch = 0;  // 0: the channel's qos value
+  int32_t priority = 0;   // the queue serves higher-priority consumers first (x-priority)
 };
 
 struct exchange_row {

@@ -118,6 +118,24 @@ class channel_impl final : public rpc::Channel::Server {
         .ignoreResult();
   }
 
+  kj::Promise<void> exchangeBind(ExchangeBindContext ctx) override {
+    auto p = ctx.getParams();
+    binding_spec b{text(p.getSource()), text(p.getDestination()), text(p.getBindingKey()),
+                   read_table(p.getArguments()), true};
+    return ask([&](uint64_t r) { caf::anon_send(actor(), bind_atom::value, r, id_, std::move(b)); })
+        .ignoreResult();
+  }
+
+  kj::Promise<void> exchangeUnbind(ExchangeUnbindContext ctx) override {
+    auto p = ctx.getParams();
+    binding_spec b{text(p.getSource()), text(p.getDestination()), text(p.getBindingKey()),
+                   read_table(p.getArguments()), true};
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), unbind_atom::value, r, id_, std::move(b));
+           })
+        .ignoreResult();
+  }
+
   kj::Promise<void> publish(PublishContext ctx) override {
     std::vector<message_ptr> msgs{read_outbound(ctx.getParams().getMessage())};
     auto id = msgs.front()->id;
@@ -161,6 +179,7 @@ class channel_impl final : public rpc::Channel::Server {
     c.no_ack = p.getNoAck();
     c.exclusive = p.getExclusive();
     c.prefetch = p.getPrefetch();
+    c.priority = p.getPriority();
     if (c.tag.empty()) c.tag = generated_name("amq.ctag-");
     auto tag = c.tag;
     // Deliveries can reach this loop before the consume reply does, so the capability is

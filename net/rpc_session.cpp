@@ -31,8 +31,9 @@ class rpc_link final : public client_link {
                           const std::string& reason) override {
     on_loop([=](rpc_session& s) { s.consumer_cancelled(channel, tag, reason); });
   }
-  void channel_closed(uint16_t channel, uint64_t, const broker_failure&) override {
-    on_loop([=](rpc_session& s) { s.channel_closed(channel); });
+  // Channel ids are never reused on this door, so the serial is not needed.
+  void channel_closed(uint16_t channel, uint64_t, const broker_failure& reason) override {
+    on_loop([=](rpc_session& s) { s.channel_closed(channel, reason); });
   }
   void connection_closed(const broker_failure& reason) override {
     on_loop([=](rpc_session& s) { s.actor_gone(reason); });
@@ -128,9 +129,14 @@ void rpc_session::consumer_cancelled(uint16_t channel, const std::string& tag,
   consumers_.erase(c);
 }
 
-void rpc_session::channel_closed(uint16_t channel) {
-  for (auto i = consumers_.begin(); i != consumers_.end();)
-    i = i->first.first == channel ? consumers_.erase(i) : std::next(i);
+// The broker closed the channel (a failed call, a consumer timeout): its consumers learn why
+// through `cancelled`, as when their queue goes.
+void rpc_session::channel_closed(uint16_t channel, const broker_failure& reason) {
+  std::vector<std::string> tags;
+  for (const auto& [key, consumer] : consumers_)
+    if (key.first == channel) tags.push_back(key.second);
+  for (const auto& tag : tags)
+    consumer_cancelled(channel, tag, "channel closed: " + to_string(reason));
 }
 
 void rpc_session::actor_gone(broker_failure reason) {

@@ -59,7 +59,7 @@ class rpc_session : public std::enable_shared_from_this<rpc_session>,
   void complete(uint64_t request, caf::error error, caf::message result);
   void deliver(uint16_t channel, const std::string& tag, std::vector<delivery> batch);
   void consumer_cancelled(uint16_t channel, const std::string& tag, const std::string& reason);
-  void channel_closed(uint16_t channel);
+  void channel_closed(uint16_t channel, const broker_failure& reason);
   void actor_gone(broker_failure reason);
 
  private:

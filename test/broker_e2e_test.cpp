@@ -335,6 +335,39 @@ BOOST_AUTO_TEST_CASE(headers_exchanges_route_on_headers) {
   BOOST_TEST(to_string(ch->publish(m).outcome) == std::string("dropped"));
 }
 
+BOOST_AUTO_TEST_CASE(exchange_bindings_route_through_other_exchanges_each_queue_once) {
+  ch->exchange_declare("src", "topic");
+  ch->exchange_declare("mid", "fanout");
+  ch->queue_declare("q");
+  ch->exchange_bind("mid", "src", "a.*");
+  ch->exchange_bind("src", "mid", "");  // a cycle: routing stops where it began
+  ch->queue_bind("q", "mid", "");
+  ch->queue_bind("q", "src", "a.b");  // and a second path to the same queue
+  BOOST_TEST(to_string(send("src", "a.b", "1").outcome) == std::string("routed"));
+  BOOST_TEST(to_string(send("src", "b.b", "2").outcome) == std::string("dropped"));
+  BOOST_TEST(queue_stats("q").messages_ready == 1u);
+  bool listed = false;
+  for (const auto& b : conn->list_bindings())
+    if (b.exchange == "src" && b.queue == "mid" && b.to_exchange) listed = true;
+  BOOST_TEST(listed);
+  ch->exchange_unbind("mid", "src", "a.*");
+  ch->queue_unbind("q", "src", "a.b");
+  BOOST_TEST(to_string(send("src", "a.b", "3").outcome) == std::string("dropped"));
+  auto c2 = conn->open_channel();
+  BOOST_TEST(expect_error([&] { c2->exchange_bind("nope", "src", ""); }) == "NOT_FOUND");
+}
+
+BOOST_AUTO_TEST_CASE(an_alternate_exchange_takes_what_its_exchange_cannot_route) {
+  ch->exchange_declare("ae", "fanout");
+  ch->queue_declare("unrouted");
+  ch->queue_bind("unrouted", "ae", "");
+  exchange_options o;
+  o.arguments = {{"alternate-exchange", field_value::of_text("ae")}};
+  ch->exchange_declare("main", "direct", o);
+  BOOST_TEST(to_string(send("main", "nobody", "x").outcome) == std::string("routed"));
+  BOOST_TEST(queue_stats("unrouted").messages_ready == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(mandatory_unroutable_messages_are_returned) {
   auto m = message("amq.direct", "nobody", "x");
   m.mandatory = true;
@@ -417,6 +450,35 @@ BOOST_AUTO_TEST_CASE(consumers_share_a_queue_round_robin) {
   b.wait_for(5);
   BOOST_TEST(bodies(a.got) == (strings{"0", "2", "4", "6", "8"}), boost::test_tools::per_element());
   BOOST_TEST(bodies(b.got) == (strings{"1", "3", "5", "7", "9"}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(higher_priority_consumers_are_served_first) {
+  ch->queue_declare("q");
+  auto& low = make_collector();
+  auto& high = make_collector();
+  auto ch2 = conn->open_channel();
+  consume_options o;
+  o.prefetch = 2;
+  o.priority = 5;
+  ch->consume("q", {}, low.handler());
+  ch2->consume("q", o, high.handler());
+  for (int i = 0; i < 5; ++i) send("", "q", std::to_string(i));
+  BOOST_TEST(bodies(high.wait_for(2)) == (strings{"0", "1"}), boost::test_tools::per_element());
+  BOOST_TEST(bodies(low.wait_for(3)) == (strings{"2", "3", "4"}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_priority_queue_hands_out_higher_priorities_first) {
+  queue_options q;
+  q.arguments = {{"x-max-priority", field_value::of_int(3)}};
+  ch->queue_declare("pq", q);
+  for (int p : {1, 3, 2}) {
+    auto m = message("", "pq", std::to_string(p));
+    m.properties.priority = static_cast<uint8_t>(p);
+    ch->publish(m);
+  }
+  strings got;
+  while (auto d = ch->get("pq", true)) got.push_back(d->body);
+  BOOST_TEST(got == (strings{"3", "2", "1"}), boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(prefetch_bounds_unacked_deliveries) {
@@ -787,3 +849,28 @@ BOOST_AUTO_TEST_CASE(bad_flags_are_usage_errors) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_CASE(a_delivery_unacked_past_the_consumer_timeout_closes_its_channel) {
+  collector got;
+  node_process node({"--consumer-timeout", "300"});
+  connect_options o;
+  o.port = node.port();
+  auto conn = connection::open(o);
+  auto ch = conn->open_channel();
+  ch->queue_declare("slow");
+  outbound_message m;
+  m.routing_key = "slow";
+  m.body = "held";
+  ch->publish(m);
+  ch->consume("slow", {}, got.handler(), got.on_cancel());
+  got.wait_for(1);
+  got.wait_for_cancel();
+  BOOST_TEST(got.cancellations[0].find("PRECONDITION_FAILED") != std::string::npos,
+             got.cancellations[0]);
+  BOOST_TEST(got.cancellations[0].find("timed out") != std::string::npos, got.cancellations[0]);
+  auto other = conn->open_channel();
+  auto back = other->get("slow", true);
+  BOOST_REQUIRE(back.has_value());
+  BOOST_TEST(back->body == "held");
+  BOOST_TEST(back->redelivered);
+}
