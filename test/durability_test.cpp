@@ -576,7 +576,7 @@ BOOST_AUTO_TEST_CASE(a_full_disk_refuses_publishes_keeps_what_was_confirmed_and_
   }
   BOOST_TEST(refused > 0u);
   BOOST_TEST(node.alive());
-  BOOST_TEST(node.log().find("No space left on device") != std::string::npos);
+  BOOST_TEST(node.wait_for_log("No space left on device"));
   // Space returns: publishing works again.
   fs::remove(ballast);
   auto again = persistent("q", "after");

@@ -132,7 +132,7 @@ void session::channel_error(uint16_t id, reply_code code, const std::string& tex
   c->second.tx_publishes.clear();
   c->second.tx_settles.clear();
   // The broker side of the channel goes too: its unacked messages are requeued. (A client's
-  // close already asked for that; its close-ok follows this close, as RabbitMQ orders them.)
+  // close already asked for that.)
   if (!c->second.client_closing) caf::anon_send(actor_, close_atom::value, uint64_t{0}, id);
   auto w = method_payload(channel_close);
   w.short_uint(static_cast<uint16_t>(code));
@@ -140,6 +140,13 @@ void session::channel_error(uint16_t id, reply_code code, const std::string& tex
   w.short_uint(method.class_id);
   w.short_uint(method.method);
   send_method(id, std::move(w));
+  if (c->second.client_closing) {
+    // The client's close crossed ours: its close-ok goes right behind our close, as RabbitMQ
+    // sends them. Clients that free the channel number on our close (the Go client does) must
+    // not meet this close-ok on a channel they opened again under that number.
+    c->second.client_closing = false;
+    send_method(id, method_payload(channel_close_ok));
+  }
   flush_output();
 }
 
@@ -251,9 +258,10 @@ void session::on_channel_close(uint16_t id, channel& ch, method_id m, reader& r)
   ch.client_closing = true;  // nothing more is taken on it
   request(
       id, m,
-      [this, id](caf::message&) {
+      [this, id, serial = ch.serial](caf::message&) {
         auto c = channels_.find(id);
-        if (c == channels_.end()) return;
+        // Already answered (our own close crossed it), or this is a newer channel by that number.
+        if (c == channels_.end() || c->second.serial != serial || !c->second.client_closing) return;
         c->second.client_closing = false;
         send_method(id, method_payload(channel_close_ok));
         if (!c->second.closing) forget_channel(id);
