@@ -4,6 +4,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include "net/amqp/frame.hpp"
+#include "net/amqp/method_args.hpp"
+#include "net/amqp/methods.hpp"
+#include "net/amqp/sasl.hpp"
 
 using namespace warren::amqp;
 using warren::reply_code;
@@ -314,6 +317,92 @@ BOOST_AUTO_TEST_CASE(bodies_are_cut_to_fit_frame_max) {
   }
   BOOST_TEST(joined == body);
   BOOST_TEST(parse_content_header(frames[1].payload).body_size == 10000u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(method_arguments)
+
+BOOST_AUTO_TEST_CASE(queue_unbind_has_no_no_wait_and_exchange_unbind_has_one) {
+  auto unbind = method_payload({50, 50});
+  unbind.short_uint(0);
+  unbind.short_string("q");
+  unbind.short_string("x");
+  unbind.short_string("k");
+  unbind.field_table({{"a", value::of_string("b")}});
+  reader r(std::string_view(unbind.bytes()).substr(4));
+  auto b = args::read_binding(methods::queue_unbind, r);
+  BOOST_TEST(b.destination == "q");
+  BOOST_TEST(b.source == "x");
+  BOOST_TEST(b.key == "k");
+  BOOST_TEST(!b.no_wait);
+  BOOST_TEST(b.arguments.size() == 1u);
+  BOOST_TEST(r.done());
+
+  auto ebind = method_payload({40, 40});
+  ebind.short_uint(0);
+  ebind.short_string("dst");
+  ebind.short_string("src");
+  ebind.short_string("");
+  ebind.bits({true});
+  ebind.field_table({});
+  reader e(std::string_view(ebind.bytes()).substr(4));
+  auto eb = args::read_binding(methods::exchange_unbind, e);
+  BOOST_TEST(eb.destination == "dst");
+  BOOST_TEST(eb.no_wait);
+  BOOST_TEST(e.done());
+}
+
+BOOST_AUTO_TEST_CASE(flags_land_in_their_fields) {
+  auto del = method_payload({50, 40});
+  del.short_uint(0);
+  del.short_string("q");
+  del.bits({false, true, true});  // if-unused if-empty no-wait
+  reader r(std::string_view(del.bytes()).substr(4));
+  auto d = args::read_queue_delete(r);
+  BOOST_TEST(!d.if_unused);
+  BOOST_TEST(d.if_empty);
+  BOOST_TEST(d.no_wait);
+
+  auto nack = method_payload({60, 120});
+  nack.longlong_uint(7);
+  nack.bits({true, false});  // multiple, requeue
+  reader n(std::string_view(nack.bytes()).substr(4));
+  auto s = args::read_nack(n);
+  BOOST_TEST(s.tag == 7u);
+  BOOST_TEST(s.multiple);
+  BOOST_TEST(!s.requeue);
+}
+
+BOOST_AUTO_TEST_CASE(a_short_payload_is_a_protocol_error) {
+  auto consume = method_payload({60, 20});
+  consume.short_uint(0);
+  consume.short_string("q");  // and nothing more
+  reader r(std::string_view(consume.bytes()).substr(4));
+  BOOST_CHECK_THROW(args::read_consume(r), protocol_error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(sasl)
+
+BOOST_AUTO_TEST_CASE(plain_and_amqplain_responses_give_user_and_password) {
+  sasl_credentials c;
+  BOOST_TEST(read_sasl_response("PLAIN", "\0alice\0secret"s, c).empty());
+  BOOST_TEST(c.user == "alice");
+  BOOST_TEST(c.password == "secret");
+  writer w;
+  w.field_table({{"LOGIN", value::of_string("bob")}, {"PASSWORD", value::of_string("pw")}});
+  BOOST_TEST(read_sasl_response("AMQPLAIN", w.bytes().substr(4), c).empty());
+  BOOST_TEST(c.user == "bob");
+  BOOST_TEST(c.password == "pw");
+}
+
+BOOST_AUTO_TEST_CASE(malformed_responses_and_unknown_mechanisms_are_named) {
+  sasl_credentials c;
+  BOOST_TEST(!read_sasl_response("PLAIN", "no-nuls", c).empty());
+  BOOST_TEST(read_sasl_response("AMQPLAIN", "\x05LOGIN", c).find("AMQPLAIN") != std::string::npos);
+  BOOST_TEST(read_sasl_response("EXTERNAL", "", c).find("'EXTERNAL'") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -6,6 +6,7 @@
 #include "actors/log.hpp"
 #include "actors/names.hpp"
 #include "net/amqp/properties.hpp"
+#include "net/amqp/sasl.hpp"
 
 #include <caf/send.hpp>
 
@@ -144,7 +145,7 @@ void session::send_start() {
   w.octet(0);
   w.octet(9);
   w.field_table(props);
-  w.long_string("PLAIN AMQPLAIN");
+  w.long_string(sasl_mechanisms);
   w.long_string("en_US");
   send_method(0, std::move(w));
 }
@@ -162,30 +163,11 @@ void session::on_start_ok(reader& r) {
     if (key == "product" && v.type == 'S' && client_name_.empty()) client_name_ = v.bytes;
   }
   if (client_name_.empty()) client_name_ = "amqp " + peer_;
-  if (mechanism == "PLAIN") {
-    // authzid NUL authcid NUL password
-    auto first = response.find('\0');
-    auto second = first == std::string::npos ? first : response.find('\0', first + 1);
-    if (second == std::string::npos)
-      return connection_error(reply_code::access_refused,
-                              "PLAIN response is not authzid NUL user NUL password",
-                              connection_start_ok);
-    user_ = response.substr(first + 1, second - first - 1);
-    password_ = response.substr(second + 1);
-  } else if (mechanism == "AMQPLAIN") {
-    writer w;
-    w.long_string(response);  // a table without its length: give it one
-    auto t = reader(w.bytes()).field_table();
-    for (const auto& [key, v] : t) {
-      if (key == "LOGIN") user_ = v.bytes;
-      if (key == "PASSWORD") password_ = v.bytes;
-    }
-  } else {
-    return connection_error(reply_code::access_refused,
-                            "authentication mechanism " + quote(mechanism) +
-                                " is not supported (PLAIN and AMQPLAIN are)",
-                            connection_start_ok);
-  }
+  sasl_credentials credentials;
+  if (auto problem = read_sasl_response(mechanism, response, credentials); !problem.empty())
+    return connection_error(reply_code::access_refused, problem, connection_start_ok);
+  user_ = std::move(credentials.user);
+  password_ = std::move(credentials.password);
   if (user_ == "guest" && !loopback_)
     return connection_error(reply_code::access_refused,
                             "user 'guest' may only connect from a loopback address",
@@ -265,36 +247,17 @@ std::string session::reply_text(reply_code code, const std::string& text) {
 }
 
 void session::send_method(uint16_t channel, writer w) {
-  write_frame(output_, frame_type::method, channel, w.bytes());
+  output_.method(channel, w.bytes());
   schedule_flush();
 }
 
 void session::send_content(uint16_t channel, const std::string& method, const message_ptr& m) {
-  content_header h;
-  h.body_size = m->body.size();
-  h.properties = to_basic_properties(m->properties());
-  write_frame(output_, frame_type::method, channel, method);
-  write_frame(output_, frame_type::header, channel, content_header_payload(h));
-  const auto& body = m->body;
-  size_t chunk = frame_max_ - frame_overhead;
-  for (size_t at = 0; at < body.size(); at += chunk) {
-    size_t n = std::min(chunk, body.size() - at);
-    writer head;
-    head.octet(static_cast<uint8_t>(frame_type::body));
-    head.short_uint(channel);
-    head.long_uint(static_cast<uint32_t>(n));
-    output_ += head.bytes();
-    if (n >= gather_threshold)
-      output_refs_.push_back({output_.size(), m, at, n});  // written from the message itself
-    else
-      output_.append(body, at, n);
-    output_.push_back(static_cast<char>(frame_end));
-  }
+  output_.content(channel, method, m, frame_max_);
   schedule_flush();
 }
 
 void session::send_raw(std::string bytes) {
-  output_ += bytes;
+  output_.raw(bytes);
   schedule_flush();
 }
 
@@ -307,34 +270,18 @@ void session::schedule_flush() {
   }));
 }
 
+// One write at a time: what is appended meanwhile goes in the next one.
 void session::flush_output() {
   if (writing_ || output_.empty() || phase_ == phase::done) return;
   writing_ = true;
   last_write_ms_ = now_ms();
-  // Two buffers take turns, so their capacity is reused rather than reallocated per write.
-  std::swap(output_, in_flight_);
-  output_.clear();
-  std::swap(output_refs_, in_flight_refs_);
-  output_refs_.clear();
   auto flushed = std::move(unflushed_);
   unflushed_.clear();
-  // One gather write: the buffer, with large bodies read in place from their messages.
-  auto pieces = kj::heapArrayBuilder<kj::ArrayPtr<const kj::byte>>(2 * in_flight_refs_.size() + 1);
-  auto bytes = [](const char* p) { return reinterpret_cast<const kj::byte*>(p); };
-  size_t last = 0;
-  for (const auto& ref : in_flight_refs_) {
-    if (ref.at > last) pieces.add(bytes(in_flight_.data() + last), ref.at - last);
-    pieces.add(bytes(ref.msg->body.data() + ref.offset), ref.length);
-    last = ref.at;
-  }
-  if (in_flight_.size() > last)
-    pieces.add(bytes(in_flight_.data() + last), in_flight_.size() - last);
-  auto array = pieces.finish();
-  auto promise = stream_->write(array.asPtr()).attach(kj::mv(array));
+  auto pieces = output_.start_write();
+  auto promise = stream_->write(pieces.asPtr()).attach(kj::mv(pieces));
   tasks_.add(kj::mv(promise).then([this, flushed = std::move(flushed)]() {
     writing_ = false;
-    in_flight_.clear();
-    in_flight_refs_.clear();
+    output_.written();
     for (const auto& [channel, tag, n] : flushed)
       caf::anon_send(actor_, flushed_atom::value, channel, tag, n);
     if (after_flush_ && output_.empty()) {
@@ -392,7 +339,7 @@ kj::Promise<void> session::heartbeat_loop() {
           return kj::READY_NOW;
         }
         if (now - last_write_ms_ >= half && !writing_ && output_.empty()) {
-          write_frame(output_, frame_type::heartbeat, 0, {});
+          output_.heartbeat();
           flush_output();
         }
         return heartbeat_loop();

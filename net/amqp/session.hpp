@@ -9,6 +9,7 @@
 #include "net/amqp/amqp_session.hpp"
 #include "net/amqp/frame.hpp"
 #include "net/amqp/methods.hpp"
+#include "net/amqp/output_buffer.hpp"
 
 #include <caf/send.hpp>
 
@@ -29,9 +30,6 @@ constexpr uint64_t max_body_size = 128ull << 20;
 constexpr size_t max_unanswered_messages = 20000;
 /// Publishes gathered from one read are sent to the actor in batches of at most this many.
 constexpr size_t max_publish_batch = 2000;
-/// Body chunks at least this big are written from the message itself rather than copied into
-/// the output buffer.
-constexpr size_t gather_threshold = 512;
 /// After sending connection.close, how long to wait for close-ok before dropping the socket.
 constexpr int64_t close_grace_seconds = 2;
 
@@ -244,9 +242,8 @@ class session : public std::enable_shared_from_this<session>,
   void on_channel_flow(uint16_t id, channel& ch, method_id m, reader& r);
   void on_exchange_declare(uint16_t id, channel& ch, method_id m, reader& r);
   void on_exchange_delete(uint16_t id, channel& ch, method_id m, reader& r);
-  void on_exchange_bind(uint16_t id, channel& ch, method_id m, reader& r);
+  void on_binding(uint16_t id, channel& ch, method_id m, reader& r);
   void on_queue_declare(uint16_t id, channel& ch, method_id m, reader& r);
-  void on_queue_bind(uint16_t id, channel& ch, method_id m, reader& r);
   void on_queue_purge_or_delete(uint16_t id, channel& ch, method_id m, reader& r);
   void on_basic_qos(uint16_t id, channel& ch, method_id m, reader& r);
   void on_basic_consume(uint16_t id, channel& ch, method_id m, reader& r);
@@ -328,15 +325,7 @@ class session : public std::enable_shared_from_this<session>,
   kj::Own<kj::PromiseFulfiller<void>> resume_reading_;
   char read_buffer_[65536];
   std::string input_;
-  std::string output_;
-  std::string in_flight_;  // the buffer being written
-  // Bodies written in place: inserted into the output at byte `at`, kept alive until written.
-  struct body_ref {
-    size_t at;
-    message_ptr msg;
-    size_t offset, length;
-  };
-  std::vector<body_ref> output_refs_, in_flight_refs_;
+  output_buffer output_;
   std::vector<std::tuple<uint16_t, std::string, uint32_t>> unflushed_;  // deliveries in output_
   bool writing_ = false;
   bool flush_scheduled_ = false;

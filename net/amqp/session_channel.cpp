@@ -5,6 +5,7 @@
 #include "actors/log.hpp"
 #include "actors/names.hpp"
 #include "actors/queue_arguments.hpp"
+#include "net/amqp/method_args.hpp"
 #include "net/amqp/properties.hpp"
 
 #include <caf/send.hpp>
@@ -168,11 +169,11 @@ const std::vector<std::pair<method_id, session::method_handler>>& session::chann
       {channel_flow, &session::on_channel_flow},
       {exchange_declare, &session::on_exchange_declare},
       {exchange_delete, &session::on_exchange_delete},
-      {exchange_bind, &session::on_exchange_bind},
-      {exchange_unbind, &session::on_exchange_bind},
+      {exchange_bind, &session::on_binding},
+      {exchange_unbind, &session::on_binding},
       {queue_declare, &session::on_queue_declare},
-      {queue_bind, &session::on_queue_bind},
-      {queue_unbind, &session::on_queue_bind},
+      {queue_bind, &session::on_binding},
+      {queue_unbind, &session::on_binding},
       {queue_purge, &session::on_queue_purge_or_delete},
       {queue_delete, &session::on_queue_purge_or_delete},
       {confirm_select, &session::on_confirm_select},
@@ -196,50 +197,40 @@ std::function<void(caf::message&)> session::answer_with(uint16_t id, method_id o
 }
 
 void session::on_basic_publish(uint16_t, channel& ch, method_id, reader& r) {
-  r.short_uint();  // reserved
-  incoming_publish p;
-  p.exchange = r.short_string();
-  p.routing_key = r.short_string();
-  auto flags = r.bits(2);
-  p.mandatory = flags[0];
-  if (flags[1])
+  auto a = args::read_publish(r);
+  if (a.immediate)
     throw protocol_error(reply_code::not_implemented,
                          "basic.publish with immediate=true is not supported (as in RabbitMQ)");
+  incoming_publish p;
+  p.exchange = std::move(a.exchange);
+  p.routing_key = std::move(a.routing_key);
+  p.mandatory = a.mandatory;
   ch.publish = std::move(p);
   has_published_ = true;
 }
 
 void session::on_basic_ack(uint16_t id, channel& ch, method_id m, reader& r) {
-  auto tag = r.longlong_uint();
-  bool multiple = r.bits(1)[0];
+  auto a = args::read_ack(r);
   if (ch.tx) {
-    ch.tx_settles.push_back({m, tag, multiple, settle_kind::ack});
+    ch.tx_settles.push_back({m, a.tag, a.multiple, settle_kind::ack});
     return;
   }
-  if (!multiple) {
-    ch.acks.push_back(tag);
+  if (!a.multiple) {
+    ch.acks.push_back(a.tag);
     return;
   }
   send_acks(id, ch);
-  send_settle(id, m, tag, true, settle_kind::ack, nullptr);
+  send_settle(id, m, a.tag, true, settle_kind::ack, nullptr);
 }
 
 void session::on_basic_nack_or_reject(uint16_t id, channel& ch, method_id m, reader& r) {
-  auto tag = r.longlong_uint();
-  bool multiple = false, requeue = true;
-  if (m == basic_nack) {
-    auto flags = r.bits(2);
-    multiple = flags[0];
-    requeue = flags[1];
-  } else {
-    requeue = r.bits(1)[0];
-  }
-  auto kind = requeue ? settle_kind::requeue : settle_kind::reject;
+  auto a = m == basic_nack ? args::read_nack(r) : args::read_reject(r);
+  auto kind = a.requeue ? settle_kind::requeue : settle_kind::reject;
   if (ch.tx) {
-    ch.tx_settles.push_back({m, tag, multiple, kind});
+    ch.tx_settles.push_back({m, a.tag, a.multiple, kind});
     return;
   }
-  send_settle(id, m, tag, multiple, kind, nullptr);
+  send_settle(id, m, a.tag, a.multiple, kind, nullptr);
 }
 
 void session::send_settle(uint16_t id, method_id m, uint64_t tag, bool multiple, settle_kind kind,
@@ -250,11 +241,10 @@ void session::send_settle(uint16_t id, method_id m, uint64_t tag, bool multiple,
 }
 
 void session::on_channel_close(uint16_t id, channel& ch, method_id m, reader& r) {
-  auto code = r.short_uint();
-  auto text = r.short_string();
+  auto a = args::read_close(r);
   log(log_level::debug, "amqp",
-      peer_ + " closed channel " + std::to_string(id) + " (" + std::to_string(code) + " " + text +
-          ")");
+      peer_ + " closed channel " + std::to_string(id) + " (" + std::to_string(a.code) + " " +
+          a.text + ")");
   ch.client_closing = true;  // nothing more is taken on it
   request(
       id, m,
@@ -274,8 +264,7 @@ void session::on_channel_close_ok(uint16_t, channel&, method_id, reader&) {
 }
 
 void session::on_channel_flow(uint16_t id, channel&, method_id m, reader& r) {
-  bool active = r.bits(1)[0];
-  if (!active)
+  if (!args::read_flow(r).active)
     return channel_error(id, reply_code::not_implemented,
                          "channel.flow active=false is not supported; use basic.qos", m);
   auto w = method_payload(channel_flow_ok);
@@ -284,69 +273,58 @@ void session::on_channel_flow(uint16_t id, channel&, method_id m, reader& r) {
 }
 
 void session::on_exchange_declare(uint16_t id, channel&, method_id m, reader& r) {
-  r.short_uint();
+  auto a = args::read_exchange_declare(r);
   exchange_spec spec;
-  spec.name = r.short_string();
-  auto type = r.short_string();
-  auto flags = r.bits(5);  // passive durable auto-delete internal no-wait
-  spec.durable = flags[1];
-  spec.auto_delete = flags[2];
-  spec.internal = flags[3];
-  spec.arguments = to_fields(r.field_table());
-  bool passive = flags[0];
-  if (!passive && !parse_exchange_type(type, spec.type))
-    throw protocol_error(
-        reply_code::command_invalid,
-        "unknown exchange type " + quote(type) + " (direct, fanout, topic and headers are known)");
-  request(id, m, answer_with(id, exchange_declare_ok, flags[4]), [&](uint64_t q) {
-    caf::anon_send(actor_, declare_atom::value, q, id, std::move(spec), passive);
+  spec.name = std::move(a.name);
+  spec.durable = a.durable;
+  spec.auto_delete = a.auto_delete;
+  spec.internal = a.internal;
+  spec.arguments = to_fields(a.arguments);
+  if (!a.passive && !parse_exchange_type(a.type, spec.type))
+    throw protocol_error(reply_code::command_invalid,
+                         "unknown exchange type " + quote(a.type) +
+                             " (direct, fanout, topic and headers are known)");
+  request(id, m, answer_with(id, exchange_declare_ok, a.no_wait), [&](uint64_t q) {
+    caf::anon_send(actor_, declare_atom::value, q, id, std::move(spec), a.passive);
   });
 }
 
 void session::on_exchange_delete(uint16_t id, channel&, method_id m, reader& r) {
-  r.short_uint();
-  auto name = r.short_string();
-  auto flags = r.bits(2);  // if-unused no-wait
-  bool if_unused = flags[0];
-  request(id, m, answer_with(id, exchange_delete_ok, flags[1]), [&](uint64_t q) {
-    caf::anon_send(actor_, delete_atom::value, exchanges_atom::value, q, id, std::move(name),
-                   if_unused);
+  auto a = args::read_exchange_delete(r);
+  request(id, m, answer_with(id, exchange_delete_ok, a.no_wait), [&](uint64_t q) {
+    caf::anon_send(actor_, delete_atom::value, exchanges_atom::value, q, id, std::move(a.name),
+                   a.if_unused);
   });
 }
 
-// exchange.bind and exchange.unbind: the same arguments, and the binding's destination is an
-// exchange.
-void session::on_exchange_bind(uint16_t id, channel&, method_id m, reader& r) {
-  r.short_uint();
-  binding_spec b;
-  b.destination = r.short_string();
-  b.exchange = r.short_string();
-  b.key = r.short_string();
-  b.to_exchange = true;
-  bool no_wait = r.bits(1)[0];
-  b.arguments = to_fields(r.field_table());
-  bool bind = m == exchange_bind;
-  request(id, m, answer_with(id, bind ? exchange_bind_ok : exchange_unbind_ok, no_wait),
-          [&](uint64_t q) {
-            if (bind)
-              caf::anon_send(actor_, bind_atom::value, q, id, std::move(b));
-            else
-              caf::anon_send(actor_, unbind_atom::value, q, id, std::move(b));
-          });
+// queue.bind / queue.unbind and exchange.bind / exchange.unbind: one binding_spec each.
+void session::on_binding(uint16_t id, channel&, method_id m, reader& r) {
+  auto a = args::read_binding(m, r);
+  binding_spec b{std::move(a.source), std::move(a.destination), std::move(a.key),
+                 to_fields(a.arguments), m == exchange_bind || m == exchange_unbind};
+  bool bind = m == queue_bind || m == exchange_bind;
+  method_id ok = m == queue_bind     ? queue_bind_ok
+                 : m == queue_unbind ? queue_unbind_ok
+                 : bind              ? exchange_bind_ok
+                                     : exchange_unbind_ok;
+  request(id, m, answer_with(id, ok, a.no_wait), [&](uint64_t q) {
+    if (bind)
+      caf::anon_send(actor_, bind_atom::value, q, id, std::move(b));
+    else
+      caf::anon_send(actor_, unbind_atom::value, q, id, std::move(b));
+  });
 }
 
 void session::on_queue_declare(uint16_t id, channel&, method_id m, reader& r) {
-  r.short_uint();
+  auto a = args::read_queue_declare(r);
   queue_spec spec;
-  spec.name = r.short_string();
-  auto flags = r.bits(5);  // passive durable exclusive auto-delete no-wait
-  spec.durable = flags[1];
-  spec.exclusive = flags[2];
-  spec.auto_delete = flags[3];
-  spec.arguments = to_fields(r.field_table());
-  bool passive = flags[0];
+  spec.name = std::move(a.name);
+  spec.durable = a.durable;
+  spec.exclusive = a.exclusive;
+  spec.auto_delete = a.auto_delete;
+  spec.arguments = to_fields(a.arguments);
   std::function<void(caf::message&)> done;
-  if (!flags[4])
+  if (!a.no_wait)
     done = [this, id](caf::message& msg) {
       const auto& info = msg.get_as<queue_info>(0);
       auto w = method_payload(queue_declare_ok);
@@ -356,75 +334,50 @@ void session::on_queue_declare(uint16_t id, channel&, method_id m, reader& r) {
       send_method(id, std::move(w));
     };
   request(id, m, std::move(done), [&](uint64_t q) {
-    caf::anon_send(actor_, declare_atom::value, q, id, std::move(spec), passive);
+    caf::anon_send(actor_, declare_atom::value, q, id, std::move(spec), a.passive);
   });
 }
 
-void session::on_queue_bind(uint16_t id, channel&, method_id m, reader& r) {
-  r.short_uint();
-  binding_spec b;
-  b.destination = r.short_string();
-  b.exchange = r.short_string();
-  b.key = r.short_string();
-  bool no_wait = m == queue_bind ? r.bits(1)[0] : false;
-  b.arguments = to_fields(r.field_table());
-  if (m == queue_bind)
-    return request(id, m, answer_with(id, queue_bind_ok, no_wait), [&](uint64_t q) {
-      caf::anon_send(actor_, bind_atom::value, q, id, std::move(b));
-    });
-  request(id, m, answer_with(id, queue_unbind_ok, false),
-          [&](uint64_t q) { caf::anon_send(actor_, unbind_atom::value, q, id, std::move(b)); });
-}
-
 void session::on_queue_purge_or_delete(uint16_t id, channel&, method_id m, reader& r) {
-  r.short_uint();
-  auto name = r.short_string();
-  auto flags = r.bits(m == queue_purge ? 1 : 3);  // [if-unused if-empty] no-wait
-  bool no_wait = flags.back();
+  auto a = m == queue_purge ? args::read_queue_purge(r) : args::read_queue_delete(r);
   std::function<void(caf::message&)> done;
   auto ok = m == queue_purge ? queue_purge_ok : queue_delete_ok;
-  if (!no_wait)
+  if (!a.no_wait)
     done = [this, id, ok](caf::message& msg) {
       auto w = method_payload(ok);
       w.long_uint(msg.get_as<uint32_t>(0));
       send_method(id, std::move(w));
     };
-  if (m == queue_purge)
-    return request(id, m, std::move(done), [&](uint64_t q) {
-      caf::anon_send(actor_, purge_atom::value, q, id, std::move(name));
-    });
-  bool if_unused = flags[0], if_empty = flags[1];
   request(id, m, std::move(done), [&](uint64_t q) {
-    caf::anon_send(actor_, delete_atom::value, queues_atom::value, q, id, std::move(name),
-                   if_unused, if_empty);
+    if (m == queue_purge)
+      caf::anon_send(actor_, purge_atom::value, q, id, std::move(a.name));
+    else
+      caf::anon_send(actor_, delete_atom::value, queues_atom::value, q, id, std::move(a.name),
+                     a.if_unused, a.if_empty);
   });
 }
 
 void session::on_basic_qos(uint16_t id, channel&, method_id m, reader& r) {
-  auto size = r.long_uint();
-  auto count = r.short_uint();
-  bool global = r.bits(1)[0];  // RabbitMQ's meaning: the channel's limit, not the connection's
-  if (size != 0)
+  auto a = args::read_qos(r);
+  if (a.prefetch_size != 0)
     return channel_error(id, reply_code::not_implemented,
                          "basic.qos prefetch_size is not supported; use prefetch_count", m);
+  // RabbitMQ's meaning of global: the channel's limit, not the connection's.
   request(id, m, answer_with(id, basic_qos_ok, false), [&](uint64_t q) {
-    caf::anon_send(actor_, qos_atom::value, q, id, uint32_t{count}, global);
+    caf::anon_send(actor_, qos_atom::value, q, id, uint32_t{a.prefetch_count}, a.global);
   });
 }
 
 void session::on_basic_consume(uint16_t id, channel&, method_id m, reader& r) {
-  r.short_uint();
+  auto a = args::read_consume(r);
   consume_request c;
-  c.queue = r.short_string();
-  c.tag = r.short_string();
-  auto flags = r.bits(4);  // no-local no-ack exclusive no-wait
-  c.no_ack = flags[1];
-  c.exclusive = flags[2];
-  auto arguments = to_fields(r.field_table());
-  if (auto problem = parse_consumer_arguments(arguments, c.priority); !problem.empty())
+  c.queue = std::move(a.queue);
+  c.tag = std::move(a.tag);
+  c.no_ack = a.no_ack;
+  c.exclusive = a.exclusive;
+  if (auto problem = parse_consumer_arguments(to_fields(a.arguments), c.priority); !problem.empty())
     return channel_error(id, reply_code::precondition_failed, problem, m);
-  bool no_wait = flags[3];
-  std::function<void(caf::message&)> done = [this, id, no_wait](caf::message& msg) {
+  std::function<void(caf::message&)> done = [this, id, no_wait = a.no_wait](caf::message& msg) {
     if (no_wait) return;
     auto w = method_payload(basic_consume_ok);
     w.short_string(msg.get_as<std::string>(0));
@@ -435,23 +388,20 @@ void session::on_basic_consume(uint16_t id, channel&, method_id m, reader& r) {
 }
 
 void session::on_basic_cancel(uint16_t id, channel&, method_id m, reader& r) {
-  auto tag = r.short_string();
-  bool no_wait = r.bits(1)[0];
+  auto a = args::read_cancel(r);
   std::function<void(caf::message&)> done;
-  if (!no_wait)
-    done = [this, id, tag](caf::message&) {
+  if (!a.no_wait)
+    done = [this, id, tag = a.tag](caf::message&) {
       auto w = method_payload(basic_cancel_ok);
       w.short_string(tag);
       send_method(id, std::move(w));
     };
   request(id, m, std::move(done),
-          [&](uint64_t q) { caf::anon_send(actor_, cancel_atom::value, q, id, tag, false); });
+          [&](uint64_t q) { caf::anon_send(actor_, cancel_atom::value, q, id, a.tag, false); });
 }
 
 void session::on_basic_get(uint16_t id, channel&, method_id m, reader& r) {
-  r.short_uint();
-  auto queue = r.short_string();
-  bool no_ack = r.bits(1)[0];
+  auto a = args::read_get(r);
   auto answer = [this, id](caf::message& msg) {
     if (msg.empty()) {
       auto w = method_payload(basic_get_empty);
@@ -468,12 +418,12 @@ void session::on_basic_get(uint16_t id, channel&, method_id m, reader& r) {
     send_content(id, w.bytes(), d.msg);
   };
   request(id, m, std::move(answer), [&](uint64_t q) {
-    caf::anon_send(actor_, get_atom::value, q, id, std::move(queue), no_ack);
+    caf::anon_send(actor_, get_atom::value, q, id, std::move(a.queue), a.no_ack);
   });
 }
 
 void session::on_basic_recover(uint16_t id, channel&, method_id m, reader& r) {
-  r.bits(1);  // requeue: unacked messages always go back to their queues
+  args::read_flag(r);  // requeue: unacked messages always go back to their queues
   std::function<void(caf::message&)> done;
   if (m == basic_recover) done = answer_with(id, basic_recover_ok, false);
   request(id, m, std::move(done),
@@ -481,7 +431,7 @@ void session::on_basic_recover(uint16_t id, channel&, method_id m, reader& r) {
 }
 
 void session::on_confirm_select(uint16_t id, channel& ch, method_id m, reader& r) {
-  bool no_wait = r.bits(1)[0];
+  bool no_wait = args::read_flag(r).value;
   if (ch.tx)
     return channel_error(id, reply_code::precondition_failed,
                          "cannot switch from tx to confirm mode", m);
