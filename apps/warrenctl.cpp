@@ -234,6 +234,7 @@ int main(int argc, char** argv) {
   std::optional<std::string> body;
   bool durable = false, auto_delete = false, internal = false, exclusive = false;
   bool if_unused = false, if_empty = false, persistent = false, mandatory = false;
+  bool to_exchange = false;
   bool no_ack = false, requeue = false;
   size_t count = 0;
   uint32_t prefetch = 1000;
@@ -270,10 +271,12 @@ int main(int argc, char** argv) {
   CLI::App* bind_commands[2];
   const char* bind_names[2] = {"bind", "unbind"};
   for (int i = 0; i < 2; ++i) {
-    auto* c =
-        app.add_subcommand(bind_names[i], std::string(bind_names[i]) + " a queue to an exchange");
+    auto* c = app.add_subcommand(
+        bind_names[i], std::string(bind_names[i]) + " a queue (or an exchange) to an exchange");
     c->add_option("EXCHANGE", exchange)->required();
-    c->add_option("QUEUE", queue)->required();
+    c->add_option("QUEUE", queue, "the destination: a queue, or an exchange with --to-exchange")
+        ->required();
+    c->add_flag("--to-exchange", to_exchange, "the destination is an exchange (exchange.bind)");
     c->add_option("--key", key, "binding key");
     c->add_option("--arg", args, "KEY=VALUE binding argument (headers exchanges)");
     bind_commands[i] = c;
@@ -379,6 +382,10 @@ int main(int argc, char** argv) {
           std::cout << json{{"messages", n}}.dump() << '\n';
         else
           std::cout << n << " message(s) purged\n";
+      } else if (cmd == bind_commands[0] && to_exchange) {
+        ch->exchange_bind(queue, exchange, key, parse_assignments(args, "argument"));
+      } else if (cmd == bind_commands[1] && to_exchange) {
+        ch->exchange_unbind(queue, exchange, key, parse_assignments(args, "argument"));
       } else if (cmd == bind_commands[0]) {
         ch->queue_bind(queue, exchange, key, parse_assignments(args, "argument"));
       } else if (cmd == bind_commands[1]) {

@@ -159,6 +159,25 @@ BOOST_AUTO_TEST_CASE(stats_prints_a_table_for_people) {
   BOOST_TEST(out.find("connection  peer") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(exchanges_bind_to_exchanges) {
+  ok({"declare-exchange", "src", "--type", "topic"});
+  ok({"declare-exchange", "dst", "--type", "fanout"});
+  ok({"declare-queue", "q"});
+  ok({"bind", "dst", "q"});
+  ok({"bind", "src", "dst", "--key", "a.#", "--to-exchange"});
+  ok({"publish", "src", "a.b", "--body", "through"});
+  auto got = json::parse(ok({"--json", "get", "q"}).out);
+  BOOST_TEST(got.dump().find("through") != std::string::npos, got.dump());
+  bool listed = false;
+  for (auto& b : json::parse(ok({"--json", "list", "bindings"}).out))
+    if (b["exchange"] == "src" && b["queue"] == "dst" && b["destination_type"] == "exchange")
+      listed = true;
+  BOOST_TEST(listed);
+  ok({"unbind", "src", "dst", "--key", "a.#", "--to-exchange"});
+  ok({"publish", "src", "a.b", "--body", "dropped"});
+  BOOST_TEST(ok({"--json", "get", "q"}).out.find("dropped") == std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(list_exchanges_and_bindings_json) {
   ok({"declare-exchange", "logs", "--type", "topic", "--durable"});
   ok({"declare-queue", "q"});
