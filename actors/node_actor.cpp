@@ -85,6 +85,17 @@ void restore(self_ptr self, persistence::metadata_contents contents) {
 
 }  // namespace
 
+// Why `hello` may not log in, or empty. One rule for both front doors.
+std::string check_login(const node_state& st, const client_hello& hello) {
+  if (hello.user.empty()) return "login refused: the user name is empty";
+  auto u = st.users.find(hello.user);
+  if (u == st.users.end() || u->second != hello.password)
+    return "login refused for user " + quote(hello.user);
+  if (hello.user == "guest" && !hello.loopback)
+    return "user 'guest' may only connect from a loopback address";
+  return {};
+}
+
 caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context storage,
                          persistence::metadata_contents contents) {
   install_actor_defaults(self, "node");
@@ -109,11 +120,8 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
   return {
       [=](connect_atom, client_hello& hello, caf::actor& conn) -> caf::result<caf::actor, int64_t> {
         auto& st = self->state;
-        auto user = hello.user.empty() ? std::string("guest") : hello.user;
-        auto u = st.users.find(user);
-        if (u == st.users.end() || (!hello.user.empty() && u->second != hello.password))
-          return make_broker_error(reply_code::access_refused,
-                                   "login refused for user " + quote(user));
+        if (auto refused = check_login(st, hello); !refused.empty())
+          return make_broker_error(reply_code::access_refused, refused);
         auto v = st.vhosts.find(hello.vhost);
         if (v == st.vhosts.end())
           return make_broker_error(reply_code::not_found, "no vhost " + quote(hello.vhost));

@@ -192,6 +192,7 @@ struct client_hello {
   std::string password;
   std::string client_name;
   std::string peer;
+  bool loopback = false;  // the peer's address is a loopback one
 };
 
 // --- inspect -----------------------------------------------------------------------------------
@@ -233,7 +234,7 @@ typename Inspector::result_type inspect(Inspector& f, node_stats_info& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, client_hello& x) {
-  return f(x.vhost, x.user, x.password, x.client_name, x.peer);
+  return f(x.vhost, x.user, x.password, x.client_name, x.peer, x.loopback);
 }
 
 }  // namespace warren

@@ -224,8 +224,11 @@ int main(int argc, char** argv) {
   app.add_option("--host", opt.connect.host, "node address")->capture_default_str();
   app.add_option("--port", opt.connect.port, "node RPC port")->capture_default_str();
   app.add_option("--vhost", opt.connect.vhost, "virtual host")->capture_default_str();
-  app.add_option("--user", opt.connect.user, "user name (default guest)");
-  app.add_option("--password", opt.connect.password, "password");
+  app.add_option("--user", opt.connect.user, "user name")
+      ->envname("WARREN_USER")
+      ->capture_default_str();
+  app.add_option("--password", opt.connect.password, "password (default guest)")
+      ->envname("WARREN_PASSWORD");
   app.add_flag("--json", opt.json, "machine-readable output");
   app.require_subcommand(1);
 

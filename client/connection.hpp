@@ -21,8 +21,8 @@ struct connect_options {
   std::string host = "127.0.0.1";
   uint16_t port = 5680;
   std::string vhost = "/";
-  std::string user;  // empty: guest
-  std::string password;
+  std::string user = "guest";  // guest may only log in from a loopback address
+  std::string password = "guest";
   std::string client_name = "warren-client";
 };
 

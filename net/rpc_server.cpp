@@ -418,7 +418,7 @@ class connection_impl final : public rpc::Connection::Server {
 class broker_impl final : public rpc::Broker::Server {
  public:
   broker_impl(caf::actor_system& system, caf::actor node, std::shared_ptr<loop_bridge> bridge,
-              std::string peer)
+              peer_address peer)
       : system_(system),
         node_(std::move(node)),
         bridge_(std::move(bridge)),
@@ -427,9 +427,9 @@ class broker_impl final : public rpc::Broker::Server {
  protected:
   kj::Promise<void> connect(ConnectContext ctx) override {
     auto p = ctx.getParams();
-    client_hello hello{text(p.getVhost()), text(p.getUser()), text(p.getPassword()),
-                       text(p.getClientName()), peer_};
-    if (hello.client_name.empty()) hello.client_name = peer_;
+    client_hello hello{text(p.getVhost()),      text(p.getUser()), text(p.getPassword()),
+                       text(p.getClientName()), peer_.name,        peer_.loopback};
+    if (hello.client_name.empty()) hello.client_name = peer_.name;
     auto session = rpc_session::create(system_, node_, bridge_, std::move(hello));
     return session
         ->request([&](uint64_t r) { caf::anon_send(session->actor(), open_atom::value, r); })
@@ -442,7 +442,7 @@ class broker_impl final : public rpc::Broker::Server {
   caf::actor_system& system_;
   caf::actor node_;
   std::shared_ptr<loop_bridge> bridge_;
-  std::string peer_;
+  peer_address peer_;
 };
 
 // One accepted TCP connection and the RPC system serving it.
@@ -474,7 +474,7 @@ uint16_t rpc_server::start(const std::string& bind_address, uint16_t port) {
       capnp::ReaderOptions options;
       options.traversalLimitInWords = max_message_words;
       auto client = kj::heap<served_client>(
-          kj::mv(stream), kj::heap<broker_impl>(system_, node_, bridge, peer.name), options);
+          kj::mv(stream), kj::heap<broker_impl>(system_, node_, bridge, peer), options);
       auto& network = client->network;
       return network.onDisconnect().attach(kj::mv(client));
     };

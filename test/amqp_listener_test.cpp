@@ -242,6 +242,42 @@ BOOST_AUTO_TEST_CASE(a_wrong_protocol_header_gets_ours_back_and_the_socket_close
   expect_node_serves(node);
 }
 
+// connection.start-ok with `mechanism` and `response`; returns the code of the connection.close
+// that answers it, or 0 when the node went on to connection.tune.
+uint16_t login(raw_client& c, const std::string& mechanism, const std::string& response) {
+  c.send(std::string(protocol_header));
+  BOOST_REQUIRE((c.next_method().first == method_id{10, 10}));
+  auto ok = method_payload({10, 11});
+  ok.field_table({});
+  ok.short_string(mechanism);
+  ok.long_string(response);
+  ok.short_string("en_US");
+  c.send_method(0, std::move(ok));
+  auto [id, args] = c.next_method();
+  if (id == method_id{10, 30}) return 0;
+  BOOST_REQUIRE((id == method_id{10, 50}));
+  return reader(args).short_uint();
+}
+
+BOOST_AUTO_TEST_CASE(an_empty_user_name_is_refused_by_plain_and_amqplain) {
+  node_process node;
+  {
+    raw_client c(node.amqp_port());
+    BOOST_TEST(login(c, "PLAIN", "\0\0anything"s) == 403);
+  }
+  {
+    raw_client c(node.amqp_port());
+    writer only_password;
+    only_password.field_table({{"PASSWORD", value::of_string("anything")}});
+    BOOST_TEST(login(c, "AMQPLAIN", only_password.bytes().substr(4)) == 403);
+  }
+  {
+    raw_client c(node.amqp_port());
+    BOOST_TEST(login(c, "PLAIN", "\0guest\0guest"s) == 0);
+  }
+  expect_node_serves(node);
+}
+
 BOOST_AUTO_TEST_CASE(framing_mistakes_close_the_connection_with_frame_error) {
   node_process node;
   const std::vector<std::pair<const char*, std::string>> cases = {

@@ -756,6 +756,33 @@ BOOST_AUTO_TEST_CASE(unknown_vhosts_and_bad_passwords_are_refused) {
   BOOST_TEST(expect_error([&] { connection::open(o); }) == "ACCESS_REFUSED");
 }
 
+BOOST_AUTO_TEST_CASE(an_empty_user_name_is_refused_whatever_the_password) {
+  connect_options o;
+  o.port = node.port();
+  o.user = "";
+  o.password = "anything";
+  BOOST_TEST(expect_error([&] { connection::open(o); }) == "ACCESS_REFUSED");
+  o.password = "";
+  BOOST_TEST(expect_error([&] { connection::open(o); }) == "ACCESS_REFUSED");
+}
+
+BOOST_AUTO_TEST_CASE(guest_may_only_connect_from_a_loopback_address) {
+  auto address = warren::test::non_loopback_address();
+  if (address.empty()) {
+    BOOST_TEST_MESSAGE("no non-loopback IPv4 address on this machine: nothing to try");
+    return;
+  }
+  node_process wide({"--bind", "0.0.0.0"});
+  connect_options o;
+  o.host = address;
+  o.port = wide.port();
+  o.user = "guest";
+  o.password = "guest";
+  BOOST_TEST(expect_error([&] { connection::open(o); }) == "ACCESS_REFUSED");
+  o.host = "127.0.0.1";
+  BOOST_CHECK_NO_THROW(connection::open(o));
+}
+
 BOOST_AUTO_TEST_CASE(connections_are_listed_with_name_and_peer) {
   auto rows = conn->list_connections();
   BOOST_REQUIRE(rows.size() == 1u);

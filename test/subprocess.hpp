@@ -14,6 +14,9 @@
 
 namespace warren::test {
 
+/// An IPv4 address of this machine that is not loopback ("10.0.0.5"), or empty when it has none.
+std::string non_loopback_address();
+
 /// A temporary directory, removed with everything in it when destroyed.
 class temp_dir {
  public:

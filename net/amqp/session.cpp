@@ -168,6 +168,10 @@ void session::on_start_ok(reader& r) {
     return connection_error(reply_code::access_refused, problem, connection_start_ok);
   user_ = std::move(credentials.user);
   password_ = std::move(credentials.password);
+  // Refused here already, before tune: the node checks again (and the password) at open.
+  if (user_.empty())
+    return connection_error(reply_code::access_refused, "login refused: the user name is empty",
+                            connection_start_ok);
   if (user_ == "guest" && !loopback_)
     return connection_error(reply_code::access_refused,
                             "user 'guest' may only connect from a loopback address",
@@ -199,7 +203,7 @@ void session::on_tune_ok(reader& r) {
 
 void session::on_open(reader& r) {
   vhost_ = r.short_string();
-  client_hello hello{vhost_, user_, password_, client_name_, peer_};
+  client_hello hello{vhost_, user_, password_, client_name_, peer_, loopback_};
   auto link = std::make_shared<amqp_link>(config_.bridge, weak_from_this());
   actor_ = config_.system->spawn(connection_actor, config_.node, link, std::move(hello));
   std::weak_ptr<session> weak = weak_from_this();
