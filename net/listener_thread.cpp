@@ -58,19 +58,52 @@ struct listener_thread::impl : public kj::TaskSet::ErrorHandler {
     log(log_level::debug, "net", what + " connection ended: " + e.getDescription().cStr());
   }
 
+  // Accepts until the listener stops. A failed accept (out of descriptors, most often) is
+  // logged once per run of failures and retried after a short pause: the listener never gives up.
   kj::Promise<void> accept_loop(kj::ConnectionReceiver& listener, kj::TaskSet& connections,
-                                serve_function& serve) {
-    return listener.accept().then(
-        [this, &listener, &connections, &serve](kj::Own<kj::AsyncIoStream> stream) {
-          int one = 1;
-          try {
-            stream->setsockopt(IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-          } catch (...) {
-          }
-          auto peer = peer_of(*stream);
-          connections.add(serve(kj::mv(stream), peer));
-          return accept_loop(listener, connections, serve);
-        });
+                                serve_function& serve, kj::Timer& timer) {
+    // evalNow: accept() throws right away when the descriptors are still used up.
+    return kj::evalNow([&] { return listener.accept(); })
+        .then(
+            [this, &listener, &connections, &serve, &timer](kj::Own<kj::AsyncIoStream> stream) {
+              accepted_again();
+              int one = 1;
+              try {
+                stream->setsockopt(IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+              } catch (...) {
+              }
+              auto peer = peer_of(*stream);
+              connections.add(serve(kj::mv(stream), peer));
+              return accept_loop(listener, connections, serve, timer);
+            },
+            [this, &listener, &connections, &serve, &timer](kj::Exception&& e) {
+              accept_failed(e);
+              return timer.afterDelay(accept_retry_ms * kj::MILLISECONDS)
+                  .then([this, &listener, &connections, &serve, &timer] {
+                    return accept_loop(listener, connections, serve, timer);
+                  });
+            });
+  }
+
+  static constexpr int64_t accept_retry_ms = 100;
+  uint64_t failed_accepts = 0;
+
+  void accept_failed(const kj::Exception& e) {
+    if (failed_accepts++ > 0) return;
+    std::string why = e.getDescription().cStr();
+    bool out_of_fds = why.find("Too many open files") != std::string::npos;
+    log(log_level::warn, "net",
+        what + " listener cannot accept connections: " +
+            (out_of_fds ? "out of file descriptors (raise the limit: ulimit -n)" : why) +
+            "; retrying every " + std::to_string(accept_retry_ms) + " ms");
+  }
+
+  void accepted_again() {
+    if (failed_accepts == 0) return;
+    log(log_level::info, "net",
+        what + " listener accepts again, after " + std::to_string(failed_accepts) +
+            " failed attempt(s)");
+    failed_accepts = 0;
   }
 
   void run(std::string bind, uint16_t port, setup_function setup, std::promise<uint16_t>& ready) {
@@ -99,7 +132,7 @@ struct listener_thread::impl : public kj::TaskSet::ErrorHandler {
         auto serve = setup(loop_context{bridge, io.provider->getTimer()});
         ready.set_value(static_cast<uint16_t>(listener->getPort()));
         kj::TaskSet connections(*this);
-        background.add(accept_loop(*listener, connections, serve));
+        background.add(accept_loop(*listener, connections, serve, io.provider->getTimer()));
         stop.promise.wait(io.waitScope);
         // Leaving this scope drops every connection (their actors requeue what clients held),
         // then the front door's serve function.
