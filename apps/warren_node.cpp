@@ -33,6 +33,7 @@ struct node_options {
   uint16_t port = 5680;
   uint16_t amqp_port = 5672;
   uint16_t heartbeat = 60;
+  warren::net::door_limits limits;
   double memory_high_watermark = 0.4;
   uint64_t disk_free_limit = 50'000'000;
   std::string log_level = "info";
@@ -86,6 +87,10 @@ int parse_options(int argc, char** argv, node_options& opt) {
   app.add_option("--consumer-timeout", opt.consumer_timeout_ms,
                  "close a channel with 406 when one of its deliveries stays unacked this many "
                  "milliseconds (0 = never)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--handshake-timeout", opt.limits.handshake_timeout_ms,
+                 "close a connection that has not logged in within MS milliseconds (0 = never)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
       ->capture_default_str();
   app.add_option("--stats-interval", opt.stats_interval,
@@ -199,7 +204,7 @@ int main(int argc, char** argv) {
   warren::net::rpc_server server(system, node);
   uint16_t port = 0;
   try {
-    port = server.start(opt.bind, opt.port);
+    port = server.start(opt.bind, opt.port, opt.limits);
   } catch (const std::exception& e) {
     warren::log(warren::log_level::error, "node", e.what());
     caf::anon_send_exit(alarm, caf::exit_reason::user_shutdown);
@@ -210,7 +215,7 @@ int main(int argc, char** argv) {
   warren::amqp::amqp_server amqp(system, node, alarm);
   if (opt.amqp_port != 0) {
     try {
-      auto amqp_port = amqp.start(opt.bind, opt.amqp_port, opt.heartbeat);
+      auto amqp_port = amqp.start(opt.bind, opt.amqp_port, opt.heartbeat, opt.limits);
       warren::log(warren::log_level::info, "node",
                   "AMQP 0-9-1 listener on " + opt.bind + ":" + std::to_string(amqp_port));
     } catch (const std::exception& e) {

@@ -20,6 +20,12 @@
 
 namespace warren::net {
 
+/// What both front doors enforce on every connection.
+struct door_limits {
+  /// A connection that has not logged in (and, on AMQP, opened its vhost) by then is closed.
+  int64_t handshake_timeout_ms = 10000;  // RabbitMQ's default
+};
+
 struct peer_address {
   std::string name = "unknown";  // "host:port"
   bool loopback = false;

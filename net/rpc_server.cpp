@@ -418,11 +418,12 @@ class connection_impl final : public rpc::Connection::Server {
 class broker_impl final : public rpc::Broker::Server {
  public:
   broker_impl(caf::actor_system& system, caf::actor node, std::shared_ptr<loop_bridge> bridge,
-              peer_address peer)
+              peer_address peer, std::shared_ptr<bool> logged_in)
       : system_(system),
         node_(std::move(node)),
         bridge_(std::move(bridge)),
-        peer_(std::move(peer)) {}
+        peer_(std::move(peer)),
+        logged_in_(std::move(logged_in)) {}
 
  protected:
   kj::Promise<void> connect(ConnectContext ctx) override {
@@ -433,7 +434,8 @@ class broker_impl final : public rpc::Broker::Server {
     auto session = rpc_session::create(system_, node_, bridge_, std::move(hello));
     return session
         ->request([&](uint64_t r) { caf::anon_send(session->actor(), open_atom::value, r); })
-        .then([ctx, session](caf::message) mutable {
+        .then([ctx, session, logged_in = logged_in_](caf::message) mutable {
+          *logged_in = true;
           ctx.getResults().setConnection(kj::heap<connection_impl>(session));
         });
   }
@@ -443,6 +445,7 @@ class broker_impl final : public rpc::Broker::Server {
   caf::actor node_;
   std::shared_ptr<loop_bridge> bridge_;
   peer_address peer_;
+  std::shared_ptr<bool> logged_in_;  // set once connect succeeded
 };
 
 // One accepted TCP connection and the RPC system serving it.
@@ -467,18 +470,40 @@ rpc_server::~rpc_server() {
   stop();
 }
 
-uint16_t rpc_server::start(const std::string& bind_address, uint16_t port) {
-  return listener_.start(bind_address, port, [this](const loop_context& loop) -> serve_function {
-    auto bridge = loop.bridge;
-    return [this, bridge](kj::Own<kj::AsyncIoStream> stream, const peer_address& peer) {
-      capnp::ReaderOptions options;
-      options.traversalLimitInWords = max_message_words;
-      auto client = kj::heap<served_client>(
-          kj::mv(stream), kj::heap<broker_impl>(system_, node_, bridge, peer), options);
-      auto& network = client->network;
-      return network.onDisconnect().attach(kj::mv(client));
-    };
-  });
+// Resolves (ending the connection) when the client has not logged in within the timeout.
+kj::Promise<void> handshake_deadline(kj::Timer& timer, int64_t ms, std::shared_ptr<bool> logged_in,
+                                     std::string peer) {
+  if (ms <= 0) return kj::NEVER_DONE;
+  return timer.afterDelay(ms * kj::MILLISECONDS)
+      .then([logged_in, ms, peer = std::move(peer)]() -> kj::Promise<void> {
+        if (*logged_in) return kj::NEVER_DONE;
+        log(log_level::info, "rpc",
+            "dropping " + peer + ": no connect within " + std::to_string(ms) + " ms");
+        return kj::READY_NOW;
+      });
+}
+
+uint16_t rpc_server::start(const std::string& bind_address, uint16_t port,
+                           const door_limits& limits) {
+  return listener_.start(
+      bind_address, port, [this, limits](const loop_context& loop) -> serve_function {
+        auto bridge = loop.bridge;
+        auto* timer = &loop.timer;
+        return [this, bridge, limits, timer](kj::Own<kj::AsyncIoStream> stream,
+                                             const peer_address& peer) {
+          capnp::ReaderOptions options;
+          options.traversalLimitInWords = max_message_words;
+          auto logged_in = std::make_shared<bool>(false);
+          auto client = kj::heap<served_client>(
+              kj::mv(stream), kj::heap<broker_impl>(system_, node_, bridge, peer, logged_in),
+              options);
+          auto& network = client->network;
+          return network.onDisconnect()
+              .exclusiveJoin(
+                  handshake_deadline(*timer, limits.handshake_timeout_ms, logged_in, peer.name))
+              .attach(kj::mv(client));
+        };
+      });
 }
 
 void rpc_server::stop() {

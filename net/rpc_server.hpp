@@ -26,7 +26,7 @@ class rpc_server {
   rpc_server(const rpc_server&) = delete;
   rpc_server& operator=(const rpc_server&) = delete;
 
-  uint16_t start(const std::string& bind_address, uint16_t port);
+  uint16_t start(const std::string& bind_address, uint16_t port, const door_limits& limits);
   void stop();
 
  private:

@@ -11,6 +11,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -74,4 +75,42 @@ BOOST_AUTO_TEST_CASE(both_listeners_accept_again_after_running_out_of_descriptor
     o.port = node.port();
     return connection::open(o)->list_vhosts().size() == 1;
   }));
+}
+
+namespace {
+
+// True once the node closed `fd` (read returns 0 or an error); false if it stays open for the
+// guard time.
+bool closed_by_node(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  for (;;) {
+    if (poll(&p, 1, 30000) != 1) return false;
+    char buf[512];
+    auto n = read(fd, buf, sizeof buf);
+    if (n <= 0) return true;  // anything the node wrote first (its protocol header) is skipped
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(connections_that_never_log_in_are_closed_after_the_handshake_timeout) {
+  node_process node({"--handshake-timeout", "300"});
+  int silent_amqp = idle_socket(node.amqp_port());
+  int header_only = idle_socket(node.amqp_port());
+  BOOST_REQUIRE(write(header_only, "AMQP\x00\x00\x09\x01", 8) == 8);
+  int silent_rpc = idle_socket(node.port());
+  BOOST_TEST(closed_by_node(silent_amqp));
+  BOOST_TEST(closed_by_node(header_only));
+  BOOST_TEST(closed_by_node(silent_rpc));
+  for (int fd : {silent_amqp, header_only, silent_rpc}) close(fd);
+  // Connections that logged in stay, on both doors, well past the timeout.
+  raw_client amqp(node.amqp_port());
+  amqp.handshake();
+  connect_options o;
+  o.port = node.port();
+  auto rpc = connection::open(o);
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));
+  amqp.open_channel(1);
+  BOOST_TEST(rpc->list_vhosts().size() == 1u);
+  BOOST_TEST(node.alive());
 }

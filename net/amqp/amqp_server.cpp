@@ -16,15 +16,16 @@ amqp_server::~amqp_server() {
 }
 
 uint16_t amqp_server::start(const std::string& bind_address, uint16_t port,
-                            uint16_t heartbeat_seconds) {
+                            uint16_t heartbeat_seconds, const net::door_limits& limits) {
   return listener_.start(
-      bind_address, port, [this, heartbeat_seconds](const net::loop_context& loop) {
+      bind_address, port, [this, heartbeat_seconds, limits](const net::loop_context& loop) {
         auto config = std::make_shared<session_config>();
         config->system = &system_;
         config->node = node_;
         config->bridge = loop.bridge;
         config->timer = &loop.timer;
         config->heartbeat_seconds = heartbeat_seconds;
+        config->limits = limits;
         config->flow = std::make_shared<flow_control>();
         // The resource alarm's verdicts reach this loop through a small relay actor, which
         // goes when the serve function (holding `relay`) does.

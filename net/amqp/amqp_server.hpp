@@ -27,7 +27,8 @@ class amqp_server {
   amqp_server(const amqp_server&) = delete;
   amqp_server& operator=(const amqp_server&) = delete;
 
-  uint16_t start(const std::string& bind_address, uint16_t port, uint16_t heartbeat_seconds);
+  uint16_t start(const std::string& bind_address, uint16_t port, uint16_t heartbeat_seconds,
+                 const net::door_limits& limits);
   void stop();
 
  private:

@@ -12,6 +12,7 @@
 // unanswered (the broker's credit), so no mailbox grows without bound.
 #pragma once
 
+#include "net/listener_thread.hpp"
 #include "net/loop_bridge.hpp"
 
 #include <kj/async-io.h>
@@ -56,6 +57,7 @@ struct session_config {
   uint16_t heartbeat_seconds = 60;  // offered in connection.tune; 0 = none
   uint32_t frame_max = 131072;
   uint16_t channel_max = 2047;
+  net::door_limits limits;
 };
 
 /// Serves one accepted connection until it ends (either side closed it, or it broke). `peer` is

@@ -329,6 +329,17 @@ void session::maybe_resume_reading() {
   resume_reading_ = nullptr;
 }
 
+kj::Promise<void> session::handshake_deadline() {
+  auto ms = config_.limits.handshake_timeout_ms;
+  if (ms <= 0 || config_.timer == nullptr) return kj::READY_NOW;
+  return config_.timer->afterDelay(ms * kj::MILLISECONDS).then([this, ms] {
+    if (phase_ == phase::running || phase_ == phase::closing || phase_ == phase::done) return;
+    log(log_level::info, "amqp",
+        "dropping " + peer_ + ": no completed handshake within " + std::to_string(ms) + " ms");
+    finish("handshake timeout");
+  });
+}
+
 kj::Promise<void> session::heartbeat_loop() {
   auto half = std::max<int64_t>(heartbeat_ * 1000 / 2, 1);
   return config_.timer->afterDelay(half * kj::MILLISECONDS)

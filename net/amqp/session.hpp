@@ -87,6 +87,7 @@ class session : public std::enable_shared_from_this<session>,
   kj::Promise<void> run() {
     if (config_.flow) config_.flow->listen(weak_from_this());
     tasks_.add(read_loop());
+    tasks_.add(handshake_deadline());
     return finished_promise_.addBranch();
   }
 
@@ -300,6 +301,9 @@ class session : public std::enable_shared_from_this<session>,
   void maybe_resume_reading();
 
   kj::Promise<void> heartbeat_loop();
+
+  // Closes the connection if it has not opened its vhost within the handshake timeout.
+  kj::Promise<void> handshake_deadline();
 
   void taskFailed(kj::Exception&& e) override { finish(e.getDescription().cStr()); }
 
