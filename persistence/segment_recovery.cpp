@@ -109,6 +109,9 @@ std::vector<recovered_message> segment_store::recover(recovery_report& report) {
     uint64_t limit = next == found.segments.end() ? UINT64_MAX : next->first;
     recover_segment(s->first, limit, next == found.segments.end(), s->second, out, report);
   }
+  // Messages of segments whose marks were damaged came back redelivered: that is written down
+  // now, so a restart after the damaged marks were cut away (a torn tail) still says so.
+  write_marks();
   std::sort(out.begin(), out.end(),
             [](const recovered_message& a, const recovered_message& b) { return a.seq < b.seq; });
   return out;
@@ -235,6 +238,8 @@ void segment_store::recover_segment(uint64_t first, uint64_t limit, bool last, b
     }
     r.delivered = marks.unsure || marks.delivered.count(seq) != 0;
     index_[seq] = {first, f.offset, r.delivered ? 1u : 0u};
+    if (marks.unsure && marks.delivered.count(seq) == 0)
+      pending_marks_.push_back({seq, first, false});
     ++seg.valid;
     out.push_back(std::move(r));
   }
