@@ -435,6 +435,10 @@ void close_connection(self_ptr self) {
   std::vector<uint16_t> ids;
   for (const auto& [id, ch] : st.channels) ids.push_back(id);
   for (auto id : ids) close_channel(self, id, {reply_code::connection_forced, "connection closed"});
+  // CAF 0.17 keeps a monitor in the watched actor until that actor ends, and the monitor's
+  // address keeps this actor's memory: the vhost and exchanges outlive every connection.
+  if (st.vhost) self->demonitor(st.vhost);
+  for (const auto& [name, e] : st.exchanges) self->demonitor(e.actor);
   self->quit();
 }
 

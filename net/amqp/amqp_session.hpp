@@ -40,9 +40,12 @@ class flow_control {
   bool blocked() const { return blocked_; }
   const std::string& reason() const { return reason_; }
   void set(bool blocked, std::string reason);
-  void listen(std::weak_ptr<flow_listener> listener) { listeners_.push_back(std::move(listener)); }
+  /// Also forgets listeners that are gone, once their number has doubled since the last time:
+  /// connections come and go without the alarm ever changing.
+  void listen(std::weak_ptr<flow_listener> listener);
 
  private:
+  size_t prune_at_ = 64;
   bool blocked_ = false;
   std::string reason_;
   std::vector<std::weak_ptr<flow_listener>> listeners_;

@@ -10,6 +10,8 @@
 
 #include <caf/send.hpp>
 
+#include <algorithm>
+
 namespace warren::amqp {
 
 kj::Promise<void> session::read_loop() {
@@ -461,9 +463,21 @@ void flow_control::set(bool blocked, std::string reason) {
   }
 }
 
+void flow_control::listen(std::weak_ptr<flow_listener> listener) {
+  listeners_.push_back(std::move(listener));
+  if (listeners_.size() < prune_at_) return;
+  listeners_.erase(std::remove_if(listeners_.begin(), listeners_.end(),
+                                  [](const auto& w) { return w.expired(); }),
+                   listeners_.end());
+  prune_at_ = std::max<size_t>(64, 2 * listeners_.size());
+}
+
 kj::Promise<void> serve(kj::Own<kj::AsyncIoStream> stream, std::string peer, bool peer_is_loopback,
                         const session_config& config) {
-  auto s = std::make_shared<session>(kj::mv(stream), std::move(peer), peer_is_loopback, config);
+  // Not make_shared: weak pointers to a session (its link, held by its connection actor) must
+  // not keep the session's memory, 64 KiB of read buffer included, once it has ended.
+  std::shared_ptr<session> s(
+      new session(kj::mv(stream), std::move(peer), peer_is_loopback, config));
   return s->run().attach(kj::defer([s]() mutable { s.reset(); }));
 }
 
