@@ -277,11 +277,14 @@ void closes_after_publishes(self_ptr self, uint16_t id) {
 
 // What is wrong with a publish call's messages, or empty. Checked before anything is routed so
 // a bad message in a batch leaves the whole batch unpublished.
-std::string check_publish(const std::vector<message_ptr>& msgs) {
+std::string check_publish(const std::vector<message_ptr>& msgs, uint64_t max_bytes) {
   for (size_t i = 0; i < msgs.size(); ++i) {
     const auto& m = *msgs[i];
     std::string problem;
-    if (!m.exchange.empty()) problem = check_name("exchange name", m.exchange);
+    if (m.body.size() > max_bytes)
+      problem = "message size " + std::to_string(m.body.size()) +
+                " is larger than the maximum of " + std::to_string(max_bytes);
+    if (problem.empty() && !m.exchange.empty()) problem = check_name("exchange name", m.exchange);
     if (problem.empty()) problem = check_key("routing key", m.routing_key);
     if (problem.empty()) {
       std::optional<int64_t> ttl;
@@ -468,9 +471,10 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         self->request(self->state.node, caf::infinite, connect_atom::value, self->state.hello,
                       self_handle(self))
             .then(
-                [=](caf::actor& vhost, int64_t consumer_timeout_ms) {
+                [=](caf::actor& vhost, const connection_settings& settings) {
                   self->state.vhost = vhost;
-                  self->state.consumer_timeout_ms = consumer_timeout_ms;
+                  self->state.consumer_timeout_ms = settings.consumer_timeout_ms;
+                  self->state.max_message_bytes = settings.max_message_bytes;
                   self->monitor(vhost);
                   self->state.link->reply(request, {}, {});
                 },
@@ -594,7 +598,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
       // --- publishing ------------------------------------------------------------------------
       [=](publish_atom, uint64_t request, uint16_t id, std::vector<message_ptr>& msgs) {
         if (auto* ch = open_channel(self, request, id)) {
-          if (auto problem = check_publish(msgs); !problem.empty()) {
+          if (auto problem = check_publish(msgs, self->state.max_message_bytes); !problem.empty()) {
             fail(self, request, id, make_broker_error(reply_code::precondition_failed, problem));
             return;
           }

@@ -105,6 +105,7 @@ struct connection_state {
   // A channel whose oldest unacked delivery is older than this is closed with 406 (RabbitMQ's
   // consumer_timeout); 0 = never. Checked by one timer while anything is unacked.
   int64_t consumer_timeout_ms = 0;
+  uint64_t max_message_bytes = UINT64_MAX;
   bool timeout_check_scheduled = false;
   traffic_counters traffic;
 

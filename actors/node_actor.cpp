@@ -118,7 +118,8 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
     self->quit(msg.reason);
   });
   return {
-      [=](connect_atom, client_hello& hello, caf::actor& conn) -> caf::result<caf::actor, int64_t> {
+      [=](connect_atom, client_hello& hello,
+          caf::actor& conn) -> caf::result<caf::actor, connection_settings> {
         auto& st = self->state;
         if (auto refused = check_login(st, hello); !refused.empty())
           return make_broker_error(reply_code::access_refused, refused);
@@ -131,12 +132,10 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
         log(log_level::debug, "node",
             "connection " + quote(hello.client_name) + " from " + hello.peer + " to vhost " +
                 quote(hello.vhost));
-        return {v->second, st.consumer_timeout_ms};
+        return {v->second, st.settings};
       },
       [=](alarm_atom, const caf::actor& alarm) { self->state.alarm = alarm; },
-      [=](timeout_atom, int64_t consumer_timeout_ms) {
-        self->state.consumer_timeout_ms = consumer_timeout_ms;
-      },
+      [=](settings_atom, const connection_settings& settings) { self->state.settings = settings; },
       [=](declare_atom, vhost_atom, const std::string& name) -> caf::result<void> {
         if (auto problem = check_name("vhost name", name); !problem.empty())
           return make_broker_error(reply_code::precondition_failed, problem);

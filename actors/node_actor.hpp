@@ -1,8 +1,8 @@
 // Node actor: the root of one broker process. Owns the vhosts and the user table, admits
 // connections, and answers node-wide listings.
 //
-//   (connect_atom, client_hello, connection actor)   -> (vhost actor, consumer timeout ms)
-//   (timeout_atom, ms)                                 sets the consumer timeout (0 = off)
+//   (connect_atom, client_hello, connection actor)   -> (vhost actor, connection_settings)
+//   (settings_atom, connection_settings)              for connections that log in later
 //        NOT_FOUND for an unknown vhost, ACCESS_REFUSED for bad credentials
 //   (declare_atom, vhost_atom, name)                 -> void   idempotent
 //   (delete_atom, vhost_atom, name)                  -> void   stops everything in it
@@ -34,9 +34,9 @@ struct node_state {
   std::map<std::string, std::string> users;  // name -> password
   std::unordered_map<caf::actor_addr, caf::actor> connections;
   storage_context storage;
-  int64_t started_ms = 0;  // steady clock
-  caf::actor alarm;        // resource_alarm: connections subscribe to it when they connect
-  int64_t consumer_timeout_ms = 30 * 60 * 1000;  // 0 = off; handed to connections
+  int64_t started_ms = 0;        // steady clock
+  caf::actor alarm;              // resource_alarm: connections subscribe to it when they connect
+  connection_settings settings;  // handed to connections as they log in
 
   static inline const char* name = "node";
 };

@@ -64,6 +64,7 @@ using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
 using alarm_atom = caf::atom_constant<caf::atom("alarm")>;
 using route_atom = caf::atom_constant<caf::atom("route")>;
 using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
+using settings_atom = caf::atom_constant<caf::atom("settings")>;
 
 /// How a connection settles deliveries it holds.
 enum class settle_kind : uint8_t { ack, requeue, reject };
@@ -185,6 +186,14 @@ struct node_stats_info {
   std::vector<connection_info> connections;
 };
 
+/// What the node tells every connection when it logs in.
+struct connection_settings {
+  /// A channel holding a delivery unacked this long is closed (406); 0 = never.
+  int64_t consumer_timeout_ms = 30 * 60 * 1000;  // RabbitMQ's default
+  /// Larger message bodies are refused with PRECONDITION_FAILED on both doors.
+  uint64_t max_message_bytes = uint64_t{128} << 20;  // RabbitMQ's default max_message_size
+};
+
 /// Who a client says it is when it connects.
 struct client_hello {
   std::string vhost;
@@ -231,6 +240,10 @@ typename Inspector::result_type inspect(Inspector& f, connection_info& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_stats_info& x) {
   return f(x.uptime_ms, x.rss_bytes, x.queues, x.connections);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, connection_settings& x) {
+  return f(x.consumer_timeout_ms, x.max_message_bytes);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, client_hello& x) {

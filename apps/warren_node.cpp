@@ -41,7 +41,7 @@ struct node_options {
   size_t workers = 2;
   unsigned stats_interval = 0;
   uint64_t segment_bytes = 8 << 20;
-  int64_t consumer_timeout_ms = 30 * 60 * 1000;  // RabbitMQ's default
+  warren::connection_settings settings;
 };
 
 // Reads the command line into `opt`; -1 to go on, else the exit code (0 after --help).
@@ -84,10 +84,14 @@ int parse_options(int argc, char** argv, node_options& opt) {
                  "size at which a queue's segment file is rolled over")
       ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 32))
       ->capture_default_str();
-  app.add_option("--consumer-timeout", opt.consumer_timeout_ms,
+  app.add_option("--consumer-timeout", opt.settings.consumer_timeout_ms,
                  "close a channel with 406 when one of its deliveries stays unacked this many "
                  "milliseconds (0 = never)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--max-message-size", opt.settings.max_message_bytes,
+                 "largest message body accepted, in bytes (both doors)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{512} << 20))
       ->capture_default_str();
   app.add_option("--handshake-timeout", opt.limits.handshake_timeout_ms,
                  "close a connection that has not logged in within MS milliseconds (0 = never)")
@@ -200,7 +204,8 @@ int main(int argc, char** argv) {
                             warren::make_resource_limits(opt.memory_high_watermark,
                                                          opt.disk_free_limit, storage.data_dir));
   caf::anon_send(node, warren::alarm_atom::value, alarm);
-  caf::anon_send(node, warren::timeout_atom::value, opt.consumer_timeout_ms);
+  caf::anon_send(node, warren::settings_atom::value, opt.settings);
+  opt.limits.max_message_bytes = opt.settings.max_message_bytes;
   warren::net::rpc_server server(system, node);
   uint16_t port = 0;
   try {

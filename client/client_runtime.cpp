@@ -4,8 +4,11 @@ namespace warren::client {
 
 namespace {
 
-/// Largest message read from the node (a big deliver batch): matches the server's bound.
-constexpr uint64_t max_message_words = 16 * 1024 * 1024;
+/// Largest message read from or sent to the node: 512 MiB: the largest --max-message-size a node
+/// takes. Cap'n Proto also refuses to *send*
+// beyond this, so a bigger message fails here; smaller ones over the node's maximum get the
+// node's clear PRECONDITION_FAILED.
+constexpr uint64_t max_message_words = uint64_t{64} * 1024 * 1024;
 
 }  // namespace
 

@@ -24,6 +24,9 @@ namespace warren::net {
 struct door_limits {
   /// A connection that has not logged in (and, on AMQP, opened its vhost) by then is closed.
   int64_t handshake_timeout_ms = 10000;  // RabbitMQ's default
+  /// Largest message body: AMQP refuses it at its content header; the Cap'n Proto door reads
+  /// messages up to twice this size so that it can refuse them with a clear error.
+  uint64_t max_message_bytes = uint64_t{128} << 20;
 };
 
 struct peer_address {

@@ -492,7 +492,8 @@ uint16_t rpc_server::start(const std::string& bind_address, uint16_t port,
         return [this, bridge, limits, timer](kj::Own<kj::AsyncIoStream> stream,
                                              const peer_address& peer) {
           capnp::ReaderOptions options;
-          options.traversalLimitInWords = max_message_words;
+          options.traversalLimitInWords =
+              std::max<uint64_t>(max_message_words, limits.max_message_bytes / 4 + (1 << 20));
           auto logged_in = std::make_shared<bool>(false);
           auto client = kj::heap<served_client>(
               kj::mv(stream), kj::heap<broker_impl>(system_, node_, bridge, peer, logged_in),

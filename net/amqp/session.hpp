@@ -24,8 +24,6 @@ namespace warren::amqp {
 
 using namespace methods;
 
-/// Largest message body accepted (RabbitMQ's default max_message_size).
-constexpr uint64_t max_body_size = 128ull << 20;
 /// Published messages a connection may have unanswered before its socket is no longer read.
 constexpr size_t max_unanswered_messages = 20000;
 /// Publishes gathered from one read are sent to the actor in batches of at most this many.

@@ -34,11 +34,11 @@ void session::on_content(const frame_view& f) {
     p.have_header = true;
     p.body_size = h.body_size;
     p.properties = std::move(h.properties);
-    if (p.body_size > max_body_size) {
+    if (auto max = config_.limits.max_message_bytes; p.body_size > max) {
       ch.publish.reset();
       return channel_error(f.channel, reply_code::precondition_failed,
                            "message size " + std::to_string(h.body_size) +
-                               " is larger than the maximum of " + std::to_string(max_body_size),
+                               " is larger than the maximum of " + std::to_string(max),
                            basic_publish);
     }
     p.body.reserve(p.body_size);
