@@ -475,6 +475,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
                   self->state.vhost = vhost;
                   self->state.consumer_timeout_ms = settings.consumer_timeout_ms;
                   self->state.max_message_bytes = settings.max_message_bytes;
+                  self->state.channel_max = settings.channel_max;
                   self->monitor(vhost);
                   self->state.link->reply(request, {}, {});
                 },
@@ -517,6 +518,16 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
           st.link->reply(request,
                          make_broker_error(reply_code::channel_error,
                                            "channel " + std::to_string(id) + " is already open"),
+                         {});
+          return;
+        }
+        auto open = std::count_if(st.channels.begin(), st.channels.end(),
+                                  [](const auto& c) { return c.second.open; });
+        if (open >= st.channel_max) {
+          st.link->reply(request,
+                         make_broker_error(reply_code::not_allowed,
+                                           "this connection has " + std::to_string(open) +
+                                               " channels open, the maximum (channel_max)"),
                          {});
           return;
         }

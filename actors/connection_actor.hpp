@@ -106,6 +106,7 @@ struct connection_state {
   // consumer_timeout); 0 = never. Checked by one timer while anything is unacked.
   int64_t consumer_timeout_ms = 0;
   uint64_t max_message_bytes = UINT64_MAX;
+  uint16_t channel_max = UINT16_MAX;
   bool timeout_check_scheduled = false;
   traffic_counters traffic;
 

@@ -123,6 +123,12 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
         auto& st = self->state;
         if (auto refused = check_login(st, hello); !refused.empty())
           return make_broker_error(reply_code::access_refused, refused);
+        if (st.settings.max_connections != 0 &&
+            st.connections.size() >= st.settings.max_connections)
+          return make_broker_error(reply_code::not_allowed,
+                                   "connection refused: the node's connection limit (" +
+                                       std::to_string(st.settings.max_connections) +
+                                       ") is reached");
         auto v = st.vhosts.find(hello.vhost);
         if (v == st.vhosts.end())
           return make_broker_error(reply_code::not_found, "no vhost " + quote(hello.vhost));

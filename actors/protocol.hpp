@@ -192,6 +192,10 @@ struct connection_settings {
   int64_t consumer_timeout_ms = 30 * 60 * 1000;  // RabbitMQ's default
   /// Larger message bodies are refused with PRECONDITION_FAILED on both doors.
   uint64_t max_message_bytes = uint64_t{128} << 20;  // RabbitMQ's default max_message_size
+  /// Channels a connection may have open at once.
+  uint16_t channel_max = 2047;  // RabbitMQ's default
+  /// Connections the node takes at once (logged in); 0 = no limit.
+  uint32_t max_connections = 0;
 };
 
 /// Who a client says it is when it connects.
@@ -243,7 +247,7 @@ typename Inspector::result_type inspect(Inspector& f, node_stats_info& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, connection_settings& x) {
-  return f(x.consumer_timeout_ms, x.max_message_bytes);
+  return f(x.consumer_timeout_ms, x.max_message_bytes, x.channel_max, x.max_connections);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, client_hello& x) {

@@ -93,6 +93,13 @@ int parse_options(int argc, char** argv, node_options& opt) {
                  "largest message body accepted, in bytes (both doors)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{512} << 20))
       ->capture_default_str();
+  app.add_option("--max-connections", opt.settings.max_connections,
+                 "connections the node takes at once (0 = no limit)")
+      ->capture_default_str();
+  app.add_option("--channel-max", opt.settings.channel_max,
+                 "channels one connection may have open at once")
+      ->check(CLI::Range(1, 65535))
+      ->capture_default_str();
   app.add_option("--handshake-timeout", opt.limits.handshake_timeout_ms,
                  "close a connection that has not logged in within MS milliseconds (0 = never)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
@@ -206,6 +213,7 @@ int main(int argc, char** argv) {
   caf::anon_send(node, warren::alarm_atom::value, alarm);
   caf::anon_send(node, warren::settings_atom::value, opt.settings);
   opt.limits.max_message_bytes = opt.settings.max_message_bytes;
+  opt.limits.channel_max = opt.settings.channel_max;
   warren::net::rpc_server server(system, node);
   uint16_t port = 0;
   try {

@@ -27,6 +27,8 @@ struct door_limits {
   /// Largest message body: AMQP refuses it at its content header; the Cap'n Proto door reads
   /// messages up to twice this size so that it can refuse them with a clear error.
   uint64_t max_message_bytes = uint64_t{128} << 20;
+  /// AMQP offers it in connection.tune; the Cap'n Proto door counts open channels.
+  uint16_t channel_max = 2047;
 };
 
 struct peer_address {

@@ -242,3 +242,20 @@ BOOST_AUTO_TEST_CASE(a_200_mib_message_gets_a_clear_error_not_a_broken_connectio
   BOOST_TEST(error_code_of([&] { ch->publish(m); }) == "PRECONDITION_FAILED");
   BOOST_TEST(conn->list_vhosts().size() == 1u);
 }
+
+BOOST_AUTO_TEST_CASE(connection_and_channel_limits_refuse_with_a_clear_error) {
+  node_process node({"--max-connections", "2", "--channel-max", "3"});
+  connect_options o;
+  o.port = node.port();
+  auto first = connection::open(o);
+  raw_client second(node.amqp_port());
+  second.handshake();
+  BOOST_TEST(error_code_of([&] { connection::open(o); }) == "NOT_ALLOWED");
+  std::vector<std::unique_ptr<channel>> channels;
+  for (int i = 0; i < 3; ++i) channels.push_back(first->open_channel());
+  BOOST_TEST(error_code_of([&] { first->open_channel()->queue_declare("q"); }) == "NOT_ALLOWED");
+  channels.pop_back();  // closing one makes room
+  BOOST_CHECK_NO_THROW(first->open_channel()->queue_declare("q"));
+  second.open_channel(3);
+  BOOST_TEST(node.alive());
+}

@@ -26,6 +26,7 @@ uint16_t amqp_server::start(const std::string& bind_address, uint16_t port,
         config->timer = &loop.timer;
         config->heartbeat_seconds = heartbeat_seconds;
         config->limits = limits;
+        config->channel_max = limits.channel_max;
         config->flow = std::make_shared<flow_control>();
         // The resource alarm's verdicts reach this loop through a small relay actor, which
         // goes when the serve function (holding `relay`) does.
