@@ -3,6 +3,7 @@
 #include "actors/log.hpp"
 #include "actors/names.hpp"
 #include "net/rpc_session.hpp"
+#include "net/size_guarded_stream.hpp"
 #include "net/wire_convert.hpp"
 
 #include <capnp/rpc-twoparty.h>
@@ -17,6 +18,8 @@ namespace {
 
 /// Largest message the server reads from a client: bounds memory per call.
 constexpr uint64_t max_message_words = 16 * 1024 * 1024;  // 128 MiB
+// Before connect succeeds a client sends one small call; nothing bigger is read.
+constexpr uint64_t max_message_before_login = 64 * 1024;
 
 class channel_impl final : public rpc::Channel::Server {
  public:
@@ -495,8 +498,10 @@ uint16_t rpc_server::start(const std::string& bind_address, uint16_t port,
           options.traversalLimitInWords =
               std::max<uint64_t>(max_message_words, limits.max_message_bytes / 4 + (1 << 20));
           auto logged_in = std::make_shared<bool>(false);
+          auto guarded = kj::heap<size_guarded_stream>(kj::mv(stream), max_message_before_login,
+                                                       logged_in, peer.name);
           auto client = kj::heap<served_client>(
-              kj::mv(stream), kj::heap<broker_impl>(system_, node_, bridge, peer, logged_in),
+              kj::mv(guarded), kj::heap<broker_impl>(system_, node_, bridge, peer, logged_in),
               options);
           auto& network = client->network;
           return network.onDisconnect()

@@ -259,3 +259,46 @@ BOOST_AUTO_TEST_CASE(connection_and_channel_limits_refuse_with_a_clear_error) {
   second.open_channel(3);
   BOOST_TEST(node.alive());
 }
+
+namespace {
+
+size_t vm_size_kb(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmSize:", 0) == 0) return std::stoul(line.substr(7));
+  return 0;
+}
+
+}  // namespace
+
+// A Cap'n Proto message announces its size in its first words; before the client has logged in
+// the node reads none bigger than a small limit, instead of reserving 128 MiB for each.
+BOOST_AUTO_TEST_CASE(before_login_a_cap_n_proto_client_cannot_make_the_node_reserve_much) {
+  // No handshake timeout: only the size limit may close these connections.
+  node_process node({"--handshake-timeout", "0"});
+  auto before = vm_size_kb(node.pid());
+  std::vector<int> held;
+  for (int i = 0; i < 20; ++i) {
+    int fd = idle_socket(node.port());
+    uint32_t header[2] = {0, (16u << 20) - 1};  // one segment of 16M - 1 words, then nothing
+    BOOST_REQUIRE(write(fd, header, sizeof header) == sizeof header);
+    held.push_back(fd);
+  }
+  BOOST_TEST(node.wait_for_log("before logging in"));
+  auto grown_mb = (static_cast<long>(vm_size_kb(node.pid())) - static_cast<long>(before)) / 1024;
+  BOOST_TEST_MESSAGE("VmSize grew by " << grown_mb << " MiB");
+  BOOST_TEST(grown_mb < 256);  // 20 reservations of 128 MiB would be 2,560
+  BOOST_TEST(closed_by_node(held.front()));
+  for (int fd : held) close(fd);
+  // A client that logs in may send big messages.
+  connect_options o;
+  o.port = node.port();
+  auto conn = connection::open(o);
+  auto ch = conn->open_channel();
+  ch->queue_declare("q");
+  outbound_message m;
+  m.routing_key = "q";
+  m.body = std::string(1 << 20, 'x');
+  BOOST_TEST(to_string(ch->publish(m).outcome) == std::string("routed"));
+}
