@@ -10,6 +10,9 @@
 #include "amqp_raw_client.hpp"
 #include "subprocess.hpp"
 
+#include <chrono>
+#include <thread>
+
 using namespace warren::amqp;
 using warren::test::node_process;
 using warren::test::raw_client;
@@ -112,6 +115,18 @@ uint32_t ready_in(raw_client& c, uint16_t channel, const std::string& queue, int
   reader r(args);
   r.short_string();
   return r.long_uint();
+}
+
+// Dead-lettering is asynchronous (as in RabbitMQ): asks until `queue` has `n` ready, or the
+// guard time passed; returns the last count.
+uint32_t ready_eventually(raw_client& c, uint16_t channel, const std::string& queue, uint32_t n) {
+  auto deadline = std::chrono::steady_clock::now() + warren::test::patience;
+  int deliveries = 0;
+  for (;;) {
+    auto ready = ready_in(c, channel, queue, deliveries);
+    if (ready == n || std::chrono::steady_clock::now() > deadline) return ready;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 void consume(raw_client& c, uint16_t channel, const std::string& queue, const std::string& tag,
@@ -433,8 +448,7 @@ BOOST_FIXTURE_TEST_CASE(dead_letters_carry_x_death_and_count_repeated_deaths, ch
   for (int death = 1; death <= 2; ++death) {
     auto [tag, headers] = get_for_ack(c, 1, "loop");
     reject(c, 1, tag);
-    int deliveries = 0;
-    BOOST_REQUIRE(ready_in(c, 1, "loop", deliveries) == 1u);  // back, not dropped: a rejection
+    BOOST_REQUIRE(ready_eventually(c, 1, "loop", 1) == 1u);  // back, not dropped: a rejection
   }
   auto [tag, headers] = get_for_ack(c, 1, "loop");
   const auto* deaths = lookup(headers, "x-death");
