@@ -867,6 +867,14 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         relay(self, request, 0, self->state.node, delete_atom::value, vhost_atom::value,
               std::move(name));
       },
+      [=](settings_atom, vhost_atom, uint64_t request, std::string& name, vhost_limits& limits) {
+        relay(self, request, 0, self->state.node, settings_atom::value, vhost_atom::value,
+              std::move(name), limits);
+      },
+      [=](settings_atom, vhost_atom, uint64_t request, std::string& name) {
+        relay<vhost_limits>(self, request, 0, self->state.node, settings_atom::value,
+                            vhost_atom::value, std::move(name));
+      },
       [=](list_atom, vhost_atom, uint64_t request) {
         relay<std::vector<std::string>>(self, request, 0, self->state.node, list_atom::value,
                                         vhost_atom::value);

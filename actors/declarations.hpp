@@ -41,6 +41,16 @@ struct binding_spec {
   bool to_exchange = false;
 };
 
+/// RabbitMQ's per-vhost limits; a negative value means no limit.
+struct vhost_limits {
+  int64_t max_connections = -1;
+  int64_t max_queues = -1;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, vhost_limits& x) {
+  return f(x.max_connections, x.max_queues);
+}
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, exchange_spec& x) {
   return f(x.name, x.type, x.durable, x.auto_delete, x.internal, x.arguments);

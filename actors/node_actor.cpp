@@ -20,13 +20,27 @@ namespace {
 using self_ptr = caf::stateful_actor<node_state>*;
 
 void spawn_vhost(self_ptr self, const std::string& name, vhost_recovery recovered) {
-  self->state.vhosts[name] =
-      self->spawn(vhost_actor, name, self->state.storage, std::move(recovered));
+  auto vhost = self->spawn(vhost_actor, name, self->state.storage, std::move(recovered));
+  if (auto l = self->state.limits_of.find(name); l != self->state.limits_of.end())
+    self->send(vhost, settings_atom::value, l->second);
+  self->state.vhosts[name] = vhost;
 }
 
-persistence::meta_mutation vhost_record(const std::string& name, bool erase) {
+persistence::meta_mutation vhost_record(const std::string& name, bool erase,
+                                        const vhost_limits& limits = {}) {
   return {persistence::meta_table::vhosts, persistence::vhost_key(name),
-          erase ? std::string() : persistence::encode_vhost(name), erase};
+          erase ? std::string() : persistence::encode_vhost(name, limits), erase};
+}
+
+// Why a connection to `vhost` is refused by the vhost's connection limit, or empty.
+std::string check_vhost_connections(const node_state& st, const std::string& vhost) {
+  auto l = st.limits_of.find(vhost);
+  if (l == st.limits_of.end() || l->second.max_connections < 0) return {};
+  auto open = std::count_if(st.connection_vhost.begin(), st.connection_vhost.end(),
+                            [&](const auto& c) { return c.second == vhost; });
+  if (open < l->second.max_connections) return {};
+  return "access to vhost " + quote(vhost) + " refused: its connection limit (" +
+         std::to_string(l->second.max_connections) + ") is reached";
 }
 
 template <class Done>
@@ -69,6 +83,7 @@ int64_t now_ms() {
 
 // Recreates the vhosts (and everything in them) the metadata store holds.
 void restore(self_ptr self, persistence::metadata_contents contents) {
+  self->state.limits_of = contents.limits;
   std::map<std::string, vhost_recovery> by_vhost;
   for (auto& v : contents.vhosts) by_vhost[v];
   for (auto& e : contents.exchanges) by_vhost[e.vhost].exchanges.push_back(std::move(e.spec));
@@ -112,7 +127,10 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
     });
   }
   self->state.users["guest"] = "guest";
-  self->set_down_handler([=](caf::down_msg& dm) { self->state.connections.erase(dm.source); });
+  self->set_down_handler([=](caf::down_msg& dm) {
+    self->state.connections.erase(dm.source);
+    self->state.connection_vhost.erase(dm.source);
+  });
   self->set_exit_handler([=](caf::exit_msg& msg) {
     for (auto& [name, vhost] : self->state.vhosts) self->send_exit(vhost, msg.reason);
     self->quit(msg.reason);
@@ -123,6 +141,8 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
         auto& st = self->state;
         if (auto refused = check_login(st, hello); !refused.empty())
           return make_broker_error(reply_code::access_refused, refused);
+        if (auto refused = check_vhost_connections(st, hello.vhost); !refused.empty())
+          return make_broker_error(reply_code::not_allowed, refused);
         if (st.settings.max_connections != 0 &&
             st.connections.size() >= st.settings.max_connections)
           return make_broker_error(reply_code::not_allowed,
@@ -134,6 +154,7 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
           return make_broker_error(reply_code::not_found, "no vhost " + quote(hello.vhost));
         self->monitor(conn);
         st.connections[conn.address()] = conn;
+        st.connection_vhost[conn.address()] = hello.vhost;
         if (st.alarm) self->send(st.alarm, subscribe_atom::value, conn);
         log(log_level::debug, "node",
             "connection " + quote(hello.client_name) + " from " + hello.peer + " to vhost " +
@@ -212,6 +233,28 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
             [=](const caf::actor& v) { return self->request(v, caf::infinite, ready_atom::value); },
             [=]() mutable { deliver_unit(rp); });
         return rp;
+      },
+      [=](settings_atom, vhost_atom, const std::string& name,
+          const vhost_limits& limits) -> caf::result<void> {
+        auto v = self->state.vhosts.find(name);
+        if (v == self->state.vhosts.end())
+          return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
+        self->state.limits_of[name] = limits;
+        self->send(v->second, settings_atom::value, limits);
+        auto rp = self->make_response_promise<void>();
+        persist(self, {vhost_record(name, false, limits)}, [=](const caf::error& err) mutable {
+          if (err)
+            rp.deliver(err);
+          else
+            deliver_unit(rp);
+        });
+        return rp;
+      },
+      [=](settings_atom, vhost_atom, const std::string& name) -> caf::result<vhost_limits> {
+        if (self->state.vhosts.count(name) == 0)
+          return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
+        auto l = self->state.limits_of.find(name);
+        return l == self->state.limits_of.end() ? vhost_limits{} : l->second;
       },
       [=](list_atom, vhost_atom) {
         std::vector<std::string> names;

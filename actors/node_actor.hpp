@@ -3,6 +3,8 @@
 //
 //   (connect_atom, client_hello, connection actor)   -> (vhost actor, connection_settings)
 //   (settings_atom, connection_settings)              for connections that log in later
+//   (settings_atom, vhost_atom, name, vhost_limits)   -> void  stored, and enforced from now
+//   (settings_atom, vhost_atom, name)                 -> vhost_limits
 //        NOT_FOUND for an unknown vhost, ACCESS_REFUSED for bad credentials
 //   (declare_atom, vhost_atom, name)                 -> void   idempotent
 //   (delete_atom, vhost_atom, name)                  -> void   stops everything in it
@@ -37,6 +39,8 @@ struct node_state {
   int64_t started_ms = 0;        // steady clock
   caf::actor alarm;              // resource_alarm: connections subscribe to it when they connect
   connection_settings settings;  // handed to connections as they log in
+  std::unordered_map<caf::actor_addr, std::string> connection_vhost;
+  std::map<std::string, vhost_limits> limits_of;  // vhosts that have limits
 
   static inline const char* name = "node";
 };

@@ -361,6 +361,9 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
               [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
     return rp;
   }
+  if (st.limits.max_queues >= 0 && st.queues.size() >= static_cast<size_t>(st.limits.max_queues))
+    return invalid("cannot declare queue " + quote(spec.name) + ": queue limit in vhost " +
+                   quote(st.vhost) + " (" + std::to_string(st.limits.max_queues) + ") is reached");
   vhost_state::queue_entry entry;
   entry.spec = spec;
   entry.id = ++*st.storage.next_queue_id;
@@ -625,6 +628,7 @@ caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string na
         if (auto err = check_owner(st, q->second, requester)) return err;
         return q->second.actor;
       },
+      [=](settings_atom, const vhost_limits& limits) { self->state.limits = limits; },
       [=](dead_atom, const std::string& exchange, std::vector<message_ptr>& msgs) {
         auto& st = self->state;
         auto e = st.exchanges.find(exchange);

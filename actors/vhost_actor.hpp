@@ -15,7 +15,8 @@
 //   (find_atom, queues_atom, name, requester)                    -> queue actor
 //   (list_atom, exchanges_atom | queues_atom | bindings_atom | consumers_atom) -> rows
 //   (lookup_atom, message_id)                                    -> lookup_reply
-// One-way: (dead_atom, exchange, messages) routes dead letters; (unused_atom, name, queue)
+// One-way: (settings_atom, vhost_limits) sets the queue limit;
+// (dead_atom, exchange, messages) routes dead letters; (unused_atom, name, queue)
 // deletes an auto-delete / expired queue.
 //   (shutdown_atom) -> void   the vhost is deleted: its queues' messages and its records go
 //   (ready_atom)    -> void   once every queue has recovered its messages
@@ -62,6 +63,7 @@ struct vhost_state {
   // Keyed by exchange, queue, key and canonical arguments so that binding twice is a no-op.
   std::map<std::string, binding_spec> bindings;
   uint64_t next_exchange_id = 0;
+  vhost_limits limits;
   storage_context storage;
 
   static inline const char* name = "vhost";

@@ -319,6 +319,14 @@ int main(int argc, char** argv) {
   add_vhost->add_option("NAME", name)->required();
   auto* delete_vhost = app.add_subcommand("delete-vhost", "delete a virtual host and all in it");
   delete_vhost->add_option("NAME", name)->required();
+  warren::vhost_limits limits;
+  auto* set_limits = app.add_subcommand("set-vhost-limits",
+                                        "set a vhost's limits (negative or left out = no limit)");
+  set_limits->add_option("NAME", name)->required();
+  set_limits->add_option("--max-connections", limits.max_connections, "connections at once");
+  set_limits->add_option("--max-queues", limits.max_queues, "queues in the vhost");
+  auto* show_limits = app.add_subcommand("vhost-limits", "show a vhost's limits");
+  show_limits->add_option("NAME", name)->required();
 
   auto* lookup_cmd = app.add_subcommand("lookup", "find a message still held by a queue");
   lookup_cmd->add_option("MESSAGE_ID", message_id_text)->required();
@@ -343,7 +351,17 @@ int main(int argc, char** argv) {
     opt.connect.client_name = "warrenctl";
     auto conn = connection::open(opt.connect);
     auto cmd = app.get_subcommands().front();
-    if (cmd == add_vhost) {
+    if (cmd == set_limits) {
+      conn->set_vhost_limits(name, limits);
+    } else if (cmd == show_limits) {
+      auto l = conn->get_vhost_limits(name);
+      if (opt.json)
+        std::cout << json{{"max-connections", l.max_connections}, {"max-queues", l.max_queues}}
+                  << '\n';
+      else
+        std::cout << "max-connections " << l.max_connections << "\nmax-queues " << l.max_queues
+                  << '\n';
+    } else if (cmd == add_vhost) {
       conn->add_vhost(name);
     } else if (cmd == delete_vhost) {
       conn->delete_vhost(name);

@@ -207,6 +207,12 @@ interface Connection {
 
   # Counters of every queue and connection of the node, with its uptime and memory.
   nodeStats @10 () -> (stats :NodeStats);
+
+  # RabbitMQ's per-vhost limits (negative = none): connections past maxConnections are refused
+  # with NOT_ALLOWED, queue declares past maxQueues with PRECONDITION_FAILED. Setting them
+  # replaces both; they are stored and survive restarts.
+  setVhostLimits @11 (name :Text, maxConnections :Int64, maxQueues :Int64);
+  vhostLimits @12 (name :Text) -> (maxConnections :Int64, maxQueues :Int64);
 }
 
 # An independent session on a connection: its own delivery tags, consumers, prefetch and

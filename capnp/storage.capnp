@@ -19,6 +19,8 @@ struct FormatVersion {
 # LMDB "vhosts" database, key = vhost name.
 struct VhostRecord {
   name @0 :Text;
+  maxConnections @1 :Int64 = -1;   # RabbitMQ's vhost limits; negative = none
+  maxQueues @2 :Int64 = -1;
 }
 
 # LMDB "exchanges" database, key = vhost NUL name. Only durable exchanges are stored.

@@ -85,6 +85,28 @@ void connection::delete_vhost(const std::string& name) {
   });
 }
 
+void connection::set_vhost_limits(const std::string& name, const vhost_limits& limits) {
+  auto st = state_;
+  runtime_->call<void>([st, name, limits]() {
+    auto req = cap_of(st).setVhostLimitsRequest();
+    req.setName(name);
+    req.setMaxConnections(limits.max_connections);
+    req.setMaxQueues(limits.max_queues);
+    return req.send().ignoreResult();
+  });
+}
+
+vhost_limits connection::get_vhost_limits(const std::string& name) {
+  auto st = state_;
+  return runtime_->call<vhost_limits>([st, name]() {
+    auto req = cap_of(st).vhostLimitsRequest();
+    req.setName(name);
+    return req.send().then([](capnp::Response<rpc::Connection::VhostLimitsResults>&& r) {
+      return vhost_limits{r.getMaxConnections(), r.getMaxQueues()};
+    });
+  });
+}
+
 std::vector<std::string> connection::list_vhosts() {
   auto st = state_;
   return runtime_->call<std::vector<std::string>>([st]() {

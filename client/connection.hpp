@@ -42,6 +42,9 @@ class connection {
   void add_vhost(const std::string& name);
   void delete_vhost(const std::string& name);
   std::vector<std::string> list_vhosts();
+  /// RabbitMQ's per-vhost limits; negative = none. Setting replaces both.
+  void set_vhost_limits(const std::string& name, const vhost_limits& limits);
+  vhost_limits get_vhost_limits(const std::string& name);
   std::vector<exchange_row> list_exchanges();
   std::vector<queue_row> list_queues();
   std::vector<binding_row> list_bindings();

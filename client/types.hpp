@@ -1,6 +1,7 @@
 // Plain types of the client API: what you publish, what you receive, what listings return.
 #pragma once
 
+#include "actors/declarations.hpp"
 #include "actors/message.hpp"
 #include "actors/message_id.hpp"
 #include "actors/traffic.hpp"
@@ -17,6 +18,7 @@ using warren::field_value;
 using warren::message_id;
 using warren::message_properties;
 using warren::traffic_counters;
+using warren::vhost_limits;
 
 struct outbound_message {
   std::string exchange;  // "" = default exchange (routing key = queue name)

@@ -351,6 +351,28 @@ class connection_impl final : public rpc::Connection::Server {
         .ignoreResult();
   }
 
+  kj::Promise<void> setVhostLimits(SetVhostLimitsContext ctx) override {
+    auto p = ctx.getParams();
+    auto name = text(p.getName());
+    vhost_limits limits{p.getMaxConnections(), p.getMaxQueues()};
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), settings_atom::value, vhost_atom::value, r, name, limits);
+           })
+        .ignoreResult();
+  }
+
+  kj::Promise<void> vhostLimits(VhostLimitsContext ctx) override {
+    auto name = text(ctx.getParams().getName());
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), settings_atom::value, vhost_atom::value, r, name);
+           })
+        .then([ctx](caf::message m) mutable {
+          const auto& limits = m.get_as<vhost_limits>(0);
+          ctx.getResults().setMaxConnections(limits.max_connections);
+          ctx.getResults().setMaxQueues(limits.max_queues);
+        });
+  }
+
   kj::Promise<void> listVhosts(ListVhostsContext ctx) override {
     return ask([&](uint64_t r) { caf::anon_send(actor(), list_atom::value, vhost_atom::value, r); })
         .then([ctx](caf::message m) mutable {

@@ -153,9 +153,13 @@ metadata_contents lmdb_store::load() {
       while (rc == MDB_SUCCESS) {
         auto bytes = view(data);
         switch (table) {
-          case 1:
-            out.vhosts.push_back(decode_vhost(bytes));
+          case 1: {
+            auto v = decode_vhost(bytes);
+            out.vhosts.push_back(v.name);
+            if (v.limits.max_connections >= 0 || v.limits.max_queues >= 0)
+              out.limits[v.name] = v.limits;
             break;
+          }
           case 2:
             out.exchanges.push_back(decode_exchange(bytes));
             break;

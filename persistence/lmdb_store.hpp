@@ -16,6 +16,7 @@
 
 #include <lmdb.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@ typename Inspector::result_type inspect(Inspector& f, meta_mutation& x) {
 
 struct metadata_contents {
   std::vector<std::string> vhosts;
+  std::map<std::string, vhost_limits> limits;  // of the vhosts that have any
   std::vector<stored_exchange> exchanges;
   std::vector<stored_queue> queues;
   std::vector<stored_binding> bindings;

@@ -89,15 +89,19 @@ uint32_t decode_format_version(std::string_view bytes) {
       bytes, "format-version", [](storage::FormatVersion::Reader r) { return r.getVersion(); });
 }
 
-std::string encode_vhost(const std::string& name) {
+std::string encode_vhost(const std::string& name, const vhost_limits& limits) {
   capnp::MallocMessageBuilder builder;
-  builder.initRoot<storage::VhostRecord>().setName(name);
+  auto r = builder.initRoot<storage::VhostRecord>();
+  r.setName(name);
+  r.setMaxConnections(limits.max_connections);
+  r.setMaxQueues(limits.max_queues);
   return to_bytes(builder);
 }
 
-std::string decode_vhost(std::string_view bytes) {
-  return from_bytes<storage::VhostRecord>(
-      bytes, "vhost", [](storage::VhostRecord::Reader r) { return net::text(r.getName()); });
+stored_vhost decode_vhost(std::string_view bytes) {
+  return from_bytes<storage::VhostRecord>(bytes, "vhost", [](storage::VhostRecord::Reader r) {
+    return stored_vhost{net::text(r.getName()), {r.getMaxConnections(), r.getMaxQueues()}};
+  });
 }
 
 std::string encode_exchange(const stored_exchange& e) {

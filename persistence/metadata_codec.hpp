@@ -34,8 +34,13 @@ std::string binding_key(std::string_view vhost, const binding_spec& b);
 std::string encode_format_version(uint32_t version);
 uint32_t decode_format_version(std::string_view bytes);
 
-std::string encode_vhost(const std::string& name);
-std::string decode_vhost(std::string_view bytes);
+struct stored_vhost {
+  std::string name;
+  vhost_limits limits;
+};
+
+std::string encode_vhost(const std::string& name, const vhost_limits& limits = {});
+stored_vhost decode_vhost(std::string_view bytes);
 
 std::string encode_exchange(const stored_exchange& e);
 stored_exchange decode_exchange(std::string_view bytes);

@@ -138,6 +138,34 @@ class raw_client {
   std::string buffer_;
 };
 
+// Logs in as guest and asks to open vhost "/": 0 when it opened, else the reply code of the
+// connection.close that refused it.
+inline uint16_t amqp_open_refusal(raw_client& c) {
+  c.send(std::string(protocol_header));
+  BOOST_REQUIRE((c.next_method().first == method_id{10, 10}));
+  auto ok = method_payload({10, 11});
+  ok.field_table({});
+  ok.short_string("PLAIN");
+  ok.long_string(std::string("\0guest\0guest", 12));
+  ok.short_string("en_US");
+  c.send_method(0, std::move(ok));
+  BOOST_REQUIRE((c.next_method().first == method_id{10, 30}));
+  auto tune = method_payload({10, 31});
+  tune.short_uint(0);
+  tune.long_uint(131072);
+  tune.short_uint(0);
+  c.send_method(0, std::move(tune));
+  auto open = method_payload({10, 40});
+  open.short_string("/");
+  open.short_string("");
+  open.bits({false});
+  c.send_method(0, std::move(open));
+  auto [id, args] = c.next_method();
+  if (id == method_id{10, 41}) return 0;
+  BOOST_REQUIRE((id == method_id{10, 50}));
+  return reader(args).short_uint();
+}
+
 inline std::string frame_bytes(uint8_t type, uint16_t channel, const std::string& payload,
                                uint8_t end = 0xce) {
   writer w;

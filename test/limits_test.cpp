@@ -302,3 +302,42 @@ BOOST_AUTO_TEST_CASE(before_login_a_cap_n_proto_client_cannot_make_the_node_rese
   m.body = std::string(1 << 20, 'x');
   BOOST_TEST(to_string(ch->publish(m).outcome) == std::string("routed"));
 }
+
+BOOST_AUTO_TEST_CASE(vhost_limits_bound_connections_and_queues_and_survive_a_restart) {
+  warren::test::temp_dir dir;
+  queue_options durable;
+  durable.durable = true;
+  connect_options o;
+  {
+    node_process node({}, dir.path());
+    o.port = node.port();
+    auto admin = connection::open(o);
+    auto set = warren::test::run_command({WARRENCTL_PATH, "--port", std::to_string(node.port()),
+                                          "set-vhost-limits", "/", "--max-connections", "2",
+                                          "--max-queues", "2"});
+    BOOST_REQUIRE_MESSAGE(set.exit_code == 0, set.err);
+    auto ch = admin->open_channel();
+    ch->queue_declare("q1", durable);
+    ch->queue_declare("q2", durable);
+    BOOST_TEST(error_code_of([&] { ch->queue_declare("q3", durable); }) == "PRECONDITION_FAILED");
+    auto again = admin->open_channel();
+    BOOST_CHECK_NO_THROW(again->queue_declare("q1", durable));  // a redeclare is no new queue
+    auto second = connection::open(o);
+    BOOST_TEST(error_code_of([&] { connection::open(o); }) == "NOT_ALLOWED");
+    raw_client amqp(node.amqp_port());
+    BOOST_TEST(warren::test::amqp_open_refusal(amqp) == 530);
+  }
+  node_process node({}, dir.path());
+  o.port = node.port();
+  auto admin = connection::open(o);
+  auto limits = admin->get_vhost_limits("/");
+  BOOST_TEST(limits.max_connections == 2);
+  BOOST_TEST(limits.max_queues == 2);
+  BOOST_TEST(error_code_of([&] { admin->open_channel()->queue_declare("q3", durable); }) ==
+             "PRECONDITION_FAILED");
+  auto shown = warren::test::run_command(
+      {WARRENCTL_PATH, "--port", std::to_string(node.port()), "--json", "vhost-limits", "/"});
+  BOOST_TEST(shown.out.find("\"max-queues\":2") != std::string::npos, shown.out);
+  admin->set_vhost_limits("/", {});
+  BOOST_CHECK_NO_THROW(admin->open_channel()->queue_declare("q3", durable));
+}
