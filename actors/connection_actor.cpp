@@ -875,6 +875,23 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         relay<vhost_limits>(self, request, 0, self->state.node, settings_atom::value,
                             vhost_atom::value, std::move(name));
       },
+      [=](declare_atom, user_atom, uint64_t request, std::string& name, std::string& password,
+          std::vector<std::string>& tags) {
+        relay(self, request, 0, self->state.node, declare_atom::value, user_atom::value,
+              std::move(name), std::move(password), std::move(tags));
+      },
+      [=](settings_atom, user_atom, uint64_t request, std::string& name, std::string& password) {
+        relay(self, request, 0, self->state.node, settings_atom::value, user_atom::value,
+              std::move(name), std::move(password));
+      },
+      [=](delete_atom, user_atom, uint64_t request, std::string& name) {
+        relay(self, request, 0, self->state.node, delete_atom::value, user_atom::value,
+              std::move(name));
+      },
+      [=](list_atom, user_atom, uint64_t request) {
+        relay<std::vector<user_record>>(self, request, 0, self->state.node, list_atom::value,
+                                        user_atom::value);
+      },
       [=](list_atom, vhost_atom, uint64_t request) {
         relay<std::vector<std::string>>(self, request, 0, self->state.node, list_atom::value,
                                         vhost_atom::value);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace warren {
 
@@ -40,6 +41,19 @@ struct binding_spec {
   field_table arguments;
   bool to_exchange = false;
 };
+
+/// A user as RabbitMQ keeps one: the password only as a salted SHA-256 hash (see users.hpp),
+/// and tags (administrator, monitoring, management).
+struct user_record {
+  std::string name;
+  std::string password_hash;  // base64(salt ‖ sha256(salt ‖ password)), RabbitMQ's format
+  std::vector<std::string> tags;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, user_record& x) {
+  return f(x.name, x.password_hash, x.tags);
+}
 
 /// RabbitMQ's per-vhost limits; a negative value means no limit.
 struct vhost_limits {

@@ -1,4 +1,5 @@
 #include "actors/node_actor.hpp"
+#include "actors/users.hpp"
 
 #include "actors/actor_defaults.hpp"
 
@@ -30,6 +31,34 @@ persistence::meta_mutation vhost_record(const std::string& name, bool erase,
                                         const vhost_limits& limits = {}) {
   return {persistence::meta_table::vhosts, persistence::vhost_key(name),
           erase ? std::string() : persistence::encode_vhost(name, limits), erase};
+}
+
+persistence::meta_mutation user_change(const user_record& u, bool erase) {
+  return {persistence::meta_table::users, persistence::user_key(u.name),
+          erase ? std::string() : persistence::encode_user(u), erase};
+}
+
+// ACCESS_REFUSED unless the asking connection's user is tagged administrator.
+caf::error require_admin(self_ptr self, const char* what) {
+  auto& st = self->state;
+  auto c = st.connection_user.find(caf::actor_cast<caf::actor_addr>(self->current_sender()));
+  auto u = c == st.connection_user.end() ? st.users.end() : st.users.find(c->second);
+  if (u != st.users.end() && has_tag(u->second, "administrator")) return {};
+  return make_broker_error(reply_code::access_refused,
+                           std::string(what) + " needs a user tagged administrator");
+}
+
+// Stores a user change and answers once it is committed.
+caf::result<void> store_user(self_ptr self, const user_record& u, bool erase) {
+  auto rp = self->make_response_promise<void>();
+  warren::persist(self, self->state.storage.persistence, {user_change(u, erase)},
+                  [=](const caf::error& err) mutable {
+                    if (err)
+                      rp.deliver(err);
+                    else
+                      deliver_unit(rp);
+                  });
+  return rp;
 }
 
 // Why a connection to `vhost` is refused by the vhost's connection limit, or empty.
@@ -84,6 +113,7 @@ int64_t now_ms() {
 // Recreates the vhosts (and everything in them) the metadata store holds.
 void restore(self_ptr self, persistence::metadata_contents contents) {
   self->state.limits_of = contents.limits;
+  for (auto& u : contents.users) self->state.users[u.name] = std::move(u);
   std::map<std::string, vhost_recovery> by_vhost;
   for (auto& v : contents.vhosts) by_vhost[v];
   for (auto& e : contents.exchanges) by_vhost[e.vhost].exchanges.push_back(std::move(e.spec));
@@ -104,7 +134,7 @@ void restore(self_ptr self, persistence::metadata_contents contents) {
 std::string check_login(const node_state& st, const client_hello& hello) {
   if (hello.user.empty()) return "login refused: the user name is empty";
   auto u = st.users.find(hello.user);
-  if (u == st.users.end() || u->second != hello.password)
+  if (u == st.users.end() || !password_matches(u->second.password_hash, hello.password))
     return "login refused for user " + quote(hello.user);
   if (hello.user == "guest" && !hello.loopback)
     return "user 'guest' may only connect from a loopback address";
@@ -126,10 +156,19 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
         log(log_level::error, "node", "could not store vhost '/': " + to_string(describe(err)));
     });
   }
-  self->state.users["guest"] = "guest";
+  if (self->state.users.empty()) {
+    // A data dir without users (new, or from before users were stored) gets RabbitMQ's guest.
+    user_record guest{"guest", hash_password("guest"), {"administrator"}};
+    self->state.users[guest.name] = guest;
+    persist(self, {user_change(guest, false)}, [](const caf::error& err) {
+      if (err)
+        log(log_level::error, "node", "could not store user 'guest': " + to_string(describe(err)));
+    });
+  }
   self->set_down_handler([=](caf::down_msg& dm) {
     self->state.connections.erase(dm.source);
     self->state.connection_vhost.erase(dm.source);
+    self->state.connection_user.erase(dm.source);
   });
   self->set_exit_handler([=](caf::exit_msg& msg) {
     for (auto& [name, vhost] : self->state.vhosts) self->send_exit(vhost, msg.reason);
@@ -155,6 +194,7 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
         self->monitor(conn);
         st.connections[conn.address()] = conn;
         st.connection_vhost[conn.address()] = hello.vhost;
+        st.connection_user[conn.address()] = hello.user;
         if (st.alarm) self->send(st.alarm, subscribe_atom::value, conn);
         log(log_level::debug, "node",
             "connection " + quote(hello.client_name) + " from " + hello.peer + " to vhost " +
@@ -163,7 +203,52 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
       },
       [=](alarm_atom, const caf::actor& alarm) { self->state.alarm = alarm; },
       [=](settings_atom, const connection_settings& settings) { self->state.settings = settings; },
+      [=](declare_atom, user_atom, const std::string& name, const std::string& password,
+          const std::vector<std::string>& tags) -> caf::result<void> {
+        if (auto err = require_admin(self, "adding a user")) return err;
+        if (auto problem = check_name("user name", name); !problem.empty())
+          return make_broker_error(reply_code::precondition_failed, problem);
+        if (password.empty())
+          return make_broker_error(reply_code::precondition_failed,
+                                   "user " + quote(name) + " needs a password");
+        if (self->state.users.count(name) != 0)
+          return make_broker_error(reply_code::precondition_failed,
+                                   "user " + quote(name) + " already exists");
+        user_record u{name, hash_password(password), tags};
+        self->state.users[name] = u;
+        log(log_level::info, "node", "user " + quote(name) + " added");
+        return store_user(self, u, false);
+      },
+      [=](settings_atom, user_atom, const std::string& name,
+          const std::string& password) -> caf::result<void> {
+        if (auto err = require_admin(self, "changing a password")) return err;
+        auto u = self->state.users.find(name);
+        if (u == self->state.users.end())
+          return make_broker_error(reply_code::not_found, "no user " + quote(name));
+        if (password.empty())
+          return make_broker_error(reply_code::precondition_failed,
+                                   "user " + quote(name) + " needs a password");
+        u->second.password_hash = hash_password(password);
+        return store_user(self, u->second, false);
+      },
+      [=](delete_atom, user_atom, const std::string& name) -> caf::result<void> {
+        if (auto err = require_admin(self, "deleting a user")) return err;
+        auto u = self->state.users.find(name);
+        if (u == self->state.users.end())
+          return make_broker_error(reply_code::not_found, "no user " + quote(name));
+        auto gone = u->second;
+        self->state.users.erase(u);
+        log(log_level::info, "node", "user " + quote(name) + " deleted");
+        return store_user(self, gone, true);
+      },
+      [=](list_atom, user_atom) -> caf::result<std::vector<user_record>> {
+        if (auto err = require_admin(self, "listing users")) return err;
+        std::vector<user_record> out;
+        for (const auto& [name, u] : self->state.users) out.push_back({name, {}, u.tags});
+        return out;
+      },
       [=](declare_atom, vhost_atom, const std::string& name) -> caf::result<void> {
+        if (auto err = require_admin(self, "adding a vhost")) return err;
         if (auto problem = check_name("vhost name", name); !problem.empty())
           return make_broker_error(reply_code::precondition_failed, problem);
         if (self->state.vhosts.count(name) != 0) return caf::unit;
@@ -179,6 +264,7 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
         return rp;
       },
       [=](delete_atom, vhost_atom, const std::string& name) -> caf::result<void> {
+        if (auto err = require_admin(self, "deleting a vhost")) return err;
         auto v = self->state.vhosts.find(name);
         if (v == self->state.vhosts.end())
           return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
@@ -236,6 +322,7 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
       },
       [=](settings_atom, vhost_atom, const std::string& name,
           const vhost_limits& limits) -> caf::result<void> {
+        if (auto err = require_admin(self, "setting vhost limits")) return err;
         auto v = self->state.vhosts.find(name);
         if (v == self->state.vhosts.end())
           return make_broker_error(reply_code::not_found, "no vhost " + quote(name));

@@ -5,6 +5,12 @@
 //   (settings_atom, connection_settings)              for connections that log in later
 //   (settings_atom, vhost_atom, name, vhost_limits)   -> void  stored, and enforced from now
 //   (settings_atom, vhost_atom, name)                 -> vhost_limits
+//   (declare_atom, user_atom, name, password, tags)   -> void  a new user
+//   (settings_atom, user_atom, name, password)        -> void  a new password
+//   (delete_atom, user_atom, name)                    -> void
+//   (list_atom, user_atom)                            -> std::vector<user_record>, no hashes
+// Adding and deleting vhosts, setting their limits and managing users are for connections of
+// users tagged administrator (the sender is the asking connection actor).
 //        NOT_FOUND for an unknown vhost, ACCESS_REFUSED for bad credentials
 //   (declare_atom, vhost_atom, name)                 -> void   idempotent
 //   (delete_atom, vhost_atom, name)                  -> void   stops everything in it
@@ -33,7 +39,8 @@ namespace warren {
 
 struct node_state {
   std::map<std::string, caf::actor> vhosts;
-  std::map<std::string, std::string> users;  // name -> password
+  std::map<std::string, user_record> users;
+  std::unordered_map<caf::actor_addr, std::string> connection_user;  // who each one logged in as
   std::unordered_map<caf::actor_addr, caf::actor> connections;
   storage_context storage;
   int64_t started_ms = 0;        // steady clock

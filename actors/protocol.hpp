@@ -65,6 +65,7 @@ using alarm_atom = caf::atom_constant<caf::atom("alarm")>;
 using route_atom = caf::atom_constant<caf::atom("route")>;
 using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
 using settings_atom = caf::atom_constant<caf::atom("settings")>;
+using user_atom = caf::atom_constant<caf::atom("user")>;
 
 /// How a connection settles deliveries it holds.
 enum class settle_kind : uint8_t { ack, requeue, reject };

@@ -327,6 +327,19 @@ int main(int argc, char** argv) {
   set_limits->add_option("--max-queues", limits.max_queues, "queues in the vhost");
   auto* show_limits = app.add_subcommand("vhost-limits", "show a vhost's limits");
   show_limits->add_option("NAME", name)->required();
+  std::string password;
+  std::vector<std::string> tags;
+  auto* add_user = app.add_subcommand("add-user", "add a user (administrator only)");
+  add_user->add_option("NAME", name)->required();
+  add_user->add_option("PASSWORD", password)->required();
+  add_user->add_option("--tags", tags, "administrator, monitoring, management")->delimiter(',');
+  auto* change_password =
+      app.add_subcommand("change-password", "set a user's password (administrator only)");
+  change_password->add_option("NAME", name)->required();
+  change_password->add_option("PASSWORD", password)->required();
+  auto* delete_user = app.add_subcommand("delete-user", "delete a user (administrator only)");
+  delete_user->add_option("NAME", name)->required();
+  auto* list_users = app.add_subcommand("list-users", "users and their tags (administrator only)");
 
   auto* lookup_cmd = app.add_subcommand("lookup", "find a message still held by a queue");
   lookup_cmd->add_option("MESSAGE_ID", message_id_text)->required();
@@ -351,7 +364,27 @@ int main(int argc, char** argv) {
     opt.connect.client_name = "warrenctl";
     auto conn = connection::open(opt.connect);
     auto cmd = app.get_subcommands().front();
-    if (cmd == set_limits) {
+    if (cmd == add_user) {
+      conn->add_user(name, password, tags);
+    } else if (cmd == change_password) {
+      conn->change_password(name, password);
+    } else if (cmd == delete_user) {
+      conn->delete_user(name);
+    } else if (cmd == list_users) {
+      auto users = conn->list_users();
+      if (opt.json) {
+        json out = json::array();
+        for (const auto& u : users) out.push_back(json{{"name", u.name}, {"tags", u.tags}});
+        std::cout << out.dump() << '\n';
+      } else {
+        for (const auto& u : users) {
+          std::cout << u.name;
+          for (size_t i = 0; i < u.tags.size(); ++i)
+            std::cout << (i == 0 ? "  " : ",") << u.tags[i];
+          std::cout << '\n';
+        }
+      }
+    } else if (cmd == set_limits) {
       conn->set_vhost_limits(name, limits);
     } else if (cmd == show_limits) {
       auto l = conn->get_vhost_limits(name);

@@ -213,6 +213,19 @@ interface Connection {
   # replaces both; they are stored and survive restarts.
   setVhostLimits @11 (name :Text, maxConnections :Int64, maxQueues :Int64);
   vhostLimits @12 (name :Text) -> (maxConnections :Int64, maxQueues :Int64);
+
+  # Users, as RabbitMQ keeps them: passwords stored only as salted SHA-256 hashes, and tags
+  # (administrator, monitoring, management). These, and adding or deleting vhosts and setting
+  # their limits, need a user tagged administrator (ACCESS_REFUSED otherwise).
+  addUser @13 (name :Text, password :Text, tags :List(Text));   # PRECONDITION_FAILED if it exists
+  changePassword @14 (name :Text, password :Text);
+  deleteUser @15 (name :Text);
+  listUsers @16 () -> (users :List(UserInfo));
+}
+
+struct UserInfo {
+  name @0 :Text;
+  tags @1 :List(Text);
 }
 
 # An independent session on a connection: its own delivery tags, consumers, prefetch and

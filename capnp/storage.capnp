@@ -23,6 +23,13 @@ struct VhostRecord {
   maxQueues @2 :Int64 = -1;
 }
 
+# LMDB "users" database, key = user name. The password only as RabbitMQ's salted SHA-256 hash.
+struct UserRecord {
+  name @0 :Text;
+  passwordHash @1 :Text;     # base64(salt ‖ sha256(salt ‖ password))
+  tags @2 :List(Text);       # administrator, monitoring, management
+}
+
 # LMDB "exchanges" database, key = vhost NUL name. Only durable exchanges are stored.
 struct ExchangeRecord {
   vhost @0 :Text;

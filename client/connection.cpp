@@ -4,6 +4,7 @@
 #include "client/client_runtime.hpp"
 #include "client/client_state.hpp"
 #include "client/client_wire.hpp"
+#include "net/wire_fields.hpp"
 
 namespace warren::client {
 
@@ -104,6 +105,54 @@ vhost_limits connection::get_vhost_limits(const std::string& name) {
     return req.send().then([](capnp::Response<rpc::Connection::VhostLimitsResults>&& r) {
       return vhost_limits{r.getMaxConnections(), r.getMaxQueues()};
     });
+  });
+}
+
+void connection::add_user(const std::string& name, const std::string& password,
+                          const std::vector<std::string>& tags) {
+  auto st = state_;
+  runtime_->call<void>([st, name, password, tags]() {
+    auto req = cap_of(st).addUserRequest();
+    req.setName(name);
+    req.setPassword(password);
+    auto list = req.initTags(static_cast<unsigned>(tags.size()));
+    for (unsigned i = 0; i < tags.size(); ++i) list.set(i, tags[i]);
+    return req.send().ignoreResult();
+  });
+}
+
+void connection::change_password(const std::string& name, const std::string& password) {
+  auto st = state_;
+  runtime_->call<void>([st, name, password]() {
+    auto req = cap_of(st).changePasswordRequest();
+    req.setName(name);
+    req.setPassword(password);
+    return req.send().ignoreResult();
+  });
+}
+
+void connection::delete_user(const std::string& name) {
+  auto st = state_;
+  runtime_->call<void>([st, name]() {
+    auto req = cap_of(st).deleteUserRequest();
+    req.setName(name);
+    return req.send().ignoreResult();
+  });
+}
+
+std::vector<user_record> connection::list_users() {
+  auto st = state_;
+  return runtime_->call<std::vector<user_record>>([st]() {
+    return cap_of(st).listUsersRequest().send().then(
+        [](capnp::Response<rpc::Connection::ListUsersResults>&& r) {
+          std::vector<user_record> out;
+          for (auto u : r.getUsers()) {
+            user_record row{net::text(u.getName()), {}, {}};
+            for (auto t : u.getTags()) row.tags.push_back(net::text(t));
+            out.push_back(std::move(row));
+          }
+          return out;
+        });
   });
 }
 

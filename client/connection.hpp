@@ -45,6 +45,12 @@ class connection {
   /// RabbitMQ's per-vhost limits; negative = none. Setting replaces both.
   void set_vhost_limits(const std::string& name, const vhost_limits& limits);
   vhost_limits get_vhost_limits(const std::string& name);
+  /// Users (administrator only). list_users gives names and tags, never password hashes.
+  void add_user(const std::string& name, const std::string& password,
+                const std::vector<std::string>& tags = {});
+  void change_password(const std::string& name, const std::string& password);
+  void delete_user(const std::string& name);
+  std::vector<user_record> list_users();
   std::vector<exchange_row> list_exchanges();
   std::vector<queue_row> list_queues();
   std::vector<binding_row> list_bindings();

@@ -18,6 +18,7 @@ using warren::field_value;
 using warren::message_id;
 using warren::message_properties;
 using warren::traffic_counters;
+using warren::user_record;
 using warren::vhost_limits;
 
 struct outbound_message {

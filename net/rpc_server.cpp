@@ -373,6 +373,48 @@ class connection_impl final : public rpc::Connection::Server {
         });
   }
 
+  kj::Promise<void> addUser(AddUserContext ctx) override {
+    auto p = ctx.getParams();
+    auto name = text(p.getName()), password = text(p.getPassword());
+    std::vector<std::string> tags;
+    for (auto t : p.getTags()) tags.push_back(text(t));
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), declare_atom::value, user_atom::value, r, name, password,
+                            tags);
+           })
+        .ignoreResult();
+  }
+
+  kj::Promise<void> changePassword(ChangePasswordContext ctx) override {
+    auto p = ctx.getParams();
+    auto name = text(p.getName()), password = text(p.getPassword());
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), settings_atom::value, user_atom::value, r, name, password);
+           })
+        .ignoreResult();
+  }
+
+  kj::Promise<void> deleteUser(DeleteUserContext ctx) override {
+    auto name = text(ctx.getParams().getName());
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), delete_atom::value, user_atom::value, r, name);
+           })
+        .ignoreResult();
+  }
+
+  kj::Promise<void> listUsers(ListUsersContext ctx) override {
+    return ask([&](uint64_t r) { caf::anon_send(actor(), list_atom::value, user_atom::value, r); })
+        .then([ctx](caf::message m) mutable {
+          const auto& users = m.get_as<std::vector<user_record>>(0);
+          auto list = ctx.getResults().initUsers(static_cast<unsigned>(users.size()));
+          for (unsigned i = 0; i < users.size(); ++i) {
+            list[i].setName(users[i].name);
+            auto tags = list[i].initTags(static_cast<unsigned>(users[i].tags.size()));
+            for (unsigned k = 0; k < users[i].tags.size(); ++k) tags.set(k, users[i].tags[k]);
+          }
+        });
+  }
+
   kj::Promise<void> listVhosts(ListVhostsContext ctx) override {
     return ask([&](uint64_t r) { caf::anon_send(actor(), list_atom::value, vhost_atom::value, r); })
         .then([ctx](caf::message m) mutable {

@@ -22,7 +22,7 @@
 
 namespace warren::persistence {
 
-enum class meta_table : uint8_t { vhosts, exchanges, queues, bindings };
+enum class meta_table : uint8_t { vhosts, exchanges, queues, bindings, users };
 
 /// One change: put `value` under `key`, or (erase) delete `key`.
 struct meta_mutation {
@@ -43,6 +43,7 @@ struct metadata_contents {
   std::vector<stored_exchange> exchanges;
   std::vector<stored_queue> queues;
   std::vector<stored_binding> bindings;
+  std::vector<user_record> users;
   bool fresh = false;  // the directory was new
 };
 
@@ -71,7 +72,7 @@ class lmdb_store {
 
  private:
   MDB_env* env_ = nullptr;
-  MDB_dbi dbis_[5] = {};  // meta, vhosts, exchanges, queues, bindings
+  MDB_dbi dbis_[6] = {};  // meta, vhosts, exchanges, queues, bindings, users
   bool fresh_ = false;
   uint32_t found_version_ = format_version;
 

@@ -104,6 +104,28 @@ stored_vhost decode_vhost(std::string_view bytes) {
   });
 }
 
+std::string user_key(std::string_view name) {
+  return std::string(name);
+}
+
+std::string encode_user(const user_record& u) {
+  capnp::MallocMessageBuilder builder;
+  auto r = builder.initRoot<storage::UserRecord>();
+  r.setName(u.name);
+  r.setPasswordHash(u.password_hash);
+  auto tags = r.initTags(static_cast<unsigned>(u.tags.size()));
+  for (unsigned i = 0; i < u.tags.size(); ++i) tags.set(i, u.tags[i]);
+  return to_bytes(builder);
+}
+
+user_record decode_user(std::string_view bytes) {
+  return from_bytes<storage::UserRecord>(bytes, "user", [](storage::UserRecord::Reader r) {
+    user_record u{net::text(r.getName()), net::text(r.getPasswordHash()), {}};
+    for (auto t : r.getTags()) u.tags.push_back(net::text(t));
+    return u;
+  });
+}
+
 std::string encode_exchange(const stored_exchange& e) {
   capnp::MallocMessageBuilder builder;
   auto r = builder.initRoot<storage::ExchangeRecord>();

@@ -41,6 +41,9 @@ struct stored_vhost {
 
 std::string encode_vhost(const std::string& name, const vhost_limits& limits = {});
 stored_vhost decode_vhost(std::string_view bytes);
+std::string user_key(std::string_view name);
+std::string encode_user(const user_record& u);
+user_record decode_user(std::string_view bytes);
 
 std::string encode_exchange(const stored_exchange& e);
 stored_exchange decode_exchange(std::string_view bytes);

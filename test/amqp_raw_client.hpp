@@ -140,13 +140,14 @@ class raw_client {
 
 // Logs in as guest and asks to open vhost "/": 0 when it opened, else the reply code of the
 // connection.close that refused it.
-inline uint16_t amqp_open_refusal(raw_client& c) {
+inline uint16_t amqp_open_refusal(raw_client& c, const std::string& user = "guest",
+                                  const std::string& password = "guest") {
   c.send(std::string(protocol_header));
   BOOST_REQUIRE((c.next_method().first == method_id{10, 10}));
   auto ok = method_payload({10, 11});
   ok.field_table({});
   ok.short_string("PLAIN");
-  ok.long_string(std::string("\0guest\0guest", 12));
+  ok.long_string(std::string(1, '\0') + user + std::string(1, '\0') + password);
   ok.short_string("en_US");
   c.send_method(0, std::move(ok));
   BOOST_REQUIRE((c.next_method().first == method_id{10, 30}));

@@ -341,3 +341,51 @@ BOOST_AUTO_TEST_CASE(vhost_limits_bound_connections_and_queues_and_survive_a_res
   admin->set_vhost_limits("/", {});
   BOOST_CHECK_NO_THROW(admin->open_channel()->queue_declare("q3", durable));
 }
+
+// Issue 11, item 7 (users): RabbitMQ's salted SHA-256 hashes in LMDB, administrator-only
+// management, on both doors.
+BOOST_AUTO_TEST_CASE(users_log_in_with_their_password_and_only_administrators_manage_them) {
+  warren::test::temp_dir dir;
+  auto ctl = [&](node_process& node, std::vector<std::string> args) {
+    args.insert(args.begin(), {WARRENCTL_PATH, "--port", std::to_string(node.port())});
+    return warren::test::run_command(args);
+  };
+  {
+    node_process node({}, dir.path());
+    BOOST_REQUIRE(ctl(node, {"add-user", "alice", "s3cret", "--tags", "monitoring"}).exit_code ==
+                  0);
+    BOOST_TEST(ctl(node, {"add-user", "alice", "other"}).exit_code != 0);  // it exists
+    auto users = ctl(node, {"--json", "list-users"});
+    BOOST_TEST(users.out.find("\"alice\"") != std::string::npos, users.out);
+    BOOST_TEST(users.out.find("s3cret") == std::string::npos);
+    connect_options o;
+    o.port = node.port();
+    o.user = "alice";
+    o.password = "wrong";
+    BOOST_TEST(error_code_of([&] { connection::open(o); }) == "ACCESS_REFUSED");
+    o.password = "s3cret";
+    auto alice = connection::open(o);
+    BOOST_TEST(alice->list_vhosts().size() == 1u);
+    // alice is no administrator.
+    BOOST_TEST(error_code_of([&] { alice->add_user("mallory", "x"); }) == "ACCESS_REFUSED");
+    BOOST_TEST(error_code_of([&] { alice->add_vhost("mine"); }) == "ACCESS_REFUSED");
+    // The AMQP door checks the same hash.
+    raw_client amqp(node.amqp_port());
+    BOOST_TEST(warren::test::amqp_open_refusal(amqp, "alice", "s3cret") == 0);
+    raw_client wrong(node.amqp_port());
+    BOOST_TEST(warren::test::amqp_open_refusal(wrong, "alice", "nope") == 403);
+  }
+  // The hash is stored, not the password, and it survives a restart.
+  node_process node({}, dir.path());
+  connect_options o;
+  o.port = node.port();
+  o.user = "alice";
+  o.password = "s3cret";
+  BOOST_CHECK_NO_THROW(connection::open(o));
+  BOOST_REQUIRE(ctl(node, {"change-password", "alice", "n3w"}).exit_code == 0);
+  BOOST_TEST(error_code_of([&] { connection::open(o); }) == "ACCESS_REFUSED");
+  o.password = "n3w";
+  BOOST_CHECK_NO_THROW(connection::open(o));
+  BOOST_REQUIRE(ctl(node, {"delete-user", "alice"}).exit_code == 0);
+  BOOST_TEST(error_code_of([&] { connection::open(o); }) == "ACCESS_REFUSED");
+}

@@ -6,6 +6,7 @@
 #include "actors/message_id.hpp"
 #include "actors/names.hpp"
 #include "actors/queue_arguments.hpp"
+#include "actors/users.hpp"
 
 #include <set>
 
@@ -217,6 +218,27 @@ BOOST_AUTO_TEST_CASE(channel_and_connection_errors_are_told_apart) {
   BOOST_TEST(is_channel_error(reply_code::precondition_failed));
   BOOST_TEST(!is_channel_error(reply_code::connection_forced));
   BOOST_TEST(!is_channel_error(reply_code::frame_error));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(passwords)
+
+// The example of RabbitMQ's "Credentials and passwords" guide: salt 908DC60A, password test12.
+BOOST_AUTO_TEST_CASE(hashes_are_rabbitmq_s_salted_sha256) {
+  auto hash = warren::hash_password("test12", std::string("\x90\x8d\xc6\x0a", 4));
+  BOOST_TEST(hash == "kI3GCqW5JLMJa4iX1lo7X4D6XbYqlLgxIs30+P6tENUV2POR");
+  BOOST_TEST(warren::password_matches(hash, "test12"));
+  BOOST_TEST(!warren::password_matches(hash, "test13"));
+  BOOST_TEST(!warren::password_matches("not base64!", "test12"));
+  BOOST_TEST(!warren::password_matches("", ""));
+}
+
+BOOST_AUTO_TEST_CASE(fresh_hashes_are_salted_differently) {
+  auto a = warren::hash_password("same"), b = warren::hash_password("same");
+  BOOST_TEST(a != b);
+  BOOST_TEST(warren::password_matches(a, "same"));
+  BOOST_TEST(warren::password_matches(b, "same"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
