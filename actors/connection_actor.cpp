@@ -68,6 +68,23 @@ void fail(self_ptr self, uint64_t request, uint16_t channel, const caf::error& e
   }
 }
 
+// Whether the user may do `kind` to `name`; if not, the request fails with ACCESS_REFUSED (a
+// channel error).
+bool allowed(self_ptr self, uint64_t request, uint16_t channel, access_kind kind,
+             const char* resource, const std::string& name) {
+  auto refused = self->state.rights.check(kind, resource, name);
+  if (refused.empty()) return true;
+  fail(self, request, channel, make_broker_error(reply_code::access_refused, refused));
+  return false;
+}
+
+// A binding needs write on its destination and read on its source exchange.
+bool binding_allowed(self_ptr self, uint64_t request, uint16_t channel, const binding_spec& b) {
+  return allowed(self, request, channel, access_kind::write, b.to_exchange ? "exchange" : "queue",
+                 b.destination) &&
+         allowed(self, request, channel, access_kind::read, "exchange", b.exchange);
+}
+
 // The channel for a request, or nullptr after answering with CHANNEL_ERROR.
 channel_state* open_channel(self_ptr self, uint64_t request, uint16_t id) {
   auto& st = self->state;
@@ -471,7 +488,9 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         self->request(self->state.node, caf::infinite, connect_atom::value, self->state.hello,
                       self_handle(self))
             .then(
-                [=](caf::actor& vhost, const connection_settings& settings) {
+                [=](caf::actor& vhost, const connection_settings& settings,
+                    const permission_record& permissions) {
+                  self->state.rights = access_rights(permissions);
                   self->state.vhost = vhost;
                   self->state.consumer_timeout_ms = settings.consumer_timeout_ms;
                   self->state.max_message_bytes = settings.max_message_bytes;
@@ -569,40 +588,47 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
       },
       // --- declarations ----------------------------------------------------------------------
       [=](declare_atom, uint64_t request, uint16_t id, exchange_spec& spec, bool passive) {
-        if (open_channel(self, request, id))
+        if (open_channel(self, request, id) &&
+            (passive || allowed(self, request, id, access_kind::configure, "exchange", spec.name)))
           relay(self, request, id, self->state.vhost, declare_atom::value, std::move(spec),
                 passive);
       },
       [=](delete_atom, exchanges_atom, uint64_t request, uint16_t id, std::string& name,
           bool if_unused) {
-        if (open_channel(self, request, id))
+        if (open_channel(self, request, id) &&
+            allowed(self, request, id, access_kind::configure, "exchange", name))
           relay(self, request, id, self->state.vhost, delete_atom::value, exchanges_atom::value,
                 std::move(name), if_unused);
       },
       [=](declare_atom, uint64_t request, uint16_t id, queue_spec& spec, bool passive) {
-        if (open_channel(self, request, id))
+        // A server-named queue is checked by the prefix of the names the server gives.
+        auto name = spec.name.empty() ? std::string("amq.gen-") : spec.name;
+        if (open_channel(self, request, id) &&
+            (passive || allowed(self, request, id, access_kind::configure, "queue", name)))
           relay<queue_info>(self, request, id, self->state.vhost, declare_atom::value,
                             std::move(spec), passive, self_handle(self));
       },
       [=](delete_atom, queues_atom, uint64_t request, uint16_t id, std::string& name,
           bool if_unused, bool if_empty) {
-        if (open_channel(self, request, id))
+        if (open_channel(self, request, id) &&
+            allowed(self, request, id, access_kind::configure, "queue", name))
           relay<uint32_t>(self, request, id, self->state.vhost, delete_atom::value,
                           queues_atom::value, std::move(name), if_unused, if_empty,
                           self_handle(self));
       },
       [=](purge_atom, uint64_t request, uint16_t id, std::string& name) {
-        if (open_channel(self, request, id))
+        if (open_channel(self, request, id) &&
+            allowed(self, request, id, access_kind::read, "queue", name))
           relay<uint32_t>(self, request, id, self->state.vhost, purge_atom::value, std::move(name),
                           self_handle(self));
       },
       [=](bind_atom, uint64_t request, uint16_t id, binding_spec& b) {
-        if (open_channel(self, request, id))
+        if (open_channel(self, request, id) && binding_allowed(self, request, id, b))
           relay(self, request, id, self->state.vhost, bind_atom::value, std::move(b),
                 self_handle(self));
       },
       [=](unbind_atom, uint64_t request, uint16_t id, binding_spec& b) {
-        if (open_channel(self, request, id))
+        if (open_channel(self, request, id) && binding_allowed(self, request, id, b))
           relay(self, request, id, self->state.vhost, unbind_atom::value, std::move(b),
                 self_handle(self));
       },
@@ -613,6 +639,8 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
             fail(self, request, id, make_broker_error(reply_code::precondition_failed, problem));
             return;
           }
+          for (const auto& m : msgs)
+            if (!allowed(self, request, id, access_kind::write, "exchange", m->exchange)) return;
           for (const auto& m : msgs) self->state.traffic.count_in(m->body.size());
           ch->publish_backlog.push_back({request, std::move(msgs)});
           drain_publishes(self, id);
@@ -647,7 +675,8 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
       // --- consuming -------------------------------------------------------------------------
       [=](consume_atom, uint64_t request, uint16_t id, consume_request& c) {
         auto* ch = open_channel(self, request, id);
-        if (ch == nullptr) return;
+        if (ch == nullptr || !allowed(self, request, id, access_kind::read, "queue", c.queue))
+          return;
         if (c.tag.empty()) c.tag = generated_name("amq.ctag-");
         auto tag = c.tag;
         auto no_ack = c.no_ack;
@@ -784,7 +813,9 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         if (!c->second.credit.tracks(tag)) grant_credit(self, id, c->second, tag, n);
       },
       [=](get_atom, uint64_t request, uint16_t id, std::string& queue, bool no_ack) {
-        if (!open_channel(self, request, id)) return;
+        if (!open_channel(self, request, id) ||
+            !allowed(self, request, id, access_kind::read, "queue", queue))
+          return;
         self->request(self->state.vhost, caf::infinite, find_atom::value, queues_atom::value, queue,
                       self_handle(self))
             .then(
@@ -887,6 +918,18 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
       [=](delete_atom, user_atom, uint64_t request, std::string& name) {
         relay(self, request, 0, self->state.node, delete_atom::value, user_atom::value,
               std::move(name));
+      },
+      [=](declare_atom, permission_atom, uint64_t request, permission_record& p) {
+        relay(self, request, 0, self->state.node, declare_atom::value, permission_atom::value,
+              std::move(p));
+      },
+      [=](delete_atom, permission_atom, uint64_t request, std::string& user, std::string& vhost) {
+        relay(self, request, 0, self->state.node, delete_atom::value, permission_atom::value,
+              std::move(user), std::move(vhost));
+      },
+      [=](list_atom, permission_atom, uint64_t request) {
+        relay<std::vector<permission_record>>(self, request, 0, self->state.node, list_atom::value,
+                                              permission_atom::value);
       },
       [=](list_atom, user_atom, uint64_t request) {
         relay<std::vector<user_record>>(self, request, 0, self->state.node, list_atom::value,

@@ -23,6 +23,7 @@
 #include <caf/stateful_actor.hpp>
 
 #include "actors/channel_credit.hpp"
+#include "actors/permissions.hpp"
 
 #include <deque>
 #include <map>
@@ -107,6 +108,7 @@ struct connection_state {
   int64_t consumer_timeout_ms = 0;
   uint64_t max_message_bytes = UINT64_MAX;
   uint16_t channel_max = UINT16_MAX;
+  access_rights rights;  // the user's permissions in this vhost, as of login
   bool timeout_check_scheduled = false;
   traffic_counters traffic;
 

@@ -55,6 +55,21 @@ typename Inspector::result_type inspect(Inspector& f, user_record& x) {
   return f(x.name, x.password_hash, x.tags);
 }
 
+/// What a user may do in a vhost, as RabbitMQ's three regular expressions over resource names
+/// (searched, not anchored; an empty one matches nothing).
+struct permission_record {
+  std::string user;
+  std::string vhost;
+  std::string configure;
+  std::string write;
+  std::string read;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, permission_record& x) {
+  return f(x.user, x.vhost, x.configure, x.write, x.read);
+}
+
 /// RabbitMQ's per-vhost limits; a negative value means no limit.
 struct vhost_limits {
   int64_t max_connections = -1;

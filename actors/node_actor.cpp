@@ -1,4 +1,5 @@
 #include "actors/node_actor.hpp"
+#include "actors/permissions.hpp"
 #include "actors/users.hpp"
 
 #include "actors/actor_defaults.hpp"
@@ -36,6 +37,31 @@ persistence::meta_mutation vhost_record(const std::string& name, bool erase,
 persistence::meta_mutation user_change(const user_record& u, bool erase) {
   return {persistence::meta_table::users, persistence::user_key(u.name),
           erase ? std::string() : persistence::encode_user(u), erase};
+}
+
+persistence::meta_mutation permission_change(const permission_record& p, bool erase) {
+  return {persistence::meta_table::permissions, persistence::permission_key(p.user, p.vhost),
+          erase ? std::string() : persistence::encode_permission(p), erase};
+}
+
+// The asking connection's user, or empty.
+std::string requester(self_ptr self) {
+  auto& st = self->state;
+  auto c = st.connection_user.find(caf::actor_cast<caf::actor_addr>(self->current_sender()));
+  return c == st.connection_user.end() ? std::string() : c->second;
+}
+
+// Stores `batch` and answers once it is committed.
+caf::result<void> store(self_ptr self, std::vector<persistence::meta_mutation> batch) {
+  auto rp = self->make_response_promise<void>();
+  warren::persist(self, self->state.storage.persistence, std::move(batch),
+                  [=](const caf::error& err) mutable {
+                    if (err)
+                      rp.deliver(err);
+                    else
+                      deliver_unit(rp);
+                  });
+  return rp;
 }
 
 // ACCESS_REFUSED unless the asking connection's user is tagged administrator.
@@ -114,6 +140,7 @@ int64_t now_ms() {
 void restore(self_ptr self, persistence::metadata_contents contents) {
   self->state.limits_of = contents.limits;
   for (auto& u : contents.users) self->state.users[u.name] = std::move(u);
+  for (auto& p : contents.permissions) self->state.permissions[{p.user, p.vhost}] = std::move(p);
   std::map<std::string, vhost_recovery> by_vhost;
   for (auto& v : contents.vhosts) by_vhost[v];
   for (auto& e : contents.exchanges) by_vhost[e.vhost].exchanges.push_back(std::move(e.spec));
@@ -160,7 +187,13 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
     // A data dir without users (new, or from before users were stored) gets RabbitMQ's guest.
     user_record guest{"guest", hash_password("guest"), {"administrator"}};
     self->state.users[guest.name] = guest;
-    persist(self, {user_change(guest, false)}, [](const caf::error& err) {
+    std::vector<persistence::meta_mutation> batch{user_change(guest, false)};
+    for (const auto& [name, vhost] : self->state.vhosts) {
+      permission_record all{"guest", name, ".*", ".*", ".*"};
+      self->state.permissions[{"guest", name}] = all;
+      batch.push_back(permission_change(all, false));
+    }
+    persist(self, std::move(batch), [](const caf::error& err) {
       if (err)
         log(log_level::error, "node", "could not store user 'guest': " + to_string(describe(err)));
     });
@@ -176,10 +209,15 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
   });
   return {
       [=](connect_atom, client_hello& hello,
-          caf::actor& conn) -> caf::result<caf::actor, connection_settings> {
+          caf::actor& conn) -> caf::result<caf::actor, connection_settings, permission_record> {
         auto& st = self->state;
         if (auto refused = check_login(st, hello); !refused.empty())
           return make_broker_error(reply_code::access_refused, refused);
+        auto rights = st.permissions.find({hello.user, hello.vhost});
+        if (st.vhosts.count(hello.vhost) != 0 && rights == st.permissions.end())
+          return make_broker_error(
+              reply_code::not_allowed,
+              "access to vhost " + quote(hello.vhost) + " refused for user " + quote(hello.user));
         if (auto refused = check_vhost_connections(st, hello.vhost); !refused.empty())
           return make_broker_error(reply_code::not_allowed, refused);
         if (st.settings.max_connections != 0 &&
@@ -199,7 +237,7 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
         log(log_level::debug, "node",
             "connection " + quote(hello.client_name) + " from " + hello.peer + " to vhost " +
                 quote(hello.vhost));
-        return {v->second, st.settings};
+        return {v->second, st.settings, rights->second};
       },
       [=](alarm_atom, const caf::actor& alarm) { self->state.alarm = alarm; },
       [=](settings_atom, const connection_settings& settings) { self->state.settings = settings; },
@@ -238,13 +276,50 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
           return make_broker_error(reply_code::not_found, "no user " + quote(name));
         auto gone = u->second;
         self->state.users.erase(u);
+        std::vector<persistence::meta_mutation> batch{user_change(gone, true)};
+        auto& perms = self->state.permissions;
+        for (auto p = perms.begin(); p != perms.end();) {
+          if (p->first.first != name) {
+            ++p;
+            continue;
+          }
+          batch.push_back(permission_change(p->second, true));
+          p = perms.erase(p);
+        }
         log(log_level::info, "node", "user " + quote(name) + " deleted");
-        return store_user(self, gone, true);
+        return store(self, std::move(batch));
       },
       [=](list_atom, user_atom) -> caf::result<std::vector<user_record>> {
         if (auto err = require_admin(self, "listing users")) return err;
         std::vector<user_record> out;
         for (const auto& [name, u] : self->state.users) out.push_back({name, {}, u.tags});
+        return out;
+      },
+      [=](declare_atom, permission_atom, permission_record& p) -> caf::result<void> {
+        if (auto err = require_admin(self, "setting permissions")) return err;
+        if (self->state.users.count(p.user) == 0)
+          return make_broker_error(reply_code::not_found, "no user " + quote(p.user));
+        if (self->state.vhosts.count(p.vhost) == 0)
+          return make_broker_error(reply_code::not_found, "no vhost " + quote(p.vhost));
+        for (const auto* pattern : {&p.configure, &p.write, &p.read})
+          if (auto problem = check_permission_pattern(*pattern); !problem.empty())
+            return make_broker_error(reply_code::precondition_failed, problem);
+        self->state.permissions[{p.user, p.vhost}] = p;
+        return store(self, {permission_change(p, false)});
+      },
+      [=](delete_atom, permission_atom, const std::string& user,
+          const std::string& vhost) -> caf::result<void> {
+        if (auto err = require_admin(self, "clearing permissions")) return err;
+        auto p = self->state.permissions.find({user, vhost});
+        if (p == self->state.permissions.end()) return caf::unit;
+        auto gone = p->second;
+        self->state.permissions.erase(p);
+        return store(self, {permission_change(gone, true)});
+      },
+      [=](list_atom, permission_atom) -> caf::result<std::vector<permission_record>> {
+        if (auto err = require_admin(self, "listing permissions")) return err;
+        std::vector<permission_record> out;
+        for (const auto& [key, p] : self->state.permissions) out.push_back(p);
         return out;
       },
       [=](declare_atom, vhost_atom, const std::string& name) -> caf::result<void> {
@@ -254,14 +329,10 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
         if (self->state.vhosts.count(name) != 0) return caf::unit;
         spawn_vhost(self, name, {});
         log(log_level::info, "node", "vhost " + quote(name) + " added");
-        auto rp = self->make_response_promise<void>();
-        persist(self, {vhost_record(name, false)}, [=](const caf::error& err) mutable {
-          if (err)
-            rp.deliver(err);
-          else
-            deliver_unit(rp);
-        });
-        return rp;
+        // Its creator may use it, as with RabbitMQ's management interface.
+        permission_record all{requester(self), name, ".*", ".*", ".*"};
+        self->state.permissions[{all.user, name}] = all;
+        return store(self, {vhost_record(name, false), permission_change(all, false)});
       },
       [=](delete_atom, vhost_atom, const std::string& name) -> caf::result<void> {
         if (auto err = require_admin(self, "deleting a vhost")) return err;
@@ -276,7 +347,17 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
             rp.deliver(err);
             return;
           }
-          persist(self, {vhost_record(name, true)}, [=](const caf::error& err) mutable {
+          std::vector<persistence::meta_mutation> batch{vhost_record(name, true)};
+          auto& perms = self->state.permissions;
+          for (auto p = perms.begin(); p != perms.end();) {
+            if (p->first.second != name) {
+              ++p;
+              continue;
+            }
+            batch.push_back(permission_change(p->second, true));
+            p = perms.erase(p);
+          }
+          persist(self, std::move(batch), [=](const caf::error& err) mutable {
             if (err) {
               rp.deliver(err);
               return;

@@ -1,7 +1,8 @@
 // Node actor: the root of one broker process. Owns the vhosts and the user table, admits
 // connections, and answers node-wide listings.
 //
-//   (connect_atom, client_hello, connection actor)   -> (vhost actor, connection_settings)
+//   (connect_atom, client_hello, connection actor)
+//       -> (vhost actor, connection_settings, permission_record of the user in that vhost)
 //   (settings_atom, connection_settings)              for connections that log in later
 //   (settings_atom, vhost_atom, name, vhost_limits)   -> void  stored, and enforced from now
 //   (settings_atom, vhost_atom, name)                 -> vhost_limits
@@ -9,6 +10,9 @@
 //   (settings_atom, user_atom, name, password)        -> void  a new password
 //   (delete_atom, user_atom, name)                    -> void
 //   (list_atom, user_atom)                            -> std::vector<user_record>, no hashes
+//   (declare_atom, permission_atom, permission_record) -> void  set (replaces)
+//   (delete_atom, permission_atom, user, vhost)       -> void  clear
+//   (list_atom, permission_atom)                      -> std::vector<permission_record>
 // Adding and deleting vhosts, setting their limits and managing users are for connections of
 // users tagged administrator (the sender is the asking connection actor).
 //        NOT_FOUND for an unknown vhost, ACCESS_REFUSED for bad credentials
@@ -40,6 +44,7 @@ namespace warren {
 struct node_state {
   std::map<std::string, caf::actor> vhosts;
   std::map<std::string, user_record> users;
+  std::map<std::pair<std::string, std::string>, permission_record> permissions;  // user, vhost
   std::unordered_map<caf::actor_addr, std::string> connection_user;  // who each one logged in as
   std::unordered_map<caf::actor_addr, caf::actor> connections;
   storage_context storage;

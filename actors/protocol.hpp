@@ -66,6 +66,7 @@ using route_atom = caf::atom_constant<caf::atom("route")>;
 using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
 using settings_atom = caf::atom_constant<caf::atom("settings")>;
 using user_atom = caf::atom_constant<caf::atom("user")>;
+using permission_atom = caf::atom_constant<caf::atom("permission")>;
 
 /// How a connection settles deliveries it holds.
 enum class settle_kind : uint8_t { ack, requeue, reject };

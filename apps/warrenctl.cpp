@@ -340,6 +340,21 @@ int main(int argc, char** argv) {
   auto* delete_user = app.add_subcommand("delete-user", "delete a user (administrator only)");
   delete_user->add_option("NAME", name)->required();
   auto* list_users = app.add_subcommand("list-users", "users and their tags (administrator only)");
+  warren::permission_record perm;
+  perm.vhost = "/";
+  auto* set_perms = app.add_subcommand(
+      "set-permissions", "a user's configure / write / read patterns in a vhost (administrator)");
+  set_perms->add_option("USER", perm.user)->required();
+  set_perms->add_option("CONFIGURE", perm.configure)->required();
+  set_perms->add_option("WRITE", perm.write)->required();
+  set_perms->add_option("READ", perm.read)->required();
+  set_perms->add_option("--vhost", perm.vhost, "the vhost (default /)");
+  auto* clear_perms = app.add_subcommand("clear-permissions",
+                                         "take a user's permissions in a vhost (administrator)");
+  clear_perms->add_option("USER", perm.user)->required();
+  clear_perms->add_option("--vhost", perm.vhost, "the vhost (default /)");
+  auto* list_perms =
+      app.add_subcommand("list-permissions", "every user's permissions (administrator)");
 
   auto* lookup_cmd = app.add_subcommand("lookup", "find a message still held by a queue");
   lookup_cmd->add_option("MESSAGE_ID", message_id_text)->required();
@@ -364,7 +379,25 @@ int main(int argc, char** argv) {
     opt.connect.client_name = "warrenctl";
     auto conn = connection::open(opt.connect);
     auto cmd = app.get_subcommands().front();
-    if (cmd == add_user) {
+    if (cmd == set_perms) {
+      conn->set_permissions(perm);
+    } else if (cmd == clear_perms) {
+      conn->clear_permissions(perm.user, perm.vhost);
+    } else if (cmd == list_perms) {
+      json out = json::array();
+      for (const auto& p : conn->list_permissions()) {
+        if (opt.json)
+          out.push_back(json{{"user", p.user},
+                             {"vhost", p.vhost},
+                             {"configure", p.configure},
+                             {"write", p.write},
+                             {"read", p.read}});
+        else
+          std::cout << p.user << "  " << p.vhost << "  " << p.configure << "  " << p.write << "  "
+                    << p.read << '\n';
+      }
+      if (opt.json) std::cout << out.dump() << '\n';
+    } else if (cmd == add_user) {
       conn->add_user(name, password, tags);
     } else if (cmd == change_password) {
       conn->change_password(name, password);

@@ -221,6 +221,24 @@ interface Connection {
   changePassword @14 (name :Text, password :Text);
   deleteUser @15 (name :Text);
   listUsers @16 () -> (users :List(UserInfo));
+
+  # Permissions, as RabbitMQ's: three regular expressions over resource names (searched; an
+  # empty one matches nothing). A user needs an entry for a vhost to connect to it; declare and
+  # delete need configure, publish needs write on the exchange ("amq.default" for the default
+  # one), consume, get and purge need read on the queue, and a binding needs write on its
+  # destination and read on its source. Administrator only. A connection keeps the permissions
+  # it logged in with.
+  setPermissions @17 (user :Text, vhost :Text, configure :Text, write :Text, read :Text);
+  clearPermissions @18 (user :Text, vhost :Text);
+  listPermissions @19 () -> (permissions :List(PermissionInfo));
+}
+
+struct PermissionInfo {
+  user @0 :Text;
+  vhost @1 :Text;
+  configure @2 :Text;
+  write @3 :Text;
+  read @4 :Text;
 }
 
 struct UserInfo {

@@ -30,6 +30,16 @@ struct UserRecord {
   tags @2 :List(Text);       # administrator, monitoring, management
 }
 
+# LMDB "permissions" database, key = user NUL vhost: RabbitMQ's configure / write / read
+# regular expressions.
+struct PermissionRecord {
+  user @0 :Text;
+  vhost @1 :Text;
+  configure @2 :Text;
+  write @3 :Text;
+  read @4 :Text;
+}
+
 # LMDB "exchanges" database, key = vhost NUL name. Only durable exchanges are stored.
 struct ExchangeRecord {
   vhost @0 :Text;

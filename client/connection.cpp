@@ -156,6 +156,44 @@ std::vector<user_record> connection::list_users() {
   });
 }
 
+void connection::set_permissions(const permission_record& p) {
+  auto st = state_;
+  runtime_->call<void>([st, p]() {
+    auto req = cap_of(st).setPermissionsRequest();
+    req.setUser(p.user);
+    req.setVhost(p.vhost);
+    req.setConfigure(p.configure);
+    req.setWrite(p.write);
+    req.setRead(p.read);
+    return req.send().ignoreResult();
+  });
+}
+
+void connection::clear_permissions(const std::string& user, const std::string& vhost) {
+  auto st = state_;
+  runtime_->call<void>([st, user, vhost]() {
+    auto req = cap_of(st).clearPermissionsRequest();
+    req.setUser(user);
+    req.setVhost(vhost);
+    return req.send().ignoreResult();
+  });
+}
+
+std::vector<permission_record> connection::list_permissions() {
+  auto st = state_;
+  return runtime_->call<std::vector<permission_record>>([st]() {
+    return cap_of(st).listPermissionsRequest().send().then(
+        [](capnp::Response<rpc::Connection::ListPermissionsResults>&& r) {
+          std::vector<permission_record> out;
+          for (auto p : r.getPermissions())
+            out.push_back({net::text(p.getUser()), net::text(p.getVhost()),
+                           net::text(p.getConfigure()), net::text(p.getWrite()),
+                           net::text(p.getRead())});
+          return out;
+        });
+  });
+}
+
 std::vector<std::string> connection::list_vhosts() {
   auto st = state_;
   return runtime_->call<std::vector<std::string>>([st]() {

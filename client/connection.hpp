@@ -51,6 +51,10 @@ class connection {
   void change_password(const std::string& name, const std::string& password);
   void delete_user(const std::string& name);
   std::vector<user_record> list_users();
+  /// RabbitMQ's configure / write / read patterns of a user in a vhost (administrator only).
+  void set_permissions(const permission_record& p);
+  void clear_permissions(const std::string& user, const std::string& vhost);
+  std::vector<permission_record> list_permissions();
   std::vector<exchange_row> list_exchanges();
   std::vector<queue_row> list_queues();
   std::vector<binding_row> list_bindings();

@@ -17,6 +17,7 @@ using warren::field_table;
 using warren::field_value;
 using warren::message_id;
 using warren::message_properties;
+using warren::permission_record;
 using warren::traffic_counters;
 using warren::user_record;
 using warren::vhost_limits;

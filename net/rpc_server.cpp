@@ -415,6 +415,42 @@ class connection_impl final : public rpc::Connection::Server {
         });
   }
 
+  kj::Promise<void> setPermissions(SetPermissionsContext ctx) override {
+    auto p = ctx.getParams();
+    permission_record rec{text(p.getUser()), text(p.getVhost()), text(p.getConfigure()),
+                          text(p.getWrite()), text(p.getRead())};
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), declare_atom::value, permission_atom::value, r, rec);
+           })
+        .ignoreResult();
+  }
+
+  kj::Promise<void> clearPermissions(ClearPermissionsContext ctx) override {
+    auto p = ctx.getParams();
+    auto user = text(p.getUser()), vhost = text(p.getVhost());
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), delete_atom::value, permission_atom::value, r, user, vhost);
+           })
+        .ignoreResult();
+  }
+
+  kj::Promise<void> listPermissions(ListPermissionsContext ctx) override {
+    return ask([&](uint64_t r) {
+             caf::anon_send(actor(), list_atom::value, permission_atom::value, r);
+           })
+        .then([ctx](caf::message m) mutable {
+          const auto& rows = m.get_as<std::vector<permission_record>>(0);
+          auto list = ctx.getResults().initPermissions(static_cast<unsigned>(rows.size()));
+          for (unsigned i = 0; i < rows.size(); ++i) {
+            list[i].setUser(rows[i].user);
+            list[i].setVhost(rows[i].vhost);
+            list[i].setConfigure(rows[i].configure);
+            list[i].setWrite(rows[i].write);
+            list[i].setRead(rows[i].read);
+          }
+        });
+  }
+
   kj::Promise<void> listVhosts(ListVhostsContext ctx) override {
     return ask([&](uint64_t r) { caf::anon_send(actor(), list_atom::value, vhost_atom::value, r); })
         .then([ctx](caf::message m) mutable {

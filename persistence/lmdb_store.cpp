@@ -8,7 +8,8 @@ namespace warren::persistence {
 
 namespace {
 
-constexpr const char* names[] = {"meta", "vhosts", "exchanges", "queues", "bindings", "users"};
+constexpr const char* names[] = {"meta",     "vhosts", "exchanges",  "queues",
+                                 "bindings", "users",  "permissions"};
 constexpr size_t map_size = size_t{1} << 30;  // address space only; the file grows as needed
 
 void check(int rc, const std::string& what) {
@@ -52,7 +53,7 @@ lmdb_store::lmdb_store(const std::string& env_dir, const std::string& refuse_fre
     check_not_truncated(env_dir);
     txn_guard t;
     check(mdb_txn_begin(env_, nullptr, 0, &t.txn), "begin");
-    for (int i = 0; i < 6; ++i)
+    for (int i = 0; i < 7; ++i)
       check(mdb_dbi_open(t.txn, names[i], MDB_CREATE, &dbis_[i]), names[i]);
     check_format_version(t.txn, env_dir, refuse_fresh);
     t.commit("initialize");
@@ -144,7 +145,7 @@ metadata_contents lmdb_store::load() {
   out.fresh = fresh_;
   txn_guard t;
   check(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t.txn), "begin read");
-  for (int table = 1; table < 6; ++table) {
+  for (int table = 1; table < 7; ++table) {
     MDB_cursor* cursor = nullptr;
     check(mdb_cursor_open(t.txn, dbis_[table], &cursor), "cursor");
     MDB_val key, data;
@@ -171,6 +172,9 @@ metadata_contents lmdb_store::load() {
             break;
           case 5:
             out.users.push_back(decode_user(bytes));
+            break;
+          case 6:
+            out.permissions.push_back(decode_permission(bytes));
             break;
         }
         rc = mdb_cursor_get(cursor, &key, &data, MDB_NEXT);

@@ -22,7 +22,7 @@
 
 namespace warren::persistence {
 
-enum class meta_table : uint8_t { vhosts, exchanges, queues, bindings, users };
+enum class meta_table : uint8_t { vhosts, exchanges, queues, bindings, users, permissions };
 
 /// One change: put `value` under `key`, or (erase) delete `key`.
 struct meta_mutation {
@@ -44,6 +44,7 @@ struct metadata_contents {
   std::vector<stored_queue> queues;
   std::vector<stored_binding> bindings;
   std::vector<user_record> users;
+  std::vector<permission_record> permissions;
   bool fresh = false;  // the directory was new
 };
 
@@ -72,7 +73,7 @@ class lmdb_store {
 
  private:
   MDB_env* env_ = nullptr;
-  MDB_dbi dbis_[6] = {};  // meta, vhosts, exchanges, queues, bindings, users
+  MDB_dbi dbis_[7] = {};  // meta, vhosts, exchanges, queues, bindings, users, permissions
   bool fresh_ = false;
   uint32_t found_version_ = format_version;
 

@@ -126,6 +126,30 @@ user_record decode_user(std::string_view bytes) {
   });
 }
 
+std::string permission_key(std::string_view user, std::string_view vhost) {
+  return joined({user, vhost});
+}
+
+std::string encode_permission(const permission_record& p) {
+  capnp::MallocMessageBuilder builder;
+  auto r = builder.initRoot<storage::PermissionRecord>();
+  r.setUser(p.user);
+  r.setVhost(p.vhost);
+  r.setConfigure(p.configure);
+  r.setWrite(p.write);
+  r.setRead(p.read);
+  return to_bytes(builder);
+}
+
+permission_record decode_permission(std::string_view bytes) {
+  return from_bytes<storage::PermissionRecord>(
+      bytes, "permission", [](storage::PermissionRecord::Reader r) {
+        return permission_record{net::text(r.getUser()), net::text(r.getVhost()),
+                                 net::text(r.getConfigure()), net::text(r.getWrite()),
+                                 net::text(r.getRead())};
+      });
+}
+
 std::string encode_exchange(const stored_exchange& e) {
   capnp::MallocMessageBuilder builder;
   auto r = builder.initRoot<storage::ExchangeRecord>();

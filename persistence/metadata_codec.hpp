@@ -44,6 +44,9 @@ stored_vhost decode_vhost(std::string_view bytes);
 std::string user_key(std::string_view name);
 std::string encode_user(const user_record& u);
 user_record decode_user(std::string_view bytes);
+std::string permission_key(std::string_view user, std::string_view vhost);
+std::string encode_permission(const permission_record& p);
+permission_record decode_permission(std::string_view bytes);
 
 std::string encode_exchange(const stored_exchange& e);
 stored_exchange decode_exchange(std::string_view bytes);

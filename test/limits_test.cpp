@@ -355,6 +355,7 @@ BOOST_AUTO_TEST_CASE(users_log_in_with_their_password_and_only_administrators_ma
     BOOST_REQUIRE(ctl(node, {"add-user", "alice", "s3cret", "--tags", "monitoring"}).exit_code ==
                   0);
     BOOST_TEST(ctl(node, {"add-user", "alice", "other"}).exit_code != 0);  // it exists
+    BOOST_REQUIRE(ctl(node, {"set-permissions", "alice", ".*", ".*", ".*"}).exit_code == 0);
     auto users = ctl(node, {"--json", "list-users"});
     BOOST_TEST(users.out.find("\"alice\"") != std::string::npos, users.out);
     BOOST_TEST(users.out.find("s3cret") == std::string::npos);
@@ -388,4 +389,64 @@ BOOST_AUTO_TEST_CASE(users_log_in_with_their_password_and_only_administrators_ma
   BOOST_CHECK_NO_THROW(connection::open(o));
   BOOST_REQUIRE(ctl(node, {"delete-user", "alice"}).exit_code == 0);
   BOOST_TEST(error_code_of([&] { connection::open(o); }) == "ACCESS_REFUSED");
+}
+
+// Issue 11, item 7 (permissions): RabbitMQ's configure / write / read patterns, checked on both
+// doors for every operation, stored, and needed to reach a vhost at all.
+BOOST_AUTO_TEST_CASE(permissions_decide_what_a_user_may_do_in_a_vhost) {
+  node_process node;
+  connect_options o;
+  o.port = node.port();
+  auto admin = connection::open(o);
+  admin->add_user("bob", "pw");
+  connect_options as_bob = o;
+  as_bob.user = "bob";
+  as_bob.password = "pw";
+  BOOST_TEST(error_code_of([&] { connection::open(as_bob); }) == "NOT_ALLOWED");
+  raw_client refused(node.amqp_port());
+  BOOST_TEST(warren::test::amqp_open_refusal(refused, "bob", "pw") == 530);
+
+  auto ach = admin->open_channel();
+  ach->queue_declare("shared");
+  admin->set_permissions({"bob", "/", "^bob-", "^(bob-|amq\\.default$)", "^bob-"});
+  auto bob = connection::open(as_bob);
+  auto ch = [&] { return bob->open_channel(); };
+  BOOST_CHECK_NO_THROW(ch()->queue_declare("bob-q"));
+  BOOST_TEST(error_code_of([&] { ch()->queue_declare("other"); }) == "ACCESS_REFUSED");
+  BOOST_CHECK_NO_THROW(ch()->queue_declare("shared", {false, false, false, true}));  // passive
+  outbound_message m;
+  m.routing_key = "bob-q";
+  m.body = "x";
+  BOOST_TEST(to_string(ch()->publish(m).outcome) == std::string("routed"));  // amq.default
+  m.exchange = "amq.direct";
+  BOOST_TEST(error_code_of([&] { ch()->publish(m); }) == "ACCESS_REFUSED");
+  BOOST_TEST(ch()->get("bob-q", true).has_value());
+  BOOST_TEST(error_code_of([&] { ch()->get("shared", true); }) == "ACCESS_REFUSED");
+  BOOST_TEST(error_code_of([&] { ch()->queue_purge("shared"); }) == "ACCESS_REFUSED");
+  // A binding needs write on the queue and read on the exchange.
+  BOOST_TEST(error_code_of([&] { ch()->queue_bind("bob-q", "amq.direct", "k"); }) ==
+             "ACCESS_REFUSED");
+  BOOST_TEST(error_code_of([&] { admin->add_user("eve", "x"); }) == "none");
+  BOOST_TEST(error_code_of([&] {
+               bob->set_permissions({"bob", "/", ".*", ".*", ".*"});
+             }) == "ACCESS_REFUSED");
+  // The AMQP door applies the same rules.
+  raw_client amqp(node.amqp_port());
+  BOOST_REQUIRE(warren::test::amqp_open_refusal(amqp, "bob", "pw") == 0);
+  amqp.open_channel(1);
+  auto declare = method_payload({50, 10});
+  declare.short_uint(0);
+  declare.short_string("other");
+  declare.bits({false, false, false, false, false});
+  declare.field_table({});
+  amqp.send_method(1, std::move(declare));
+  auto [id, args] = amqp.next_method();
+  BOOST_TEST((id == method_id{20, 40}));
+  BOOST_TEST(reader(args).short_uint() == 403);
+  // Bad patterns are refused by name; clearing takes the vhost away again.
+  BOOST_TEST(error_code_of([&] {
+               admin->set_permissions({"bob", "/", "(", "", ""});
+             }) == "PRECONDITION_FAILED");
+  admin->clear_permissions("bob", "/");
+  BOOST_TEST(error_code_of([&] { connection::open(as_bob); }) == "NOT_ALLOWED");
 }
