@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <set>
 
 namespace warren {
 
@@ -47,7 +49,9 @@ persistence::meta_mutation permission_change(const permission_record& p, bool er
 // The asking connection's user, or empty.
 std::string requester(self_ptr self) {
   auto& st = self->state;
-  auto c = st.connection_user.find(caf::actor_cast<caf::actor_addr>(self->current_sender()));
+  auto sender = self->current_sender();
+  if (!sender) return {};
+  auto c = st.connection_user.find(caf::actor_cast<caf::actor_addr>(sender));
   return c == st.connection_user.end() ? std::string() : c->second;
 }
 
@@ -64,11 +68,32 @@ caf::result<void> store(self_ptr self, std::vector<persistence::meta_mutation> b
   return rp;
 }
 
+// The vhosts whose statistics the asking connection's user may see: every one for users tagged
+// administrator or monitoring (RabbitMQ's rule), else those it has permissions in.
+std::function<bool(const std::string&)> visible_vhosts(self_ptr self) {
+  auto& st = self->state;
+  auto name = requester(self);
+  auto u = st.users.find(name);
+  if (u != st.users.end() &&
+      (has_tag(u->second, "administrator") || has_tag(u->second, "monitoring")))
+    return [](const std::string&) { return true; };
+  std::set<std::string> mine;
+  for (const auto& [key, p] : st.permissions)
+    if (key.first == name) mine.insert(key.second);
+  return [mine](const std::string& vhost) { return mine.count(vhost) != 0; };
+}
+
+template <class Row>
+void keep_visible(std::vector<Row>& rows, const std::function<bool(const std::string&)>& visible) {
+  rows.erase(
+      std::remove_if(rows.begin(), rows.end(), [&](const Row& r) { return !visible(r.vhost); }),
+      rows.end());
+}
+
 // ACCESS_REFUSED unless the asking connection's user is tagged administrator.
 caf::error require_admin(self_ptr self, const char* what) {
   auto& st = self->state;
-  auto c = st.connection_user.find(caf::actor_cast<caf::actor_addr>(self->current_sender()));
-  auto u = c == st.connection_user.end() ? st.users.end() : st.users.find(c->second);
+  auto u = st.users.find(requester(self));
   if (u != st.users.end() && has_tag(u->second, "administrator")) return {};
   return make_broker_error(reply_code::access_refused,
                            std::string(what) + " needs a user tagged administrator");
@@ -378,12 +403,16 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
         return rp;
       },
       [=](stats_atom) {
+        // Before the promise: making it takes the sender out of the current message.
+        auto visible = visible_vhosts(self);
         auto rp = self->make_response_promise<node_stats_info>();
         all_queues(self, [=](std::vector<queue_info> queues) mutable {
           all_connections(self, [=](std::vector<connection_info> conns) mutable {
             node_stats_info info;
             info.uptime_ms = static_cast<uint64_t>(now_ms() - self->state.started_ms);
             info.rss_bytes = resident_bytes();
+            keep_visible(queues, visible);
+            keep_visible(conns, visible);
             info.queues = std::move(queues);
             info.connections = std::move(conns);
             rp.deliver(std::move(info));
@@ -430,9 +459,12 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
         return names;
       },
       [=](list_atom, conns_atom) {
+        auto visible = visible_vhosts(self);
         auto rp = self->make_response_promise<std::vector<connection_info>>();
-        all_connections(
-            self, [=](std::vector<connection_info> rows) mutable { rp.deliver(std::move(rows)); });
+        all_connections(self, [=](std::vector<connection_info> rows) mutable {
+          keep_visible(rows, visible);
+          rp.deliver(std::move(rows));
+        });
         return rp;
       },
   };

@@ -450,3 +450,35 @@ BOOST_AUTO_TEST_CASE(permissions_decide_what_a_user_may_do_in_a_vhost) {
   admin->clear_permissions("bob", "/");
   BOOST_TEST(error_code_of([&] { connection::open(as_bob); }) == "NOT_ALLOWED");
 }
+
+// Issue 11, item 5: statistics show only what a user may see (every vhost for administrator
+// and monitoring users, as RabbitMQ's tags).
+BOOST_AUTO_TEST_CASE(statistics_are_scoped_by_permission) {
+  node_process node;
+  connect_options o;
+  o.port = node.port();
+  auto admin = connection::open(o);
+  admin->add_vhost("v2");
+  connect_options in_v2 = o;
+  in_v2.vhost = "v2";
+  auto v2 = connection::open(in_v2);
+  v2->open_channel()->queue_declare("secret");
+  admin->add_user("bob", "pw");
+  admin->add_user("watcher", "pw", {"monitoring"});
+  admin->set_permissions({"bob", "/", ".*", ".*", ".*"});
+  admin->set_permissions({"watcher", "/", "", "", ""});
+  auto has_secret = [](const node_stats& s) {
+    for (const auto& q : s.queues)
+      if (q.name == "secret") return true;
+    return false;
+  };
+  connect_options as = o;
+  as.password = "pw";
+  as.user = "bob";
+  auto bob = connection::open(as);
+  BOOST_TEST(!has_secret(bob->stats()));
+  for (const auto& c : bob->list_connections()) BOOST_TEST(c.vhost == "/");
+  as.user = "watcher";
+  BOOST_TEST(has_secret(connection::open(as)->stats()));
+  BOOST_TEST(has_secret(admin->stats()));
+}
