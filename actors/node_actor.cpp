@@ -68,14 +68,18 @@ caf::result<void> store(self_ptr self, std::vector<persistence::meta_mutation> b
   return rp;
 }
 
-// The vhosts whose statistics the asking connection's user may see: every one for users tagged
-// administrator or monitoring (RabbitMQ's rule), else those it has permissions in.
+// The vhosts whose statistics the asker may see: every one for users tagged administrator or
+// monitoring (RabbitMQ's rule) and for the node's own actors, else those the user has
+// permissions in.
 std::function<bool(const std::string&)> visible_vhosts(self_ptr self) {
   auto& st = self->state;
   auto name = requester(self);
   auto u = st.users.find(name);
-  if (u != st.users.end() &&
-      (has_tag(u->second, "administrator") || has_tag(u->second, "monitoring")))
+  // Internal askers (the node's periodic statistics log) are no client connection: all.
+  // (Every client asks through its connection actor, registered with a user at login.)
+  bool internal = name.empty();
+  if (internal || (u != st.users.end() &&
+                   (has_tag(u->second, "administrator") || has_tag(u->second, "monitoring"))))
     return [](const std::string&) { return true; };
   std::set<std::string> mine;
   for (const auto& [key, p] : st.permissions)
