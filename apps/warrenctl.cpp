@@ -1,6 +1,7 @@
 // warrenctl: the command-line client of a warren-node. See the README for the command list.
 // Exit codes: 0 success, 1 the broker (or the connection) reported an error, 2 usage error.
 // Errors are printed to stderr as "error: CODE: text".
+#include "apps/warrenctl_admin.hpp"
 #include "apps/warrenctl_output.hpp"
 #include "apps/warrenctl_stats.hpp"
 #include "client/channel.hpp"
@@ -315,46 +316,7 @@ int main(int argc, char** argv) {
       ->check(
           CLI::IsMember({"vhosts", "exchanges", "queues", "bindings", "consumers", "connections"}));
 
-  auto* add_vhost = app.add_subcommand("add-vhost", "add a virtual host");
-  add_vhost->add_option("NAME", name)->required();
-  auto* delete_vhost = app.add_subcommand("delete-vhost", "delete a virtual host and all in it");
-  delete_vhost->add_option("NAME", name)->required();
-  warren::vhost_limits limits;
-  auto* set_limits = app.add_subcommand("set-vhost-limits",
-                                        "set a vhost's limits (negative or left out = no limit)");
-  set_limits->add_option("NAME", name)->required();
-  set_limits->add_option("--max-connections", limits.max_connections, "connections at once");
-  set_limits->add_option("--max-queues", limits.max_queues, "queues in the vhost");
-  auto* show_limits = app.add_subcommand("vhost-limits", "show a vhost's limits");
-  show_limits->add_option("NAME", name)->required();
-  std::string password;
-  std::vector<std::string> tags;
-  auto* add_user = app.add_subcommand("add-user", "add a user (administrator only)");
-  add_user->add_option("NAME", name)->required();
-  add_user->add_option("PASSWORD", password)->required();
-  add_user->add_option("--tags", tags, "administrator, monitoring, management")->delimiter(',');
-  auto* change_password =
-      app.add_subcommand("change-password", "set a user's password (administrator only)");
-  change_password->add_option("NAME", name)->required();
-  change_password->add_option("PASSWORD", password)->required();
-  auto* delete_user = app.add_subcommand("delete-user", "delete a user (administrator only)");
-  delete_user->add_option("NAME", name)->required();
-  auto* list_users = app.add_subcommand("list-users", "users and their tags (administrator only)");
-  warren::permission_record perm;
-  perm.vhost = "/";
-  auto* set_perms = app.add_subcommand(
-      "set-permissions", "a user's configure / write / read patterns in a vhost (administrator)");
-  set_perms->add_option("USER", perm.user)->required();
-  set_perms->add_option("CONFIGURE", perm.configure)->required();
-  set_perms->add_option("WRITE", perm.write)->required();
-  set_perms->add_option("READ", perm.read)->required();
-  set_perms->add_option("--vhost", perm.vhost, "the vhost (default /)");
-  auto* clear_perms = app.add_subcommand("clear-permissions",
-                                         "take a user's permissions in a vhost (administrator)");
-  clear_perms->add_option("USER", perm.user)->required();
-  clear_perms->add_option("--vhost", perm.vhost, "the vhost (default /)");
-  auto* list_perms =
-      app.add_subcommand("list-permissions", "every user's permissions (administrator)");
+  warrenctl::admin_commands admin(app);
 
   auto* lookup_cmd = app.add_subcommand("lookup", "find a message still held by a queue");
   lookup_cmd->add_option("MESSAGE_ID", message_id_text)->required();
@@ -379,58 +341,8 @@ int main(int argc, char** argv) {
     opt.connect.client_name = "warrenctl";
     auto conn = connection::open(opt.connect);
     auto cmd = app.get_subcommands().front();
-    if (cmd == set_perms) {
-      conn->set_permissions(perm);
-    } else if (cmd == clear_perms) {
-      conn->clear_permissions(perm.user, perm.vhost);
-    } else if (cmd == list_perms) {
-      json out = json::array();
-      for (const auto& p : conn->list_permissions()) {
-        if (opt.json)
-          out.push_back(json{{"user", p.user},
-                             {"vhost", p.vhost},
-                             {"configure", p.configure},
-                             {"write", p.write},
-                             {"read", p.read}});
-        else
-          std::cout << p.user << "  " << p.vhost << "  " << p.configure << "  " << p.write << "  "
-                    << p.read << '\n';
-      }
-      if (opt.json) std::cout << out.dump() << '\n';
-    } else if (cmd == add_user) {
-      conn->add_user(name, password, tags);
-    } else if (cmd == change_password) {
-      conn->change_password(name, password);
-    } else if (cmd == delete_user) {
-      conn->delete_user(name);
-    } else if (cmd == list_users) {
-      auto users = conn->list_users();
-      if (opt.json) {
-        json out = json::array();
-        for (const auto& u : users) out.push_back(json{{"name", u.name}, {"tags", u.tags}});
-        std::cout << out.dump() << '\n';
-      } else {
-        for (const auto& u : users) {
-          std::cout << u.name;
-          for (size_t i = 0; i < u.tags.size(); ++i)
-            std::cout << (i == 0 ? "  " : ",") << u.tags[i];
-          std::cout << '\n';
-        }
-      }
-    } else if (cmd == set_limits) {
-      conn->set_vhost_limits(name, limits);
-    } else if (cmd == show_limits) {
-      auto l = conn->get_vhost_limits(name);
-      if (opt.json)
-        std::cout << json{{"max-connections", l.max_connections}, {"max-queues", l.max_queues}}
-                  << '\n';
-      else
-        std::cout << "max-connections " << l.max_connections << "\nmax-queues " << l.max_queues
-                  << '\n';
-    } else if (cmd == add_vhost) {
-      conn->add_vhost(name);
-    } else if (cmd == delete_vhost) {
-      conn->delete_vhost(name);
+    if (admin.run(cmd, *conn, opt.json)) {
+      // an administration command, carried out by admin_commands
     } else if (cmd == stats_cmd) {
       stats_opt.json = opt.json;
       warrenctl::run_stats(*conn, stats_opt);
