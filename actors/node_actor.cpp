@@ -46,6 +46,20 @@ persistence::meta_mutation permission_change(const permission_record& p, bool er
           erase ? std::string() : persistence::encode_permission(p), erase};
 }
 
+// Drops the permissions whose (user, vhost) key matches, adding their erasure to `batch`.
+template <class Match>
+void forget_permissions(node_state& st, std::vector<persistence::meta_mutation>& batch,
+                        Match match) {
+  for (auto p = st.permissions.begin(); p != st.permissions.end();) {
+    if (!match(p->first)) {
+      ++p;
+      continue;
+    }
+    batch.push_back(permission_change(p->second, true));
+    p = st.permissions.erase(p);
+  }
+}
+
 // The asking connection's user, or empty.
 std::string requester(self_ptr self) {
   auto& st = self->state;
@@ -101,19 +115,6 @@ caf::error require_admin(self_ptr self, const char* what) {
   if (u != st.users.end() && has_tag(u->second, "administrator")) return {};
   return make_broker_error(reply_code::access_refused,
                            std::string(what) + " needs a user tagged administrator");
-}
-
-// Stores a user change and answers once it is committed.
-caf::result<void> store_user(self_ptr self, const user_record& u, bool erase) {
-  auto rp = self->make_response_promise<void>();
-  warren::persist(self, self->state.storage.persistence, {user_change(u, erase)},
-                  [=](const caf::error& err) mutable {
-                    if (err)
-                      rp.deliver(err);
-                    else
-                      deliver_unit(rp);
-                  });
-  return rp;
 }
 
 // Why a connection to `vhost` is refused by the vhost's connection limit, or empty.
@@ -284,7 +285,7 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
         user_record u{name, hash_password(password), tags};
         self->state.users[name] = u;
         log(log_level::info, "node", "user " + quote(name) + " added");
-        return store_user(self, u, false);
+        return store(self, {user_change(u, false)});
       },
       [=](settings_atom, user_atom, const std::string& name,
           const std::string& password) -> caf::result<void> {
@@ -296,7 +297,7 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
           return make_broker_error(reply_code::precondition_failed,
                                    "user " + quote(name) + " needs a password");
         u->second.password_hash = hash_password(password);
-        return store_user(self, u->second, false);
+        return store(self, {user_change(u->second, false)});
       },
       [=](delete_atom, user_atom, const std::string& name) -> caf::result<void> {
         if (auto err = require_admin(self, "deleting a user")) return err;
@@ -306,15 +307,7 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
         auto gone = u->second;
         self->state.users.erase(u);
         std::vector<persistence::meta_mutation> batch{user_change(gone, true)};
-        auto& perms = self->state.permissions;
-        for (auto p = perms.begin(); p != perms.end();) {
-          if (p->first.first != name) {
-            ++p;
-            continue;
-          }
-          batch.push_back(permission_change(p->second, true));
-          p = perms.erase(p);
-        }
+        forget_permissions(self->state, batch, [&](const auto& key) { return key.first == name; });
         log(log_level::info, "node", "user " + quote(name) + " deleted");
         return store(self, std::move(batch));
       },
@@ -377,15 +370,8 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
             return;
           }
           std::vector<persistence::meta_mutation> batch{vhost_record(name, true)};
-          auto& perms = self->state.permissions;
-          for (auto p = perms.begin(); p != perms.end();) {
-            if (p->first.second != name) {
-              ++p;
-              continue;
-            }
-            batch.push_back(permission_change(p->second, true));
-            p = perms.erase(p);
-          }
+          forget_permissions(self->state, batch,
+                             [&](const auto& key) { return key.second == name; });
           persist(self, std::move(batch), [=](const caf::error& err) mutable {
             if (err) {
               rp.deliver(err);

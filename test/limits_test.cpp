@@ -122,13 +122,17 @@ BOOST_AUTO_TEST_CASE(connections_that_never_log_in_are_closed_after_the_handshak
 
 namespace {
 
-// Resident memory of a process, from /proc.
-size_t rss_kb(pid_t pid) {
+// A "Vm...:" figure of a process, in KiB, from /proc ("VmRSS:", "VmSize:").
+size_t proc_status_kb(pid_t pid, const std::string& field) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(status, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoul(line.substr(6));
+    if (line.rfind(field, 0) == 0) return std::stoul(line.substr(field.size()));
   return 0;
+}
+
+size_t rss_kb(pid_t pid) {
+  return proc_status_kb(pid, "VmRSS:");
 }
 
 void amqp_cycle(uint16_t port) {
@@ -263,11 +267,7 @@ BOOST_AUTO_TEST_CASE(connection_and_channel_limits_refuse_with_a_clear_error) {
 namespace {
 
 size_t vm_size_kb(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmSize:", 0) == 0) return std::stoul(line.substr(7));
-  return 0;
+  return proc_status_kb(pid, "VmSize:");
 }
 
 }  // namespace
