@@ -32,6 +32,9 @@ struct node_options {
   std::string bind = "127.0.0.1";
   uint16_t port = 5680;
   uint16_t amqp_port = 5672;
+  warren::net::tls_files tls;  // TLS listeners run when tls.cert is given
+  uint16_t amqps_port = 5671;
+  uint16_t tls_port = 5681;
   uint16_t heartbeat = 60;
   warren::net::door_limits limits;
   double memory_high_watermark = 0.4;
@@ -58,6 +61,18 @@ int parse_options(int argc, char** argv, node_options& opt) {
   app.add_option("--port", opt.port, "Cap'n Proto RPC port (0 picks a free one)")
       ->capture_default_str();
   app.add_option("--amqp-port", opt.amqp_port, "AMQP 0-9-1 port (0 turns the listener off)")
+      ->capture_default_str();
+  auto* cert = app.add_option("--tls-cert", opt.tls.cert,
+                              "PEM certificate (chain, leaf first): turns on the TLS listeners");
+  app.add_option("--tls-key", opt.tls.key, "PEM private key of --tls-cert")->needs(cert);
+  app.add_option("--tls-ca", opt.tls.ca,
+                 "PEM CA certificates: TLS clients must present a certificate signed by one")
+      ->needs(cert);
+  app.add_option("--amqps-port", opt.amqps_port, "AMQP over TLS port (0 turns it off)")
+      ->needs(cert)
+      ->capture_default_str();
+  app.add_option("--tls-port", opt.tls_port, "Cap'n Proto over TLS port (0 turns it off)")
+      ->needs(cert)
       ->capture_default_str();
   app.add_option("--heartbeat", opt.heartbeat,
                  "AMQP heartbeat interval offered to clients, in seconds (0 = none)")
@@ -162,6 +177,53 @@ opened_storage open_storage(const node_options& opt) {
   return out;
 }
 
+// The listeners: Cap'n Proto and AMQP, each in the clear and, given --tls-cert, over TLS.
+class front_doors {
+ public:
+  front_doors(caf::actor_system& system, caf::actor node, caf::actor alarm)
+      : rpc_(system, node),
+        rpc_tls_(system, node, "RPC TLS"),
+        amqp_(system, node, alarm),
+        amqps_(system, node, std::move(alarm), "AMQPS") {}
+
+  /// Starts every listener the options ask for; returns the Cap'n Proto port. Throws
+  /// std::runtime_error naming the address or file that stopped one.
+  uint16_t start(const node_options& opt) {
+    // Unusable TLS files stop the node even when no TLS port is open, so they never go unseen.
+    if (!opt.tls.cert.empty()) warren::net::tls_context::server(opt.tls, nullptr, 0);
+    uint16_t port = rpc_.start(opt.bind, opt.port, opt.limits);
+    if (opt.amqp_port != 0)
+      announce("AMQP 0-9-1", opt, amqp_.start(opt.bind, opt.amqp_port, opt.heartbeat, opt.limits));
+    if (opt.tls.cert.empty()) return port;
+    warren::net::listener_tls tls{opt.tls, opt.limits.handshake_timeout_ms};
+    if (opt.amqps_port != 0)
+      announce("AMQP 0-9-1 over TLS", opt,
+               amqps_.start(opt.bind, opt.amqps_port, opt.heartbeat, opt.limits, tls));
+    if (opt.tls_port != 0)
+      announce("Cap'n Proto over TLS", opt,
+               rpc_tls_.start(opt.bind, opt.tls_port, opt.limits, tls));
+    return port;
+  }
+
+  void stop() {
+    amqps_.stop();
+    amqp_.stop();
+    rpc_tls_.stop();
+    rpc_.stop();
+  }
+
+ private:
+  static void announce(const std::string& what, const node_options& opt, uint16_t port) {
+    warren::log(warren::log_level::info, "node",
+                what + " listener on " + opt.bind + ":" + std::to_string(port));
+  }
+
+  warren::net::rpc_server rpc_;
+  warren::net::rpc_server rpc_tls_;
+  warren::amqp::amqp_server amqp_;
+  warren::amqp::amqp_server amqps_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -214,31 +276,17 @@ int main(int argc, char** argv) {
   caf::anon_send(node, warren::settings_atom::value, opt.settings);
   opt.limits.max_message_bytes = opt.settings.max_message_bytes;
   opt.limits.channel_max = opt.settings.channel_max;
-  warren::net::rpc_server server(system, node);
+  front_doors doors(system, node, alarm);
   uint16_t port = 0;
   try {
-    port = server.start(opt.bind, opt.port, opt.limits);
+    port = doors.start(opt);
   } catch (const std::exception& e) {
     warren::log(warren::log_level::error, "node", e.what());
+    doors.stop();
     caf::anon_send_exit(alarm, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(storage.persistence, caf::exit_reason::user_shutdown);
     return 1;
-  }
-  warren::amqp::amqp_server amqp(system, node, alarm);
-  if (opt.amqp_port != 0) {
-    try {
-      auto amqp_port = amqp.start(opt.bind, opt.amqp_port, opt.heartbeat, opt.limits);
-      warren::log(warren::log_level::info, "node",
-                  "AMQP 0-9-1 listener on " + opt.bind + ":" + std::to_string(amqp_port));
-    } catch (const std::exception& e) {
-      warren::log(warren::log_level::error, "node", e.what());
-      server.stop();
-      caf::anon_send_exit(alarm, caf::exit_reason::user_shutdown);
-      caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
-      caf::anon_send_exit(storage.persistence, caf::exit_reason::user_shutdown);
-      return 1;
-    }
   }
   warren::log(warren::log_level::info, "node",
               "warren-node ready on " + opt.bind + ":" + std::to_string(port));
@@ -248,8 +296,7 @@ int main(int argc, char** argv) {
   sigwait(&stop_signals, &signal_number);
   warren::log(warren::log_level::info, "node",
               std::string("stopping on ") + (signal_number == SIGINT ? "SIGINT" : "SIGTERM"));
-  amqp.stop();
-  server.stop();
+  doors.stop();
   caf::anon_send_exit(alarm, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(storage.persistence, caf::exit_reason::user_shutdown);

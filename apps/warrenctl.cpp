@@ -216,20 +216,36 @@ int consume(channel& ch, const std::string& queue, size_t count, uint32_t prefet
   return 0;
 }
 
+// Where and how to reach the node; returns --port, which --tls changes the default of.
+CLI::Option* add_connect_options(CLI::App& app, connect_options& connect) {
+  app.add_option("--host", connect.host, "node address")->capture_default_str();
+  auto* port = app.add_option("--port", connect.port, "node RPC port (5681 with --tls)")
+                   ->capture_default_str();
+  app.add_option("--vhost", connect.vhost, "virtual host")->capture_default_str();
+  app.add_option("--user", connect.user, "user name")
+      ->envname("WARREN_USER")
+      ->capture_default_str();
+  app.add_option("--password", connect.password, "password (default guest)")
+      ->envname("WARREN_PASSWORD");
+  app.add_flag("--tls", connect.tls, "connect over TLS (the node's --tls-port)");
+  app.add_option("--tls-server-name", connect.tls_server_name,
+                 "the name the node's certificate must carry (default: --host)");
+  app.add_option("--tls-ca", connect.tls_ca,
+                 "PEM CA certificates to check the node's certificate against (default: the "
+                 "system's trust store)");
+  auto* cert = app.add_option("--tls-cert", connect.tls_cert,
+                              "PEM client certificate, for a node that verifies clients");
+  app.add_option("--tls-key", connect.tls_key, "PEM private key of --tls-cert")->needs(cert);
+  return port;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::ios::sync_with_stdio(false);
   options opt;
   CLI::App app{"warrenctl: manage and use a warren-node"};
-  app.add_option("--host", opt.connect.host, "node address")->capture_default_str();
-  app.add_option("--port", opt.connect.port, "node RPC port")->capture_default_str();
-  app.add_option("--vhost", opt.connect.vhost, "virtual host")->capture_default_str();
-  app.add_option("--user", opt.connect.user, "user name")
-      ->envname("WARREN_USER")
-      ->capture_default_str();
-  app.add_option("--password", opt.connect.password, "password (default guest)")
-      ->envname("WARREN_PASSWORD");
+  auto* port_option = add_connect_options(app, opt.connect);
   app.add_flag("--json", opt.json, "machine-readable output");
   app.require_subcommand(1);
 
@@ -336,6 +352,7 @@ int main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
+  if (opt.connect.tls && port_option->count() == 0) opt.connect.port = 5681;
 
   try {
     opt.connect.client_name = "warrenctl";

@@ -1,5 +1,11 @@
 #include "client/client_runtime.hpp"
 
+#include "net/tls_context.hpp"
+
+#include <capnp/message.h>
+#include <capnp/rpc-twoparty.h>
+#include <kj/async-io.h>
+
 namespace warren::client {
 
 namespace {
@@ -12,10 +18,10 @@ constexpr uint64_t max_message_words = uint64_t{64} * 1024 * 1024;
 
 }  // namespace
 
-client_runtime::client_runtime(const std::string& host, uint16_t port) {
+client_runtime::client_runtime(const connect_options& options) {
   std::promise<void> ready;
   auto started = ready.get_future();
-  kj_thread_ = std::thread([this, host, port, &ready] { kj_main(host, port, ready); });
+  kj_thread_ = std::thread([this, options, &ready] { kj_main(options, ready); });
   try {
     started.get();
   } catch (...) {
@@ -42,15 +48,49 @@ client_runtime::~client_runtime() {
   if (kj_thread_.joinable()) kj_thread_.join();
 }
 
-void client_runtime::kj_main(std::string host, uint16_t port, std::promise<void>& ready) {
+namespace {
+
+// The TCP connection to the node, with a TLS handshake on it when asked for.
+kj::Own<kj::AsyncIoStream> connect_stream(const connect_options& options, kj::AsyncIoContext& io,
+                                          std::unique_ptr<net::tls_context>& tls) {
+  auto address =
+      io.provider->getNetwork().parseAddress(options.host, options.port).wait(io.waitScope);
+  auto stream = address->connect().wait(io.waitScope);
+  if (!options.tls) return stream;
   try {
-    capnp::ReaderOptions options;
-    options.traversalLimitInWords = max_message_words;
-    capnp::EzRpcClient rpc(host, port, options);
+    tls = net::tls_context::client({options.tls_cert, options.tls_key, options.tls_ca});
+  } catch (const std::runtime_error& e) {
+    throw error("TLS_ERROR", e.what());
+  }
+  auto where = options.host + ":" + std::to_string(options.port);
+  auto name = options.tls_server_name.empty() ? options.host : options.tls_server_name;
+  try {
+    return tls->get().wrapClient(kj::mv(stream), name).wait(io.waitScope);
+  } catch (const kj::Exception& e) {
+    throw error("TLS_ERROR",
+                "TLS handshake with " + where + " failed: " + e.getDescription().cStr());
+  }
+}
+
+}  // namespace
+
+void client_runtime::kj_main(const connect_options& options, std::promise<void>& ready) {
+  try {
+    auto io = kj::setupAsyncIo();
+    std::unique_ptr<net::tls_context> tls;
+    auto stream = connect_stream(options, io, tls);
+    capnp::ReaderOptions reader;
+    reader.traversalLimitInWords = max_message_words;
+    capnp::TwoPartyVatNetwork network(*stream, capnp::rpc::twoparty::Side::CLIENT, reader);
+    auto rpc = capnp::makeRpcClient(network);
+    capnp::word server_id_space[4] = {};
+    capnp::MallocMessageBuilder server_id_message(server_id_space);
+    auto server_id = server_id_message.initRoot<capnp::rpc::twoparty::VatId>();
+    server_id.setSide(capnp::rpc::twoparty::Side::SERVER);
     bridge_ = std::make_shared<net::loop_bridge>();
     tasks_ = kj::heap<kj::TaskSet>(*this);
     tasks_->add(bridge_->run());
-    broker_ = kj::heap<rpc::Broker::Client>(rpc.getMain<rpc::Broker>());
+    broker_ = kj::heap<rpc::Broker::Client>(rpc.bootstrap(server_id).castAs<rpc::Broker>());
     auto stop = kj::newPromiseAndCrossThreadFulfiller<void>();
     {
       std::lock_guard<std::mutex> guard(stop_mutex_);
@@ -58,7 +98,7 @@ void client_runtime::kj_main(std::string host, uint16_t port, std::promise<void>
       if (stopping_) stop_->fulfill();
     }
     ready.set_value();
-    stop.promise.wait(rpc.getWaitScope());
+    stop.promise.wait(io.waitScope);
     {
       std::lock_guard<std::mutex> guard(stop_mutex_);
       stop_ = nullptr;
@@ -68,6 +108,8 @@ void client_runtime::kj_main(std::string host, uint16_t port, std::promise<void>
     tasks_ = nullptr;
   } catch (const kj::Exception& e) {
     ready.set_exception(std::make_exception_ptr(from_exception(e)));
+  } catch (const error&) {
+    ready.set_exception(std::current_exception());
   }
 }
 

@@ -8,9 +8,9 @@
 
 #include "broker.capnp.h"
 #include "client/client_error.hpp"
+#include "client/connection.hpp"
 #include "net/loop_bridge.hpp"
 
-#include <capnp/ez-rpc.h>
 #include <kj/async.h>
 
 #include <condition_variable>
@@ -25,8 +25,9 @@ namespace warren::client {
 
 class client_runtime : public kj::TaskSet::ErrorHandler {
  public:
-  /// Connects to host:port; throws error("DISCONNECTED", ...) when the node cannot be reached.
-  client_runtime(const std::string& host, uint16_t port);
+  /// Connects to the node (over TLS when asked); throws error("DISCONNECTED", ...) when it
+  /// cannot be reached and error("TLS_ERROR", ...) when the TLS handshake fails.
+  explicit client_runtime(const connect_options& options);
   ~client_runtime();
 
   client_runtime(const client_runtime&) = delete;
@@ -70,7 +71,7 @@ class client_runtime : public kj::TaskSet::ErrorHandler {
  private:
   void post(std::function<void()> fn);
   void taskFailed(kj::Exception&& exception) override;
-  void kj_main(std::string host, uint16_t port, std::promise<void>& ready);
+  void kj_main(const connect_options& options, std::promise<void>& ready);
   void worker_main();
 
   std::thread kj_thread_;

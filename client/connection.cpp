@@ -19,7 +19,7 @@ rpc::Connection::Client& cap_of(const std::shared_ptr<connection::state>& st) {
 
 std::unique_ptr<connection> connection::open(const connect_options& options) {
   std::unique_ptr<connection> c(new connection());
-  c->runtime_ = std::make_shared<client_runtime>(options.host, options.port);
+  c->runtime_ = std::make_shared<client_runtime>(options);
   c->state_ = std::make_shared<state>();
   auto* rt = c->runtime_.get();
   auto st = c->state_;
@@ -45,7 +45,7 @@ connection::~connection() {
 }
 
 void connection::close() {
-  if (closed_) return;
+  if (closed_ || !runtime_) return;  // no runtime: open() failed to reach the node
   closed_ = true;
   auto st = state_;
   runtime_->call<void>([st]() -> kj::Promise<void> {

@@ -24,6 +24,16 @@ struct connect_options {
   std::string user = "guest";  // guest may only log in from a loopback address
   std::string password = "guest";
   std::string client_name = "warren-client";
+  /// TLS (the node's --tls-port): the node's certificate must be valid for `host` and signed by
+  /// a CA in `tls_ca` (the system's trust store when empty). `tls_cert` / `tls_key` are this
+  /// client's certificate, for a node that verifies clients (--tls-ca). The certificate is
+  /// checked against a host *name*: to reach a node by IP address, give the name its
+  /// certificate carries as `tls_server_name`.
+  bool tls = false;
+  std::string tls_server_name;  // default: host
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
 };
 
 class connection {

@@ -49,6 +49,8 @@ struct listener_thread::impl : public kj::TaskSet::ErrorHandler {
   explicit impl(std::string what) : what(std::move(what)) {}
 
   std::string what;
+  std::optional<listener_tls> tls_settings;
+  std::unique_ptr<tls_context> tls;  // made on the loop thread when tls_settings are given
   std::thread thread;
   std::mutex mutex;
   kj::CrossThreadPromiseFulfiller<void>* stop_signal = nullptr;  // owned by the loop thread
@@ -73,7 +75,8 @@ struct listener_thread::impl : public kj::TaskSet::ErrorHandler {
               } catch (...) {
               }
               auto peer = peer_of(*stream);
-              connections.add(serve(kj::mv(stream), peer));
+              connections.add(tls ? serve_after_tls(kj::mv(stream), peer, serve)
+                                  : serve(kj::mv(stream), peer));
               return accept_loop(listener, connections, serve, timer);
             },
             [this, &listener, &connections, &serve, &timer](kj::Exception&& e) {
@@ -83,6 +86,19 @@ struct listener_thread::impl : public kj::TaskSet::ErrorHandler {
                     return accept_loop(listener, connections, serve, timer);
                   });
             });
+  }
+
+  kj::Promise<void> serve_after_tls(kj::Own<kj::AsyncIoStream> stream, const peer_address& peer,
+                                    serve_function& serve) {
+    return tls->get()
+        .wrapServer(kj::mv(stream))
+        .then([&serve,
+               peer](kj::Own<kj::AsyncIoStream> secured) { return serve(kj::mv(secured), peer); },
+              [this, peer](kj::Exception&& e) {
+                log(log_level::info, "net",
+                    "TLS handshake with " + peer.name + " (" + what +
+                        " listener) failed: " + e.getDescription().cStr());
+              });
   }
 
   static constexpr int64_t accept_retry_ms = 100;
@@ -128,6 +144,9 @@ struct listener_thread::impl : public kj::TaskSet::ErrorHandler {
         stop_signal = stop_owner.get();
         if (stop_requested) stop_signal->fulfill();
       }
+      if (tls_settings)
+        tls = tls_context::server(tls_settings->files, &io.provider->getTimer(),
+                                  tls_settings->handshake_timeout_ms);
       {
         auto serve = setup(loop_context{bridge, io.provider->getTimer()});
         ready.set_value(static_cast<uint16_t>(listener->getPort()));
@@ -138,6 +157,7 @@ struct listener_thread::impl : public kj::TaskSet::ErrorHandler {
         // then the front door's serve function.
       }
       bridge->close();
+      tls = nullptr;
       std::lock_guard<std::mutex> guard(mutex);
       stop_signal = nullptr;
     } catch (...) {
@@ -162,7 +182,8 @@ listener_thread::~listener_thread() {
 }
 
 uint16_t listener_thread::start(const std::string& bind_address, uint16_t port,
-                                setup_function setup) {
+                                setup_function setup, std::optional<listener_tls> tls) {
+  impl_->tls_settings = std::move(tls);
   std::promise<uint16_t> ready;
   auto bound = ready.get_future();
   impl_->thread = std::thread([this, bind_address, port, setup = std::move(setup), &ready] {

@@ -1,6 +1,7 @@
 // listener_thread: a TCP listener with its own kj event loop on its own thread, shared by the
 // front doors (Cap'n Proto and AMQP). It accepts connections, sets TCP_NODELAY, and hands each
-// stream with its peer address to the front door's serve function, keeping it until the promise
+// stream with its peer address (after a TLS handshake, on a TLS listener) to the front door's
+// serve function, keeping it until the promise
 // that function returns settles.
 //
 // start() returns once the socket listens (with the port, useful when 0 was asked for) or throws
@@ -9,6 +10,7 @@
 #pragma once
 
 #include "net/loop_bridge.hpp"
+#include "net/tls_context.hpp"
 
 #include <kj/async-io.h>
 #include <kj/timer.h>
@@ -16,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace warren::net {
@@ -47,6 +50,13 @@ using serve_function =
 /// Runs on the loop thread before the first accept; what it returns serves every connection.
 using setup_function = std::function<serve_function(const loop_context&)>;
 
+/// TLS on a listener: each accepted connection completes a TLS handshake, within the timeout,
+/// before the front door sees it (the door's own handshake timeout starts after).
+struct listener_tls {
+  tls_files files;
+  int64_t handshake_timeout_ms = 10000;
+};
+
 class listener_thread {
  public:
   /// `what` names the listener in errors and logs ("RPC", "AMQP").
@@ -56,7 +66,9 @@ class listener_thread {
   listener_thread(const listener_thread&) = delete;
   listener_thread& operator=(const listener_thread&) = delete;
 
-  uint16_t start(const std::string& bind_address, uint16_t port, setup_function setup);
+  /// With `tls`, a bad certificate or key file makes start() throw, naming the file.
+  uint16_t start(const std::string& bind_address, uint16_t port, setup_function setup,
+                 std::optional<listener_tls> tls = std::nullopt);
   void stop();
 
  private:

@@ -566,8 +566,8 @@ struct served_client {
 
 }  // namespace
 
-rpc_server::rpc_server(caf::actor_system& system, caf::actor node)
-    : system_(system), node_(std::move(node)), listener_("RPC") {}
+rpc_server::rpc_server(caf::actor_system& system, caf::actor node, std::string name)
+    : system_(system), node_(std::move(node)), listener_(std::move(name)) {}
 
 rpc_server::~rpc_server() {
   stop();
@@ -587,9 +587,10 @@ kj::Promise<void> handshake_deadline(kj::Timer& timer, int64_t ms, std::shared_p
 }
 
 uint16_t rpc_server::start(const std::string& bind_address, uint16_t port,
-                           const door_limits& limits) {
+                           const door_limits& limits, std::optional<listener_tls> tls) {
   return listener_.start(
-      bind_address, port, [this, limits](const loop_context& loop) -> serve_function {
+      bind_address, port,
+      [this, limits](const loop_context& loop) -> serve_function {
         auto bridge = loop.bridge;
         auto* timer = &loop.timer;
         return [this, bridge, limits, timer](kj::Own<kj::AsyncIoStream> stream,
@@ -609,7 +610,8 @@ uint16_t rpc_server::start(const std::string& bind_address, uint16_t port,
                   handshake_deadline(*timer, limits.handshake_timeout_ms, logged_in, peer.name))
               .attach(kj::mv(client));
         };
-      });
+      },
+      std::move(tls));
 }
 
 void rpc_server::stop() {

@@ -14,19 +14,22 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace warren::net {
 
 class rpc_server {
  public:
-  rpc_server(caf::actor_system& system, caf::actor node);
+  /// `name` names the listener in logs ("RPC", "RPC TLS").
+  rpc_server(caf::actor_system& system, caf::actor node, std::string name = "RPC");
   ~rpc_server();
 
   rpc_server(const rpc_server&) = delete;
   rpc_server& operator=(const rpc_server&) = delete;
 
-  uint16_t start(const std::string& bind_address, uint16_t port, const door_limits& limits);
+  uint16_t start(const std::string& bind_address, uint16_t port, const door_limits& limits,
+                 std::optional<listener_tls> tls = std::nullopt);
   void stop();
 
  private:

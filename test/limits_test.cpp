@@ -8,12 +8,9 @@
 #include "client/channel.hpp"
 #include "client/client_error.hpp"
 #include "client/connection.hpp"
+#include "raw_socket.hpp"
 #include "subprocess.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -24,25 +21,13 @@
 #include <vector>
 
 using namespace warren::client;
+using warren::test::closed_by_node;
+using warren::test::idle_socket;
 using warren::test::node_process;
 using warren::test::raw_client;
 using namespace warren::amqp;
 
 namespace {
-
-// A plain TCP connection that sends nothing; -1 when connect failed.
-int idle_socket(uint16_t port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 // Retries `attempt` until it returns true; the guard only stops a hung test.
 template <class F>
@@ -81,22 +66,6 @@ BOOST_AUTO_TEST_CASE(both_listeners_accept_again_after_running_out_of_descriptor
     return connection::open(o)->list_vhosts().size() == 1;
   }));
 }
-
-namespace {
-
-// True once the node closed `fd` (read returns 0 or an error); false if it stays open for the
-// guard time.
-bool closed_by_node(int fd) {
-  pollfd p{fd, POLLIN, 0};
-  for (;;) {
-    if (poll(&p, 1, 30000) != 1) return false;
-    char buf[512];
-    auto n = read(fd, buf, sizeof buf);
-    if (n <= 0) return true;  // anything the node wrote first (its protocol header) is skipped
-  }
-}
-
-}  // namespace
 
 BOOST_AUTO_TEST_CASE(connections_that_never_log_in_are_closed_after_the_handshake_timeout) {
   node_process node({"--handshake-timeout", "300"});

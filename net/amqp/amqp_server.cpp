@@ -8,17 +8,23 @@
 
 namespace warren::amqp {
 
-amqp_server::amqp_server(caf::actor_system& system, caf::actor node, caf::actor alarm)
-    : system_(system), node_(std::move(node)), alarm_(std::move(alarm)), listener_("AMQP") {}
+amqp_server::amqp_server(caf::actor_system& system, caf::actor node, caf::actor alarm,
+                         std::string name)
+    : system_(system),
+      node_(std::move(node)),
+      alarm_(std::move(alarm)),
+      listener_(std::move(name)) {}
 
 amqp_server::~amqp_server() {
   stop();
 }
 
 uint16_t amqp_server::start(const std::string& bind_address, uint16_t port,
-                            uint16_t heartbeat_seconds, const net::door_limits& limits) {
+                            uint16_t heartbeat_seconds, const net::door_limits& limits,
+                            std::optional<net::listener_tls> tls) {
   return listener_.start(
-      bind_address, port, [this, heartbeat_seconds, limits](const net::loop_context& loop) {
+      bind_address, port,
+      [this, heartbeat_seconds, limits](const net::loop_context& loop) {
         auto config = std::make_shared<session_config>();
         config->system = &system_;
         config->node = node_;
@@ -43,7 +49,8 @@ uint16_t amqp_server::start(const std::string& bind_address, uint16_t port,
         return [config, relay](kj::Own<kj::AsyncIoStream> stream, const net::peer_address& peer) {
           return serve(kj::mv(stream), peer.name, peer.loopback, *config);
         };
-      });
+      },
+      std::move(tls));
 }
 
 void amqp_server::stop() {

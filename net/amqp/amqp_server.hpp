@@ -14,21 +14,25 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace warren::amqp {
 
 class amqp_server {
  public:
-  /// `alarm` (a resource_alarm, may be null) tells when publishers must be held back.
-  amqp_server(caf::actor_system& system, caf::actor node, caf::actor alarm);
+  /// `alarm` (a resource_alarm, may be null) tells when publishers must be held back. `name`
+  /// names the listener in logs ("AMQP", "AMQPS").
+  amqp_server(caf::actor_system& system, caf::actor node, caf::actor alarm,
+              std::string name = "AMQP");
   ~amqp_server();
 
   amqp_server(const amqp_server&) = delete;
   amqp_server& operator=(const amqp_server&) = delete;
 
   uint16_t start(const std::string& bind_address, uint16_t port, uint16_t heartbeat_seconds,
-                 const net::door_limits& limits);
+                 const net::door_limits& limits,
+                 std::optional<net::listener_tls> tls = std::nullopt);
   void stop();
 
  private:
