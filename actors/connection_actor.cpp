@@ -931,6 +931,12 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         relay<std::vector<permission_record>>(self, request, 0, self->state.node, list_atom::value,
                                               permission_atom::value);
       },
+      [=](export_atom, uint64_t request) {
+        relay<definitions>(self, request, 0, self->state.node, export_atom::value);
+      },
+      [=](import_atom, uint64_t request, definitions& defs) {
+        relay(self, request, 0, self->state.node, import_atom::value, std::move(defs));
+      },
       [=](list_atom, user_atom, uint64_t request) {
         relay<std::vector<user_record>>(self, request, 0, self->state.node, list_atom::value,
                                         user_atom::value);

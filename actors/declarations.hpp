@@ -80,6 +80,29 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, vhost_limits& x) {
   return f(x.max_connections, x.max_queues);
 }
+/// A vhost as definitions carry it: its name and limits.
+struct vhost_definition {
+  std::string name;
+  vhost_limits limits;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, vhost_definition& x) {
+  return f(x.name, x.limits);
+}
+
+/// What a node is set up with, as RabbitMQ's definitions file holds it: users (with their
+/// password hashes), vhosts, permissions, and the durable exchanges, queues and bindings of every
+/// vhost. Exchanges, queues and bindings carry their vhost beside the spec.
+struct definitions {
+  std::vector<user_record> users;
+  std::vector<vhost_definition> vhosts;
+  std::vector<permission_record> permissions;
+  std::vector<std::pair<std::string, exchange_spec>> exchanges;
+  std::vector<std::pair<std::string, queue_spec>> queues;
+  std::vector<std::pair<std::string, binding_spec>> bindings;
+};
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, exchange_spec& x) {
   return f(x.name, x.type, x.durable, x.auto_delete, x.internal, x.arguments);
@@ -91,5 +114,9 @@ typename Inspector::result_type inspect(Inspector& f, queue_spec& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, binding_spec& x) {
   return f(x.exchange, x.destination, x.key, x.arguments, x.to_exchange);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, definitions& x) {
+  return f(x.users, x.vhosts, x.permissions, x.exchanges, x.queues, x.bindings);
 }
 }  // namespace warren

@@ -1,4 +1,5 @@
 #include "actors/node_actor.hpp"
+#include "actors/node_definitions.hpp"
 #include "actors/permissions.hpp"
 #include "actors/users.hpp"
 
@@ -183,6 +184,30 @@ void restore(self_ptr self, persistence::metadata_contents contents) {
     }
     spawn_vhost(self, name, std::move(recovered));
   }
+}
+
+// Puts `defs`' users, vhosts (with their limits) and permissions into the node's state; returns
+// the records to store.
+std::vector<persistence::meta_mutation> apply_definitions(self_ptr self, const definitions& defs) {
+  auto& st = self->state;
+  std::vector<persistence::meta_mutation> batch;
+  for (const auto& u : defs.users) {
+    st.users[u.name] = u;
+    batch.push_back(user_change(u, false));
+  }
+  for (const auto& v : defs.vhosts) {
+    st.limits_of[v.name] = v.limits;
+    if (auto existing = st.vhosts.find(v.name); existing != st.vhosts.end())
+      self->send(existing->second, settings_atom::value, v.limits);
+    else
+      spawn_vhost(self, v.name, {});  // which hands it its limits
+    batch.push_back(vhost_record(v.name, false, v.limits));
+  }
+  for (const auto& p : defs.permissions) {
+    st.permissions[{p.user, p.vhost}] = p;
+    batch.push_back(permission_change(p, false));
+  }
+  return batch;
 }
 
 }  // namespace
@@ -442,6 +467,39 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
           return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
         auto l = self->state.limits_of.find(name);
         return l == self->state.limits_of.end() ? vhost_limits{} : l->second;
+      },
+      [=](export_atom) -> caf::result<definitions> {
+        if (auto err = require_admin(self, "exporting definitions")) return err;
+        auto rp = self->make_response_promise<definitions>();
+        collect_definitions(self, [=](definitions defs) mutable { rp.deliver(std::move(defs)); });
+        return rp;
+      },
+      [=](import_atom, const definitions& defs) -> caf::result<void> {
+        if (auto err = require_admin(self, "importing definitions")) return err;
+        if (auto problem = check_definitions(self->state, defs); !problem.empty())
+          return make_broker_error(reply_code::precondition_failed,
+                                   "definitions not imported: " + problem);
+        auto rp = self->make_response_promise<void>();
+        persist(self, apply_definitions(self, defs), [=](const caf::error& err) mutable {
+          if (err) {
+            rp.deliver(err);
+            return;
+          }
+          declare_topology(self, defs, [=](caf::error err) mutable {
+            if (err) {
+              rp.deliver(err);
+              return;
+            }
+            log(log_level::info, "node",
+                "definitions imported: " + std::to_string(defs.users.size()) + " users, " +
+                    std::to_string(defs.vhosts.size()) + " vhosts, " +
+                    std::to_string(defs.exchanges.size()) + " exchanges, " +
+                    std::to_string(defs.queues.size()) + " queues, " +
+                    std::to_string(defs.bindings.size()) + " bindings");
+            deliver_unit(rp);
+          });
+        });
+        return rp;
       },
       [=](list_atom, vhost_atom) {
         std::vector<std::string> names;

@@ -67,6 +67,8 @@ using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
 using settings_atom = caf::atom_constant<caf::atom("settings")>;
 using user_atom = caf::atom_constant<caf::atom("user")>;
 using permission_atom = caf::atom_constant<caf::atom("permission")>;
+using export_atom = caf::atom_constant<caf::atom("export")>;
+using import_atom = caf::atom_constant<caf::atom("import")>;
 
 /// How a connection settles deliveries it holds.
 enum class settle_kind : uint8_t { ack, requeue, reject };

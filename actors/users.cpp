@@ -60,6 +60,11 @@ bool password_matches(const std::string& hash, const std::string& password) {
          CRYPTO_memcmp(expected.data(), hash.data(), hash.size()) == 0;
 }
 
+bool is_password_hash(const std::string& hash) {
+  std::string raw;
+  return hash.empty() || (unbase64(hash, raw) && raw.size() == salt_size + SHA256_DIGEST_LENGTH);
+}
+
 bool has_tag(const user_record& user, const std::string& tag) {
   return std::find(user.tags.begin(), user.tags.end(), tag) != user.tags.end();
 }

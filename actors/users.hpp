@@ -17,6 +17,10 @@ std::string hash_password(const std::string& password, const std::string& salt);
 /// Whether `password` matches `hash`; false for a hash that is not well formed.
 bool password_matches(const std::string& hash, const std::string& password);
 
+/// True for a hash in that format, or empty (RabbitMQ's user without a password, who cannot
+/// log in with one).
+bool is_password_hash(const std::string& hash);
+
 bool has_tag(const user_record& user, const std::string& tag);
 
 }  // namespace warren

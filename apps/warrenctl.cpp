@@ -2,6 +2,7 @@
 // Exit codes: 0 success, 1 the broker (or the connection) reported an error, 2 usage error.
 // Errors are printed to stderr as "error: CODE: text".
 #include "apps/warrenctl_admin.hpp"
+#include "apps/warrenctl_definitions.hpp"
 #include "apps/warrenctl_output.hpp"
 #include "apps/warrenctl_stats.hpp"
 #include "client/channel.hpp"
@@ -333,6 +334,7 @@ int main(int argc, char** argv) {
           CLI::IsMember({"vhosts", "exchanges", "queues", "bindings", "consumers", "connections"}));
 
   warrenctl::admin_commands admin(app);
+  warrenctl::definitions_commands definitions(app);
 
   auto* lookup_cmd = app.add_subcommand("lookup", "find a message still held by a queue");
   lookup_cmd->add_option("MESSAGE_ID", message_id_text)->required();
@@ -358,8 +360,8 @@ int main(int argc, char** argv) {
     opt.connect.client_name = "warrenctl";
     auto conn = connection::open(opt.connect);
     auto cmd = app.get_subcommands().front();
-    if (admin.run(cmd, *conn, opt.json)) {
-      // an administration command, carried out by admin_commands
+    if (admin.run(cmd, *conn, opt.json) || definitions.run(cmd, *conn)) {
+      // an administration or definitions command, carried out by its unit
     } else if (cmd == stats_cmd) {
       stats_opt.json = opt.json;
       warrenctl::run_stats(*conn, stats_opt);
@@ -440,6 +442,9 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const error& e) {
     std::cerr << "error: " << e.code() << ": " << e.text() << '\n';
+    return 1;
+  } catch (const std::runtime_error& e) {  // a file warrenctl could not read or write
+    std::cerr << "error: " << e.what() << '\n';
     return 1;
   }
   return 0;

@@ -231,6 +231,41 @@ interface Connection {
   setPermissions @17 (user :Text, vhost :Text, configure :Text, write :Text, read :Text);
   clearPermissions @18 (user :Text, vhost :Text);
   listPermissions @19 () -> (permissions :List(PermissionInfo));
+
+  # The node's setup, as RabbitMQ's definitions file holds it (administrator only): every user
+  # with its password hash, every vhost with its limits, every permission, and the durable
+  # exchanges (not the built-in ones), the durable non-exclusive queues and the bindings between
+  # them, of every vhost.
+  exportDefinitions @20 () -> (definitions :Definitions);
+
+  # Applies definitions (administrator only), as RabbitMQ's import does: users are added or
+  # replaced (hash and tags), vhosts added and their limits set, permissions set, then
+  # exchanges, queues and bindings declared in that order. Everything is checked before the
+  # first change (names, patterns, hashes, exchange types, and that what is referred to is
+  # there or defined alongside): a failed check changes nothing. A declaration that conflicts
+  # with an existing one fails with PRECONDITION_FAILED naming it; what came before it stays.
+  importDefinitions @21 (definitions :Definitions);
+}
+
+struct Definitions {
+  users @0 :List(UserDefinition);
+  vhosts @1 :List(VhostDefinition);
+  permissions @2 :List(PermissionInfo);
+  exchanges @3 :List(ExchangeInfo);
+  queues @4 :List(QueueInfo);        # only the declaration fields are used
+  bindings @5 :List(BindingInfo);
+}
+
+struct UserDefinition {
+  name @0 :Text;
+  passwordHash @1 :Text;             # base64(salt ++ sha256(salt ++ password)), RabbitMQ's format
+  tags @2 :List(Text);
+}
+
+struct VhostDefinition {
+  name @0 :Text;
+  maxConnections @1 :Int64;          # negative = none
+  maxQueues @2 :Int64;
 }
 
 struct PermissionInfo {

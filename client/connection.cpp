@@ -4,6 +4,7 @@
 #include "client/client_runtime.hpp"
 #include "client/client_state.hpp"
 #include "client/client_wire.hpp"
+#include "net/wire_definitions.hpp"
 #include "net/wire_fields.hpp"
 
 namespace warren::client {
@@ -191,6 +192,25 @@ std::vector<permission_record> connection::list_permissions() {
                            net::text(p.getRead())});
           return out;
         });
+  });
+}
+
+definitions connection::export_definitions() {
+  auto st = state_;
+  return runtime_->call<definitions>([st]() {
+    return cap_of(st).exportDefinitionsRequest().send().then(
+        [](capnp::Response<rpc::Connection::ExportDefinitionsResults>&& r) {
+          return net::read_definitions(r.getDefinitions());
+        });
+  });
+}
+
+void connection::import_definitions(const definitions& defs) {
+  auto st = state_;
+  runtime_->call<void>([st, defs]() {
+    auto req = cap_of(st).importDefinitionsRequest();
+    net::write_definitions(defs, req.initDefinitions());
+    return req.send().ignoreResult();
   });
 }
 

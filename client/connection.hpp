@@ -65,6 +65,11 @@ class connection {
   void set_permissions(const permission_record& p);
   void clear_permissions(const std::string& user, const std::string& vhost);
   std::vector<permission_record> list_permissions();
+  /// The node's users (with password hashes), vhosts, permissions and durable topology
+  /// (administrator only); see Connection.exportDefinitions in broker.capnp.
+  definitions export_definitions();
+  /// Applies definitions (administrator only): checked whole first, then applied in order.
+  void import_definitions(const definitions& defs);
   std::vector<exchange_row> list_exchanges();
   std::vector<queue_row> list_queues();
   std::vector<binding_row> list_bindings();

@@ -12,6 +12,7 @@
 
 namespace warren::client {
 
+using warren::definitions;
 using warren::field;
 using warren::field_table;
 using warren::field_value;

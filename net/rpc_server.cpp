@@ -5,6 +5,7 @@
 #include "net/rpc_session.hpp"
 #include "net/size_guarded_stream.hpp"
 #include "net/wire_convert.hpp"
+#include "net/wire_definitions.hpp"
 
 #include <capnp/rpc-twoparty.h>
 #include <kj/async-io.h>
@@ -449,6 +450,24 @@ class connection_impl final : public rpc::Connection::Server {
             list[i].setRead(rows[i].read);
           }
         });
+  }
+
+  kj::Promise<void> exportDefinitions(ExportDefinitionsContext ctx) override {
+    return ask([&](uint64_t r) { caf::anon_send(actor(), export_atom::value, r); })
+        .then([ctx](caf::message m) mutable {
+          write_definitions(m.get_as<definitions>(0), ctx.getResults().initDefinitions());
+        });
+  }
+
+  kj::Promise<void> importDefinitions(ImportDefinitionsContext ctx) override {
+    definitions defs;
+    try {
+      defs = read_definitions(ctx.getParams().getDefinitions());
+    } catch (const std::invalid_argument& e) {
+      throw_failure({reply_code::command_invalid, e.what()});
+    }
+    return ask([&](uint64_t r) { caf::anon_send(actor(), import_atom::value, r, std::move(defs)); })
+        .ignoreResult();
   }
 
   kj::Promise<void> listVhosts(ListVhostsContext ctx) override {

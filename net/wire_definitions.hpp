@@ -1,0 +1,14 @@
+// Definitions (a node's users, vhosts, permissions and durable topology) between Cap'n Proto and
+// the model. Shared by the node's front door and the client library.
+#pragma once
+
+#include "actors/declarations.hpp"
+#include "broker.capnp.h"
+
+namespace warren::net {
+
+/// Throws std::invalid_argument naming an exchange of an unknown type.
+definitions read_definitions(rpc::Definitions::Reader in);
+void write_definitions(const definitions& in, rpc::Definitions::Builder out);
+
+}  // namespace warren::net
