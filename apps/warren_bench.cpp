@@ -206,6 +206,8 @@ int main(int argc, char** argv) {
   CLI::App app{"warren-bench: load generator for warren-node"};
   app.add_option("--host", o.connect.host)->capture_default_str();
   app.add_option("--port", o.connect.port)->capture_default_str();
+  app.add_flag("--tls", o.connect.tls, "connect over TLS (the node's --tls-port)");
+  app.add_option("--tls-ca", o.connect.tls_ca, "PEM CA certificates for the node's certificate");
   app.add_option("--producers", o.producers)->capture_default_str();
   app.add_option("--consumers", o.consumers)->capture_default_str();
   app.add_option("--size", o.size, "body bytes (at least 8: the publish time)")
