@@ -199,11 +199,7 @@ void consume(const options& o, unsigned index, std::atomic<bool>& stop, stats& s
   while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  options o;
-  CLI::App app{"warren-bench: load generator for warren-node"};
+void add_options(CLI::App& app, options& o) {
   app.add_option("--host", o.connect.host)->capture_default_str();
   app.add_option("--port", o.connect.port)->capture_default_str();
   app.add_flag("--tls", o.connect.tls, "connect over TLS (the node's --tls-port)");
@@ -228,6 +224,14 @@ int main(int argc, char** argv) {
   app.add_option("--batch", o.batch, "messages per publish call")->capture_default_str();
   app.add_flag("--keep", o.keep, "keep the queues and exchange afterwards");
   app.add_flag("--json", o.json, "print the summary as one JSON object");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  CLI::App app{"warren-bench: load generator for warren-node"};
+  add_options(app, o);
   try {
     app.parse(argc, argv);
     if (o.count == 0 && o.time == 0) throw CLI::ValidationError("--count or --time is required");
