@@ -2,16 +2,17 @@
 // Exit codes: 0 success, 1 the broker (or the connection) reported an error, 2 usage error.
 // Errors are printed to stderr as "error: CODE: text".
 #include "apps/warrenctl_admin.hpp"
+#include "apps/warrenctl_args.hpp"
 #include "apps/warrenctl_definitions.hpp"
 #include "apps/warrenctl_output.hpp"
 #include "apps/warrenctl_stats.hpp"
+#include "apps/warrenctl_topology.hpp"
 #include "client/channel.hpp"
 #include "client/client_error.hpp"
 #include "client/connection.hpp"
 
 #include <CLI/CLI.hpp>
 
-#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -21,36 +22,10 @@
 using namespace warren::client;
 using nlohmann::json;
 
+using warrenctl::parse_assignments;
+using warrenctl::usage_error;
+
 namespace {
-
-struct usage_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// "KEY=VALUE" into a table entry; the value is typed: integer, true/false, else text.
-field parse_assignment(const std::string& text, const char* what) {
-  auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw usage_error(std::string(what) + " '" + text + "' is not KEY=VALUE");
-  field f;
-  f.key = text.substr(0, eq);
-  auto value = text.substr(eq + 1);
-  int64_t n = 0;
-  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-  if (!value.empty() && ec == std::errc() && end == value.data() + value.size())
-    f.value = field_value::of_int(n);
-  else if (value == "true" || value == "false")
-    f.value = field_value::of_bool(value == "true");
-  else
-    f.value = field_value::of_text(value);
-  return f;
-}
-
-field_table parse_assignments(const std::vector<std::string>& items, const char* what) {
-  field_table out;
-  for (const auto& item : items) out.push_back(parse_assignment(item, what));
-  return out;
-}
 
 void print_message(const delivery& d, bool as_json) {
   if (as_json)
@@ -217,6 +192,30 @@ int consume(channel& ch, const std::string& queue, size_t count, uint32_t prefet
   return 0;
 }
 
+// lookup: where a message still held by a queue is, and the message.
+int lookup(channel& ch, const std::string& id_text, const std::string& vhost, bool as_json) {
+  warren::message_id id;
+  if (!warren::parse_message_id(id_text, id))
+    throw usage_error("'" + id_text + "' is not a message id (32 hex digits)");
+  auto found = ch.lookup(id);
+  if (!found) {
+    std::cerr << "error: NOT_FOUND: no message " << id_text << " in vhost '" << vhost << "'\n";
+    return 1;
+  }
+  if (as_json) {
+    auto j = warrenctl::to_json(found->message);
+    j["queue"] = found->queue;
+    j["state"] = found->state;
+    std::cout << warrenctl::dump_json(j) << '\n';
+  } else {
+    std::cout << "queue: " << found->queue << "\nstate: " << found->state
+              << "\nexchange: " << found->message.exchange
+              << "\nrouting_key: " << found->message.routing_key
+              << "\nbody: " << found->message.body << '\n';
+  }
+  return 0;
+}
+
 // Where and how to reach the node; returns --port, which --tls changes the default of.
 CLI::Option* add_connect_options(CLI::App& app, connect_options& connect) {
   app.add_option("--host", connect.host, "node address")->capture_default_str();
@@ -250,59 +249,15 @@ int main(int argc, char** argv) {
   app.add_flag("--json", opt.json, "machine-readable output");
   app.require_subcommand(1);
 
-  std::string name, type, exchange, queue, key, message_id_text, what;
-  std::vector<std::string> args, headers;
+  std::string exchange, queue, key, message_id_text, what;
+  std::vector<std::string> headers;
   std::optional<std::string> body;
-  bool durable = false, auto_delete = false, internal = false, exclusive = false;
-  bool if_unused = false, if_empty = false, persistent = false, mandatory = false;
-  bool to_exchange = false;
-  bool no_ack = false, requeue = false;
+  bool persistent = false, mandatory = false, no_ack = false, requeue = false;
   size_t count = 0;
   uint32_t prefetch = 1000;
   double timeout = 0;
 
-  auto* declare_exchange = app.add_subcommand("declare-exchange", "declare an exchange");
-  declare_exchange->add_option("NAME", name)->required();
-  declare_exchange->add_option("--type", type, "direct|fanout|topic|headers")->required();
-  declare_exchange->add_flag("--durable", durable);
-  declare_exchange->add_flag("--auto-delete", auto_delete);
-  declare_exchange->add_flag("--internal", internal);
-  declare_exchange->add_option("--arg", args, "KEY=VALUE argument");
-
-  auto* delete_exchange = app.add_subcommand("delete-exchange", "delete an exchange");
-  delete_exchange->add_option("NAME", name)->required();
-  delete_exchange->add_flag("--if-unused", if_unused);
-
-  auto* declare_queue =
-      app.add_subcommand("declare-queue", "declare a queue (\"\" = server-named)");
-  declare_queue->add_option("NAME", name)->required();
-  declare_queue->add_flag("--durable", durable);
-  declare_queue->add_flag("--exclusive", exclusive);
-  declare_queue->add_flag("--auto-delete", auto_delete);
-  declare_queue->add_option("--arg", args, "KEY=VALUE argument, e.g. x-max-length=1000");
-
-  auto* delete_queue = app.add_subcommand("delete-queue", "delete a queue");
-  delete_queue->add_option("NAME", name)->required();
-  delete_queue->add_flag("--if-unused", if_unused);
-  delete_queue->add_flag("--if-empty", if_empty);
-
-  auto* purge_queue = app.add_subcommand("purge-queue", "drop a queue's ready messages");
-  purge_queue->add_option("NAME", name)->required();
-
-  CLI::App* bind_commands[2];
-  const char* bind_names[2] = {"bind", "unbind"};
-  for (int i = 0; i < 2; ++i) {
-    auto* c = app.add_subcommand(
-        bind_names[i], std::string(bind_names[i]) + " a queue (or an exchange) to an exchange");
-    c->add_option("EXCHANGE", exchange)->required();
-    c->add_option("QUEUE", queue, "the destination: a queue, or an exchange with --to-exchange")
-        ->required();
-    c->add_flag("--to-exchange", to_exchange, "the destination is an exchange (exchange.bind)");
-    c->add_option("--key", key, "binding key");
-    c->add_option("--arg", args, "KEY=VALUE binding argument (headers exchanges)");
-    bind_commands[i] = c;
-  }
-
+  warrenctl::topology_commands topology(app);
   auto* publish_cmd =
       app.add_subcommand("publish", "publish --body, or one message per line of standard input");
   publish_cmd->add_option("EXCHANGE", exchange)->required();
@@ -360,8 +315,9 @@ int main(int argc, char** argv) {
     opt.connect.client_name = "warrenctl";
     auto conn = connection::open(opt.connect);
     auto cmd = app.get_subcommands().front();
-    if (admin.run(cmd, *conn, opt.json) || definitions.run(cmd, *conn)) {
-      // an administration or definitions command, carried out by its unit
+    if (topology.run(cmd, *conn, opt.json) || admin.run(cmd, *conn, opt.json) ||
+        definitions.run(cmd, *conn)) {
+      // carried out by the unit of its group
     } else if (cmd == stats_cmd) {
       stats_opt.json = opt.json;
       warrenctl::run_stats(*conn, stats_opt);
@@ -374,67 +330,14 @@ int main(int argc, char** argv) {
       if (what == "connections") warrenctl::print_list(conn->list_connections(), opt.json);
     } else {
       auto ch = conn->open_channel();
-      if (cmd == declare_exchange) {
-        exchange_options o{durable, auto_delete, internal, false,
-                           parse_assignments(args, "argument")};
-        ch->exchange_declare(name, type, o);
-      } else if (cmd == delete_exchange) {
-        ch->exchange_delete(name, if_unused);
-      } else if (cmd == declare_queue) {
-        queue_options o{durable, exclusive, auto_delete, false,
-                        parse_assignments(args, "argument")};
-        auto ok = ch->queue_declare(name, o);
-        if (opt.json)
-          std::cout << warrenctl::dump_json(json{{"name", ok.name},
-                                                 {"messages", ok.message_count},
-                                                 {"consumers", ok.consumer_count}})
-                    << '\n';
-        else
-          std::cout << ok.name << '\n';
-      } else if (cmd == delete_queue) {
-        auto n = ch->queue_delete(name, if_unused, if_empty);
-        if (opt.json) std::cout << json{{"messages", n}}.dump() << '\n';
-      } else if (cmd == purge_queue) {
-        auto n = ch->queue_purge(name);
-        if (opt.json)
-          std::cout << json{{"messages", n}}.dump() << '\n';
-        else
-          std::cout << n << " message(s) purged\n";
-      } else if (cmd == bind_commands[0] && to_exchange) {
-        ch->exchange_bind(queue, exchange, key, parse_assignments(args, "argument"));
-      } else if (cmd == bind_commands[1] && to_exchange) {
-        ch->exchange_unbind(queue, exchange, key, parse_assignments(args, "argument"));
-      } else if (cmd == bind_commands[0]) {
-        ch->queue_bind(queue, exchange, key, parse_assignments(args, "argument"));
-      } else if (cmd == bind_commands[1]) {
-        ch->queue_unbind(queue, exchange, key, parse_assignments(args, "argument"));
-      } else if (cmd == publish_cmd) {
+      if (cmd == publish_cmd) {
         return publish(*ch, exchange, key, body, persistent, headers, mandatory, opt.json);
       } else if (cmd == get_cmd) {
         return get(*ch, queue, count == 0 ? 1 : count, no_ack, requeue, opt.json);
       } else if (cmd == consume_cmd) {
         return consume(*ch, queue, count, prefetch, no_ack, timeout, opt.json);
       } else if (cmd == lookup_cmd) {
-        warren::message_id id;
-        if (!warren::parse_message_id(message_id_text, id))
-          throw usage_error("'" + message_id_text + "' is not a message id (32 hex digits)");
-        auto found = ch->lookup(id);
-        if (!found) {
-          std::cerr << "error: NOT_FOUND: no message " << message_id_text << " in vhost '"
-                    << opt.connect.vhost << "'\n";
-          return 1;
-        }
-        if (opt.json) {
-          auto j = warrenctl::to_json(found->message);
-          j["queue"] = found->queue;
-          j["state"] = found->state;
-          std::cout << warrenctl::dump_json(j) << '\n';
-        } else {
-          std::cout << "queue: " << found->queue << "\nstate: " << found->state
-                    << "\nexchange: " << found->message.exchange
-                    << "\nrouting_key: " << found->message.routing_key
-                    << "\nbody: " << found->message.body << '\n';
-        }
+        return lookup(*ch, message_id_text, opt.connect.vhost, opt.json);
       }
     }
   } catch (const usage_error& e) {
