@@ -1,6 +1,6 @@
 #include "actors/actor_defaults.hpp"
 
-#include "actors/log.hpp"
+#include "core/log.hpp"
 
 #include <caf/message_view.hpp>
 

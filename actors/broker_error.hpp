@@ -5,7 +5,7 @@
 // CAF's own errors (an actor that went away mid-request) map to INTERNAL_ERROR / NOT_FOUND.
 #pragma once
 
-#include "actors/reply_code.hpp"
+#include "core/reply_code.hpp"
 
 #include <caf/error.hpp>
 

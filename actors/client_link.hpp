@@ -7,7 +7,7 @@
 #pragma once
 
 #include "actors/broker_error.hpp"
-#include "actors/message.hpp"
+#include "core/message.hpp"
 
 #include <caf/error.hpp>
 #include <caf/message.hpp>

@@ -2,9 +2,9 @@
 
 #include "actors/actor_defaults.hpp"
 
-#include "actors/log.hpp"
-#include "actors/names.hpp"
 #include "actors/queue_arguments.hpp"
+#include "core/log.hpp"
+#include "core/names.hpp"
 
 #include <caf/event_based_actor.hpp>
 

@@ -2,7 +2,7 @@
 
 #include "actors/actor_defaults.hpp"
 
-#include "actors/log.hpp"
+#include "core/log.hpp"
 
 #include <algorithm>
 

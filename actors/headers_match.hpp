@@ -5,7 +5,7 @@
 // which the plain forms ignore. A binding argument whose value is none matches on presence alone.
 #pragma once
 
-#include "actors/message.hpp"
+#include "core/message.hpp"
 
 #include <string>
 

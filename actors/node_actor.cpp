@@ -7,11 +7,11 @@
 
 #include "actors/broker_error.hpp"
 #include "actors/gather.hpp"
-#include "actors/log.hpp"
-#include "actors/names.hpp"
 #include "actors/persistence_actor.hpp"
 #include "actors/resource_alarm.hpp"
 #include "actors/vhost_actor.hpp"
+#include "core/log.hpp"
+#include "core/names.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -1,9 +1,9 @@
 #include "actors/node_definitions.hpp"
 
 #include "actors/gather.hpp"
-#include "actors/names.hpp"
 #include "actors/permissions.hpp"
 #include "actors/users.hpp"
+#include "core/names.hpp"
 
 #include <algorithm>
 #include <memory>

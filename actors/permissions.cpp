@@ -1,6 +1,6 @@
 #include "actors/permissions.hpp"
 
-#include "actors/names.hpp"
+#include "core/names.hpp"
 
 namespace warren {
 

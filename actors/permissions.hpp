@@ -5,7 +5,7 @@
 // "amq.default" here, as in RabbitMQ.
 #pragma once
 
-#include "actors/declarations.hpp"
+#include "core/declarations.hpp"
 
 #include <regex>
 #include <string>

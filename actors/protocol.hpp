@@ -4,9 +4,9 @@
 // nodes) serialize it. Shared message bodies travel as message_ptr (see message.hpp).
 #pragma once
 
-#include "actors/declarations.hpp"
-#include "actors/message.hpp"
-#include "actors/traffic.hpp"
+#include "core/declarations.hpp"
+#include "core/message.hpp"
+#include "core/traffic.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/allowed_unsafe_message_type.hpp>

@@ -5,8 +5,8 @@
 #include "actors/actor_defaults.hpp"
 
 #include "actors/broker_error.hpp"
-#include "actors/log.hpp"
-#include "actors/names.hpp"
+#include "core/log.hpp"
+#include "core/names.hpp"
 
 #include <algorithm>
 #include <chrono>

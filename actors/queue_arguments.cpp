@@ -1,6 +1,6 @@
 #include "actors/queue_arguments.hpp"
 
-#include "actors/names.hpp"
+#include "core/names.hpp"
 
 #include <charconv>
 

@@ -6,7 +6,7 @@
 // wrong type or value are refused with PRECONDITION_FAILED naming the argument.
 #pragma once
 
-#include "actors/message.hpp"
+#include "core/message.hpp"
 
 #include <cstdint>
 #include <optional>

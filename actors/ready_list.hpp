@@ -7,7 +7,7 @@
 // Per-message TTL applies at the head of each priority level.
 #pragma once
 
-#include "actors/message.hpp"
+#include "core/message.hpp"
 
 #include <cstdint>
 #include <deque>

@@ -1,7 +1,7 @@
 #include "actors/resource_alarm.hpp"
 
 #include "actors/actor_defaults.hpp"
-#include "actors/log.hpp"
+#include "core/log.hpp"
 
 #include <sys/statvfs.h>
 #include <unistd.h>

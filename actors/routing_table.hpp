@@ -6,9 +6,9 @@
 // receives a message once.
 #pragma once
 
-#include "actors/message.hpp"
 #include "actors/protocol.hpp"
 #include "actors/topic_trie.hpp"
+#include "core/message.hpp"
 
 #include <cstdint>
 #include <map>

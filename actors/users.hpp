@@ -2,7 +2,7 @@
 // base64(salt ‖ SHA-256(salt ‖ password)), so users move between the two brokers unchanged.
 #pragma once
 
-#include "actors/declarations.hpp"
+#include "core/declarations.hpp"
 
 #include <string>
 

@@ -6,11 +6,11 @@
 #include "actors/exchange_actor.hpp"
 #include "actors/gather.hpp"
 #include "actors/headers_match.hpp"
-#include "actors/log.hpp"
-#include "actors/names.hpp"
 #include "actors/persistence_actor.hpp"
 #include "actors/queue_actor.hpp"
 #include "actors/topic_trie.hpp"
+#include "core/log.hpp"
+#include "core/names.hpp"
 
 #include <caf/event_based_actor.hpp>
 #include <caf/response_promise.hpp>

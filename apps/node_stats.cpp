@@ -1,8 +1,8 @@
 #include "apps/node_stats.hpp"
 
-#include "actors/log.hpp"
 #include "actors/protocol.hpp"
 #include "apps/text_table.hpp"
+#include "core/log.hpp"
 
 #include <caf/scoped_actor.hpp>
 

@@ -1,11 +1,11 @@
 // warren-node: the broker process. Parses flags, starts the actor system and the Cap'n Proto
 // listener, logs one "ready" line, and stops cleanly on SIGTERM / SIGINT.
-#include "actors/log.hpp"
 #include "actors/node_actor.hpp"
 #include "actors/persistence_actor.hpp"
 #include "actors/protocol.hpp"
 #include "actors/resource_alarm.hpp"
 #include "apps/node_stats.hpp"
+#include "core/log.hpp"
 #include "net/amqp/amqp_server.hpp"
 #include "net/rpc_server.hpp"
 #include "persistence/data_dir.hpp"
@@ -32,7 +32,7 @@ struct node_options {
   std::string bind = "127.0.0.1";
   uint16_t port = 5680;
   uint16_t amqp_port = 5672;
-  warren::net::tls_files tls;  // TLS listeners run when tls.cert is given
+  warren::transport::tls_files tls;  // TLS listeners run when tls.cert is given
   uint16_t amqps_port = 5671;
   uint16_t tls_port = 5681;
   uint16_t heartbeat = 60;
@@ -190,7 +190,7 @@ class front_doors {
   /// std::runtime_error naming the address or file that stopped one.
   uint16_t start(const node_options& opt) {
     // Unusable TLS files stop the node even when no TLS port is open, so they never go unseen.
-    if (!opt.tls.cert.empty()) warren::net::tls_context::server(opt.tls, nullptr, 0);
+    if (!opt.tls.cert.empty()) warren::transport::tls_context::server(opt.tls, nullptr, 0);
     uint16_t port = rpc_.start(opt.bind, opt.port, opt.limits);
     if (opt.amqp_port != 0)
       announce("AMQP 0-9-1", opt, amqp_.start(opt.bind, opt.amqp_port, opt.heartbeat, opt.limits));

@@ -3,7 +3,7 @@
 #include "client/client_runtime.hpp"
 #include "client/client_state.hpp"
 #include "client/client_wire.hpp"
-#include "net/wire_fields.hpp"
+#include "core/wire_fields.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -94,8 +94,8 @@ class consumer_impl final : public rpc::Consumer::Server {
   }
 
   kj::Promise<void> cancelled(CancelledContext ctx) override {
-    auto tag = net::text(ctx.getParams().getConsumerTag());
-    auto reason = net::text(ctx.getParams().getReason());
+    auto tag = wire::text(ctx.getParams().getConsumerTag());
+    auto reason = wire::text(ctx.getParams().getReason());
     auto handler = on_cancel_;
     if (*handler) runtime_->run_on_worker([handler, tag, reason]() { (*handler)(tag, reason); });
     return kj::READY_NOW;
@@ -132,7 +132,7 @@ void channel::exchange_declare(const std::string& name, const std::string& type,
     req.setAutoDelete(o.auto_delete);
     req.setInternal(o.internal);
     req.setPassive(o.passive);
-    net::write_table(o.arguments, req.initArguments(static_cast<unsigned>(o.arguments.size())));
+    wire::write_table(o.arguments, req.initArguments(static_cast<unsigned>(o.arguments.size())));
     return req.send().ignoreResult();
   });
 }
@@ -156,9 +156,9 @@ declare_ok channel::queue_declare(const std::string& name, const queue_options& 
     req.setExclusive(o.exclusive);
     req.setAutoDelete(o.auto_delete);
     req.setPassive(o.passive);
-    net::write_table(o.arguments, req.initArguments(static_cast<unsigned>(o.arguments.size())));
+    wire::write_table(o.arguments, req.initArguments(static_cast<unsigned>(o.arguments.size())));
     return req.send().then([](capnp::Response<rpc::Channel::QueueDeclareResults>&& r) {
-      return declare_ok{net::text(r.getName()), r.getMessageCount(), r.getConsumerCount()};
+      return declare_ok{wire::text(r.getName()), r.getMessageCount(), r.getConsumerCount()};
     });
   });
 }
@@ -194,7 +194,7 @@ void fill_binding(Request& req, const std::string& queue, const std::string& exc
   req.setQueue(queue);
   req.setExchange(exchange);
   req.setBindingKey(key);
-  net::write_table(arguments, req.initArguments(static_cast<unsigned>(arguments.size())));
+  wire::write_table(arguments, req.initArguments(static_cast<unsigned>(arguments.size())));
 }
 
 template <class Request>
@@ -203,7 +203,7 @@ void fill_exchange_binding(Request& req, const std::string& destination, const s
   req.setDestination(destination);
   req.setSource(source);
   req.setBindingKey(key);
-  net::write_table(arguments, req.initArguments(static_cast<unsigned>(arguments.size())));
+  wire::write_table(arguments, req.initArguments(static_cast<unsigned>(arguments.size())));
 }
 
 }  // namespace
@@ -310,7 +310,7 @@ std::string channel::consume(const std::string& queue, const consume_options& o,
     req.setPriority(o.priority);
     req.setConsumer(kj::heap<consumer_impl>(rt, std::move(on_message), std::move(on_cancel)));
     return req.send().then([](capnp::Response<rpc::Channel::ConsumeResults>&& r) {
-      return net::text(r.getConsumerTag());
+      return wire::text(r.getConsumerTag());
     });
   });
 }
@@ -423,8 +423,8 @@ std::optional<lookup_result> channel::lookup(const message_id& id) {
       auto result = r.getResult();
       if (result.isNotFound()) return std::optional<lookup_result>{};
       auto found = result.getFound();
-      return std::optional<lookup_result>{lookup_result{net::text(found.getQueue()),
-                                                        net::text(found.getState()),
+      return std::optional<lookup_result>{lookup_result{wire::text(found.getQueue()),
+                                                        wire::text(found.getState()),
                                                         read_delivery(found.getDelivery())}};
     });
   });

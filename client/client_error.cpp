@@ -1,6 +1,6 @@
 #include "client/client_error.hpp"
 
-#include "actors/reply_code.hpp"
+#include "core/reply_code.hpp"
 
 #include <kj/exception.h>
 

@@ -1,6 +1,6 @@
 #include "client/client_runtime.hpp"
 
-#include "net/tls_context.hpp"
+#include "transport/tls_context.hpp"
 
 #include <capnp/message.h>
 #include <capnp/rpc-twoparty.h>
@@ -52,13 +52,13 @@ namespace {
 
 // The TCP connection to the node, with a TLS handshake on it when asked for.
 kj::Own<kj::AsyncIoStream> connect_stream(const connect_options& options, kj::AsyncIoContext& io,
-                                          std::unique_ptr<net::tls_context>& tls) {
+                                          std::unique_ptr<transport::tls_context>& tls) {
   auto address =
       io.provider->getNetwork().parseAddress(options.host, options.port).wait(io.waitScope);
   auto stream = address->connect().wait(io.waitScope);
   if (!options.tls) return stream;
   try {
-    tls = net::tls_context::client({options.tls_cert, options.tls_key, options.tls_ca});
+    tls = transport::tls_context::client({options.tls_cert, options.tls_key, options.tls_ca});
   } catch (const std::runtime_error& e) {
     throw error("TLS_ERROR", e.what());
   }
@@ -77,7 +77,7 @@ kj::Own<kj::AsyncIoStream> connect_stream(const connect_options& options, kj::As
 void client_runtime::kj_main(const connect_options& options, std::promise<void>& ready) {
   try {
     auto io = kj::setupAsyncIo();
-    std::unique_ptr<net::tls_context> tls;
+    std::unique_ptr<transport::tls_context> tls;
     auto stream = connect_stream(options, io, tls);
     capnp::ReaderOptions reader;
     reader.traversalLimitInWords = max_message_words;
@@ -87,7 +87,7 @@ void client_runtime::kj_main(const connect_options& options, std::promise<void>&
     capnp::MallocMessageBuilder server_id_message(server_id_space);
     auto server_id = server_id_message.initRoot<capnp::rpc::twoparty::VatId>();
     server_id.setSide(capnp::rpc::twoparty::Side::SERVER);
-    bridge_ = std::make_shared<net::loop_bridge>();
+    bridge_ = std::make_shared<transport::loop_bridge>();
     tasks_ = kj::heap<kj::TaskSet>(*this);
     tasks_->add(bridge_->run());
     broker_ = kj::heap<rpc::Broker::Client>(rpc.bootstrap(server_id).castAs<rpc::Broker>());

@@ -9,7 +9,7 @@
 #include "broker.capnp.h"
 #include "client/client_error.hpp"
 #include "client/connection.hpp"
-#include "net/loop_bridge.hpp"
+#include "transport/loop_bridge.hpp"
 
 #include <kj/async.h>
 
@@ -75,7 +75,7 @@ class client_runtime : public kj::TaskSet::ErrorHandler {
   void worker_main();
 
   std::thread kj_thread_;
-  std::shared_ptr<net::loop_bridge> bridge_;
+  std::shared_ptr<transport::loop_bridge> bridge_;
   kj::Own<kj::TaskSet> tasks_;
   kj::Own<rpc::Broker::Client> broker_;
   std::mutex stop_mutex_;

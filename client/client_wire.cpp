@@ -1,12 +1,12 @@
 #include "client/client_wire.hpp"
 
-#include "net/wire_fields.hpp"
+#include "core/wire_fields.hpp"
 
 namespace warren::client {
 
-using net::bytes;
-using net::bytes_of;
-using net::text;
+using wire::bytes;
+using wire::bytes_of;
+using wire::text;
 
 delivery read_delivery(rpc::Delivery::Reader in) {
   delivery d;
@@ -16,7 +16,7 @@ delivery read_delivery(rpc::Delivery::Reader in) {
   d.exchange = text(in.getExchange());
   d.routing_key = text(in.getRoutingKey());
   message_id_from_bytes(bytes(in.getMessageId()), d.id);
-  d.properties = net::read_properties(in.getProperties());
+  d.properties = wire::read_properties(in.getProperties());
   d.body = bytes(in.getBody());
   d.message_count = in.getMessageCount();
   return d;
@@ -26,7 +26,7 @@ void write_outbound(const outbound_message& m, rpc::OutboundMessage::Builder out
   out.setExchange(m.exchange);
   out.setRoutingKey(m.routing_key);
   out.setMandatory(m.mandatory);
-  net::write_properties(m.properties, out.initProperties());
+  wire::write_properties(m.properties, out.initProperties());
   out.setBody(bytes_of(m.body));
 }
 
@@ -44,7 +44,7 @@ exchange_row read_exchange_row(rpc::ExchangeInfo::Reader in) {
           in.getDurable(),
           in.getAutoDelete(),
           in.getInternal(),
-          net::read_table(in.getArguments())};
+          wire::read_table(in.getArguments())};
 }
 
 traffic_counters read_traffic(rpc::Traffic::Reader in) {
@@ -61,7 +61,7 @@ traffic_counters read_traffic(rpc::Traffic::Reader in) {
 queue_row read_queue_row(rpc::QueueInfo::Reader in) {
   return {text(in.getName()),       text(in.getVhost()),
           in.getDurable(),          in.getExclusive(),
-          in.getAutoDelete(),       net::read_table(in.getArguments()),
+          in.getAutoDelete(),       wire::read_table(in.getArguments()),
           in.getMessagesReady(),    in.getMessagesUnacked(),
           in.getConsumers(),        read_traffic(in.getTraffic()),
           in.getBytesOnDisk(),      in.getSegments(),
@@ -73,7 +73,7 @@ binding_row read_binding_row(rpc::BindingInfo::Reader in) {
           text(in.getExchange()),
           text(in.getQueue()),
           text(in.getKey()),
-          net::read_table(in.getArguments()),
+          wire::read_table(in.getArguments()),
           in.getToExchange()};
 }
 

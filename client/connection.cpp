@@ -4,8 +4,8 @@
 #include "client/client_runtime.hpp"
 #include "client/client_state.hpp"
 #include "client/client_wire.hpp"
-#include "net/wire_definitions.hpp"
-#include "net/wire_fields.hpp"
+#include "core/wire_definitions.hpp"
+#include "core/wire_fields.hpp"
 
 namespace warren::client {
 
@@ -148,8 +148,8 @@ std::vector<user_record> connection::list_users() {
         [](capnp::Response<rpc::Connection::ListUsersResults>&& r) {
           std::vector<user_record> out;
           for (auto u : r.getUsers()) {
-            user_record row{net::text(u.getName()), {}, {}};
-            for (auto t : u.getTags()) row.tags.push_back(net::text(t));
+            user_record row{wire::text(u.getName()), {}, {}};
+            for (auto t : u.getTags()) row.tags.push_back(wire::text(t));
             out.push_back(std::move(row));
           }
           return out;
@@ -187,9 +187,9 @@ std::vector<permission_record> connection::list_permissions() {
         [](capnp::Response<rpc::Connection::ListPermissionsResults>&& r) {
           std::vector<permission_record> out;
           for (auto p : r.getPermissions())
-            out.push_back({net::text(p.getUser()), net::text(p.getVhost()),
-                           net::text(p.getConfigure()), net::text(p.getWrite()),
-                           net::text(p.getRead())});
+            out.push_back({wire::text(p.getUser()), wire::text(p.getVhost()),
+                           wire::text(p.getConfigure()), wire::text(p.getWrite()),
+                           wire::text(p.getRead())});
           return out;
         });
   });
@@ -200,7 +200,7 @@ definitions connection::export_definitions() {
   return runtime_->call<definitions>([st]() {
     return cap_of(st).exportDefinitionsRequest().send().then(
         [](capnp::Response<rpc::Connection::ExportDefinitionsResults>&& r) {
-          return net::read_definitions(r.getDefinitions());
+          return wire::read_definitions(r.getDefinitions());
         });
   });
 }
@@ -209,7 +209,7 @@ void connection::import_definitions(const definitions& defs) {
   auto st = state_;
   runtime_->call<void>([st, defs]() {
     auto req = cap_of(st).importDefinitionsRequest();
-    net::write_definitions(defs, req.initDefinitions());
+    wire::write_definitions(defs, req.initDefinitions());
     return req.send().ignoreResult();
   });
 }

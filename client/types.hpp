@@ -1,10 +1,10 @@
 // Plain types of the client API: what you publish, what you receive, what listings return.
 #pragma once
 
-#include "actors/declarations.hpp"
-#include "actors/message.hpp"
-#include "actors/message_id.hpp"
-#include "actors/traffic.hpp"
+#include "core/declarations.hpp"
+#include "core/message.hpp"
+#include "core/message_id.hpp"
+#include "core/traffic.hpp"
 
 #include <cstdint>
 #include <string>

@@ -1,6 +1,6 @@
 #include "net/listener_thread.hpp"
 
-#include "actors/log.hpp"
+#include "core/log.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -9,8 +9,8 @@
 // connection, then the serve function, and joins the thread.
 #pragma once
 
-#include "net/loop_bridge.hpp"
-#include "net/tls_context.hpp"
+#include "transport/loop_bridge.hpp"
+#include "transport/tls_context.hpp"
 
 #include <kj/async-io.h>
 #include <kj/timer.h>
@@ -22,6 +22,11 @@
 #include <string>
 
 namespace warren::net {
+
+// The front doors use the transport layer's loop glue throughout.
+using transport::loop_bridge;
+using transport::tls_context;
+using transport::tls_files;
 
 /// What both front doors enforce on every connection.
 struct door_limits {

@@ -1,11 +1,11 @@
 #include "net/rpc_server.hpp"
 
-#include "actors/log.hpp"
-#include "actors/names.hpp"
+#include "core/log.hpp"
+#include "core/names.hpp"
+#include "core/wire_definitions.hpp"
 #include "net/rpc_session.hpp"
 #include "net/size_guarded_stream.hpp"
 #include "net/wire_convert.hpp"
-#include "net/wire_definitions.hpp"
 
 #include <capnp/rpc-twoparty.h>
 #include <kj/async-io.h>
@@ -455,14 +455,14 @@ class connection_impl final : public rpc::Connection::Server {
   kj::Promise<void> exportDefinitions(ExportDefinitionsContext ctx) override {
     return ask([&](uint64_t r) { caf::anon_send(actor(), export_atom::value, r); })
         .then([ctx](caf::message m) mutable {
-          write_definitions(m.get_as<definitions>(0), ctx.getResults().initDefinitions());
+          wire::write_definitions(m.get_as<definitions>(0), ctx.getResults().initDefinitions());
         });
   }
 
   kj::Promise<void> importDefinitions(ImportDefinitionsContext ctx) override {
     definitions defs;
     try {
-      defs = read_definitions(ctx.getParams().getDefinitions());
+      defs = wire::read_definitions(ctx.getParams().getDefinitions());
     } catch (const std::invalid_argument& e) {
       throw_failure({reply_code::command_invalid, e.what()});
     }
@@ -539,8 +539,9 @@ class connection_impl final : public rpc::Connection::Server {
 
 class broker_impl final : public rpc::Broker::Server {
  public:
-  broker_impl(caf::actor_system& system, caf::actor node, std::shared_ptr<loop_bridge> bridge,
-              peer_address peer, std::shared_ptr<bool> logged_in)
+  broker_impl(caf::actor_system& system, caf::actor node,
+              std::shared_ptr<transport::loop_bridge> bridge, peer_address peer,
+              std::shared_ptr<bool> logged_in)
       : system_(system),
         node_(std::move(node)),
         bridge_(std::move(bridge)),
@@ -565,7 +566,7 @@ class broker_impl final : public rpc::Broker::Server {
  private:
   caf::actor_system& system_;
   caf::actor node_;
-  std::shared_ptr<loop_bridge> bridge_;
+  std::shared_ptr<transport::loop_bridge> bridge_;
   peer_address peer_;
   std::shared_ptr<bool> logged_in_;  // set once connect succeeded
 };

@@ -17,7 +17,7 @@ constexpr size_t max_deliver_bytes = 1 << 20;
 // it finds the session if it still exists.
 class rpc_link final : public client_link {
  public:
-  rpc_link(std::shared_ptr<loop_bridge> bridge, std::weak_ptr<rpc_session> session)
+  rpc_link(std::shared_ptr<transport::loop_bridge> bridge, std::weak_ptr<rpc_session> session)
       : bridge_(std::move(bridge)), session_(std::move(session)) {}
 
   void reply(uint64_t request, caf::error error, caf::message result) override {
@@ -47,17 +47,17 @@ class rpc_link final : public client_link {
     });
   }
 
-  std::shared_ptr<loop_bridge> bridge_;
+  std::shared_ptr<transport::loop_bridge> bridge_;
   std::weak_ptr<rpc_session> session_;
 };
 
 }  // namespace
 
-rpc_session::rpc_session(std::shared_ptr<loop_bridge> bridge)
+rpc_session::rpc_session(std::shared_ptr<transport::loop_bridge> bridge)
     : bridge_(std::move(bridge)), tasks_(*this) {}
 
 std::shared_ptr<rpc_session> rpc_session::create(caf::actor_system& system, caf::actor node,
-                                                 std::shared_ptr<loop_bridge> bridge,
+                                                 std::shared_ptr<transport::loop_bridge> bridge,
                                                  client_hello hello) {
   std::shared_ptr<rpc_session> session(new rpc_session(bridge));
   auto link = std::make_shared<rpc_link>(bridge, session);

@@ -11,7 +11,7 @@
 #include "actors/client_link.hpp"
 #include "actors/protocol.hpp"
 #include "broker.capnp.h"
-#include "net/loop_bridge.hpp"
+#include "transport/loop_bridge.hpp"
 
 #include <kj/async.h>
 #include <caf/actor_system.hpp>
@@ -27,7 +27,7 @@ class rpc_session : public std::enable_shared_from_this<rpc_session>,
  public:
   /// kj thread. Spawns the connection actor; open() must succeed before use.
   static std::shared_ptr<rpc_session> create(caf::actor_system& system, caf::actor node,
-                                             std::shared_ptr<loop_bridge> bridge,
+                                             std::shared_ptr<transport::loop_bridge> bridge,
                                              client_hello hello);
   ~rpc_session();
 
@@ -63,11 +63,11 @@ class rpc_session : public std::enable_shared_from_this<rpc_session>,
   void actor_gone(broker_failure reason);
 
  private:
-  rpc_session(std::shared_ptr<loop_bridge> bridge);
+  rpc_session(std::shared_ptr<transport::loop_bridge> bridge);
   void taskFailed(kj::Exception&& exception) override;
   static kj::Exception to_exception(const broker_failure& f);
 
-  std::shared_ptr<loop_bridge> bridge_;
+  std::shared_ptr<transport::loop_bridge> bridge_;
   caf::actor actor_;
   uint64_t next_request_ = 0;
   uint16_t next_channel_ = 0;

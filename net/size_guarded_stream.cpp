@@ -1,6 +1,6 @@
 #include "net/size_guarded_stream.hpp"
 
-#include "actors/log.hpp"
+#include "core/log.hpp"
 
 #include <kj/debug.h>
 

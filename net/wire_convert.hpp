@@ -6,9 +6,18 @@
 #include "actors/client_link.hpp"
 #include "actors/protocol.hpp"
 #include "broker.capnp.h"
-#include "net/wire_fields.hpp"
+#include "core/wire_fields.hpp"
 
 namespace warren::net {
+
+// The core's Cap'n Proto conversions, used throughout the Cap'n Proto door.
+using wire::bytes;
+using wire::bytes_of;
+using wire::read_properties;
+using wire::read_table;
+using wire::text;
+using wire::write_properties;
+using wire::write_table;
 
 /// A fresh broker message (with a new id) from what the publisher sent.
 message_ptr read_outbound(rpc::OutboundMessage::Reader in);

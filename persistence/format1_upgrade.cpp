@@ -1,7 +1,7 @@
 #include "persistence/format1_upgrade.hpp"
 
-#include "actors/log.hpp"
-#include "net/wire_fields.hpp"
+#include "core/log.hpp"
+#include "core/wire_fields.hpp"
 #include "persistence/crc32c.hpp"
 #include "persistence/file_io.hpp"
 #include "persistence/segment_format.hpp"
@@ -47,11 +47,11 @@ std::shared_ptr<message> decode_v1(const char* data, size_t size, uint64_t& seq)
   auto r = reader.getRoot<storage::StoredMessage>();
   seq = r.getSeq();
   auto m = std::make_shared<message>();
-  message_id_from_bytes(net::bytes(r.getId()), m->id);
-  m->exchange = net::text(r.getExchange());
-  m->routing_key = net::text(r.getRoutingKey());
-  m->set_properties(net::read_properties(r.getProperties()));
-  m->body = net::bytes(r.getBody());
+  message_id_from_bytes(wire::bytes(r.getId()), m->id);
+  m->exchange = wire::text(r.getExchange());
+  m->routing_key = wire::text(r.getRoutingKey());
+  m->set_properties(wire::read_properties(r.getProperties()));
+  m->body = wire::bytes(r.getBody());
   return m;
 }
 

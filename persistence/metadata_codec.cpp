@@ -1,6 +1,6 @@
 #include "persistence/metadata_codec.hpp"
 
-#include "net/wire_fields.hpp"
+#include "core/wire_fields.hpp"
 #include "storage.capnp.h"
 
 #include <capnp/message.h>
@@ -100,7 +100,7 @@ std::string encode_vhost(const std::string& name, const vhost_limits& limits) {
 
 stored_vhost decode_vhost(std::string_view bytes) {
   return from_bytes<storage::VhostRecord>(bytes, "vhost", [](storage::VhostRecord::Reader r) {
-    return stored_vhost{net::text(r.getName()), {r.getMaxConnections(), r.getMaxQueues()}};
+    return stored_vhost{wire::text(r.getName()), {r.getMaxConnections(), r.getMaxQueues()}};
   });
 }
 
@@ -120,8 +120,8 @@ std::string encode_user(const user_record& u) {
 
 user_record decode_user(std::string_view bytes) {
   return from_bytes<storage::UserRecord>(bytes, "user", [](storage::UserRecord::Reader r) {
-    user_record u{net::text(r.getName()), net::text(r.getPasswordHash()), {}};
-    for (auto t : r.getTags()) u.tags.push_back(net::text(t));
+    user_record u{wire::text(r.getName()), wire::text(r.getPasswordHash()), {}};
+    for (auto t : r.getTags()) u.tags.push_back(wire::text(t));
     return u;
   });
 }
@@ -144,9 +144,9 @@ std::string encode_permission(const permission_record& p) {
 permission_record decode_permission(std::string_view bytes) {
   return from_bytes<storage::PermissionRecord>(
       bytes, "permission", [](storage::PermissionRecord::Reader r) {
-        return permission_record{net::text(r.getUser()), net::text(r.getVhost()),
-                                 net::text(r.getConfigure()), net::text(r.getWrite()),
-                                 net::text(r.getRead())};
+        return permission_record{wire::text(r.getUser()), wire::text(r.getVhost()),
+                                 wire::text(r.getConfigure()), wire::text(r.getWrite()),
+                                 wire::text(r.getRead())};
       });
 }
 
@@ -158,8 +158,8 @@ std::string encode_exchange(const stored_exchange& e) {
   r.setType(to_string(e.spec.type));
   r.setAutoDelete(e.spec.auto_delete);
   r.setInternal(e.spec.internal);
-  net::write_table(e.spec.arguments,
-                   r.initArguments(static_cast<unsigned>(e.spec.arguments.size())));
+  wire::write_table(e.spec.arguments,
+                    r.initArguments(static_cast<unsigned>(e.spec.arguments.size())));
   return to_bytes(builder);
 }
 
@@ -167,15 +167,15 @@ stored_exchange decode_exchange(std::string_view bytes) {
   return from_bytes<storage::ExchangeRecord>(
       bytes, "exchange", [](storage::ExchangeRecord::Reader r) {
         stored_exchange e;
-        e.vhost = net::text(r.getVhost());
-        e.spec.name = net::text(r.getName());
-        if (!parse_exchange_type(net::text(r.getType()), e.spec.type))
+        e.vhost = wire::text(r.getVhost());
+        e.spec.name = wire::text(r.getName());
+        if (!parse_exchange_type(wire::text(r.getType()), e.spec.type))
           throw std::runtime_error("exchange record '" + e.spec.name + "' has unknown type '" +
-                                   net::text(r.getType()) + "'");
+                                   wire::text(r.getType()) + "'");
         e.spec.durable = true;
         e.spec.auto_delete = r.getAutoDelete();
         e.spec.internal = r.getInternal();
-        e.spec.arguments = net::read_table(r.getArguments());
+        e.spec.arguments = wire::read_table(r.getArguments());
         return e;
       });
 }
@@ -187,19 +187,19 @@ std::string encode_queue(const stored_queue& q) {
   r.setName(q.spec.name);
   r.setId(q.id);
   r.setAutoDelete(q.spec.auto_delete);
-  net::write_table(q.spec.arguments,
-                   r.initArguments(static_cast<unsigned>(q.spec.arguments.size())));
+  wire::write_table(q.spec.arguments,
+                    r.initArguments(static_cast<unsigned>(q.spec.arguments.size())));
   return to_bytes(builder);
 }
 
 stored_queue decode_queue(std::string_view bytes) {
   return from_bytes<storage::QueueRecord>(bytes, "queue", [](storage::QueueRecord::Reader r) {
     stored_queue q;
-    q.vhost = net::text(r.getVhost());
-    q.spec.name = net::text(r.getName());
+    q.vhost = wire::text(r.getVhost());
+    q.spec.name = wire::text(r.getName());
     q.spec.durable = true;
     q.spec.auto_delete = r.getAutoDelete();
-    q.spec.arguments = net::read_table(r.getArguments());
+    q.spec.arguments = wire::read_table(r.getArguments());
     q.id = r.getId();
     return q;
   });
@@ -213,17 +213,17 @@ std::string encode_binding(const stored_binding& b) {
   r.setQueue(b.spec.destination);
   r.setToExchange(b.spec.to_exchange);
   r.setKey(b.spec.key);
-  net::write_table(b.spec.arguments,
-                   r.initArguments(static_cast<unsigned>(b.spec.arguments.size())));
+  wire::write_table(b.spec.arguments,
+                    r.initArguments(static_cast<unsigned>(b.spec.arguments.size())));
   return to_bytes(builder);
 }
 
 stored_binding decode_binding(std::string_view bytes) {
   return from_bytes<storage::BindingRecord>(bytes, "binding", [](storage::BindingRecord::Reader r) {
     stored_binding b;
-    b.vhost = net::text(r.getVhost());
-    b.spec = {net::text(r.getExchange()), net::text(r.getQueue()), net::text(r.getKey()),
-              net::read_table(r.getArguments()), r.getToExchange()};
+    b.vhost = wire::text(r.getVhost());
+    b.spec = {wire::text(r.getExchange()), wire::text(r.getQueue()), wire::text(r.getKey()),
+              wire::read_table(r.getArguments()), r.getToExchange()};
     return b;
   });
 }

@@ -2,7 +2,7 @@
 // Decoding throws std::runtime_error naming the record when its bytes are not a valid record.
 #pragma once
 
-#include "actors/declarations.hpp"
+#include "core/declarations.hpp"
 
 #include <cstdint>
 #include <string>

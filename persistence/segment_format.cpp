@@ -1,6 +1,6 @@
 #include "persistence/segment_format.hpp"
 
-#include "net/wire_fields.hpp"
+#include "core/wire_fields.hpp"
 #include "persistence/crc32c.hpp"
 
 #include <capnp/message.h>
@@ -51,7 +51,7 @@ void put_short_string(std::string& out, const std::string& s, const char* what) 
 std::string encode_properties(const message_properties& p) {
   if (only_delivery_mode(p)) return {};
   capnp::MallocMessageBuilder builder;
-  net::write_properties(p, builder.initRoot<rpc::Properties>());
+  wire::write_properties(p, builder.initRoot<rpc::Properties>());
   kj::VectorOutputStream out;
   capnp::writePackedMessage(out, builder);
   auto bytes = out.getArray();
@@ -62,7 +62,7 @@ message_properties decode_properties(std::string_view packed) {
   kj::ArrayInputStream in(
       kj::arrayPtr(reinterpret_cast<const kj::byte*>(packed.data()), packed.size()));
   capnp::PackedMessageReader reader(in);
-  return net::read_properties(reader.getRoot<rpc::Properties>());
+  return wire::read_properties(reader.getRoot<rpc::Properties>());
 }
 
 // Reads a length-prefixed string at `pos`, advancing it; throws when it runs past the end.

@@ -22,7 +22,7 @@
 //   u8 kind (1 acked, 2 delivered) | runs of (u64 first seq, u32 count)
 #pragma once
 
-#include "actors/message.hpp"
+#include "core/message.hpp"
 
 #include <cstdint>
 #include <functional>

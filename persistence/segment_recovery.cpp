@@ -2,7 +2,7 @@
 // reporting (never repairing by overwriting) what is damaged. See segment_store.hpp.
 #include "persistence/segment_store.hpp"
 
-#include "actors/log.hpp"
+#include "core/log.hpp"
 #include "persistence/file_io.hpp"
 #include "persistence/segment_format.hpp"
 

@@ -1,6 +1,6 @@
 #include "persistence/segment_store.hpp"
 
-#include "actors/log.hpp"
+#include "core/log.hpp"
 #include "persistence/data_dir.hpp"
 #include "persistence/file_io.hpp"
 #include "persistence/segment_format.hpp"

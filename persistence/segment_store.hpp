@@ -26,7 +26,7 @@
 // last good size, so a later sync can succeed once the cause is gone.
 #pragma once
 
-#include "actors/message.hpp"
+#include "core/message.hpp"
 #include "persistence/file_cache.hpp"
 
 #include <cstdint>

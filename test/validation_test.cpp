@@ -3,10 +3,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include "actors/broker_error.hpp"
-#include "actors/message_id.hpp"
-#include "actors/names.hpp"
 #include "actors/queue_arguments.hpp"
 #include "actors/users.hpp"
+#include "core/message_id.hpp"
+#include "core/names.hpp"
 
 #include <set>
 

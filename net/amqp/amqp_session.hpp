@@ -13,7 +13,7 @@
 #pragma once
 
 #include "net/listener_thread.hpp"
-#include "net/loop_bridge.hpp"
+#include "transport/loop_bridge.hpp"
 
 #include <kj/async-io.h>
 #include <kj/timer.h>
@@ -54,7 +54,7 @@ class flow_control {
 struct session_config {
   caf::actor_system* system = nullptr;
   caf::actor node;
-  std::shared_ptr<net::loop_bridge> bridge;
+  std::shared_ptr<transport::loop_bridge> bridge;
   kj::Timer* timer = nullptr;
   std::shared_ptr<flow_control> flow;
   uint16_t heartbeat_seconds = 60;  // offered in connection.tune; 0 = none

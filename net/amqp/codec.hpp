@@ -6,7 +6,7 @@
 // (SYNTAX_ERROR for malformed arguments; the frame layer uses FRAME_ERROR for framing).
 #pragma once
 
-#include "actors/reply_code.hpp"
+#include "core/reply_code.hpp"
 
 #include <cstdint>
 #include <memory>

@@ -4,7 +4,7 @@
 // on its way and their capacity is reused rather than reallocated per write.
 #pragma once
 
-#include "actors/message.hpp"
+#include "core/message.hpp"
 #include "net/amqp/frame.hpp"
 
 #include <kj/array.h>

@@ -5,7 +5,7 @@
 // tables and arrays nest as they are.
 #pragma once
 
-#include "actors/message.hpp"
+#include "core/message.hpp"
 #include "net/amqp/frame.hpp"
 
 namespace warren::amqp {

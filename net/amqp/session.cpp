@@ -3,8 +3,8 @@
 #include "net/amqp/session.hpp"
 
 #include "actors/connection_actor.hpp"
-#include "actors/log.hpp"
-#include "actors/names.hpp"
+#include "core/log.hpp"
+#include "core/names.hpp"
 #include "net/amqp/properties.hpp"
 #include "net/amqp/sasl.hpp"
 

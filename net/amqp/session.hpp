@@ -43,7 +43,7 @@ class session;
 // may or may not still exist.
 class amqp_link final : public client_link {
  public:
-  amqp_link(std::shared_ptr<net::loop_bridge> bridge, std::weak_ptr<session> s)
+  amqp_link(std::shared_ptr<transport::loop_bridge> bridge, std::weak_ptr<session> s)
       : bridge_(std::move(bridge)), session_(std::move(s)) {}
 
   void reply(uint64_t request, caf::error error, caf::message result) override;
@@ -57,7 +57,7 @@ class amqp_link final : public client_link {
   template <class F>
   void on_loop(F f);
 
-  std::shared_ptr<net::loop_bridge> bridge_;
+  std::shared_ptr<transport::loop_bridge> bridge_;
   std::weak_ptr<session> session_;
 };
 

@@ -2,9 +2,9 @@
 // its -ok; a channel carries out its methods in order.
 #include "net/amqp/session.hpp"
 
-#include "actors/log.hpp"
-#include "actors/names.hpp"
 #include "actors/queue_arguments.hpp"
+#include "core/log.hpp"
+#include "core/names.hpp"
 #include "net/amqp/method_args.hpp"
 #include "net/amqp/properties.hpp"
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace warren::net {
+namespace warren::transport {
 
 struct tls_files {
   std::string cert;  // certificate chain (PEM), leaf first
@@ -43,4 +43,4 @@ class tls_context {
   kj::Own<kj::TlsContext> context_;
 };
 
-}  // namespace warren::net
+}  // namespace warren::transport

@@ -2,7 +2,7 @@
 // Plain data without CAF, shared by the actors and the storage layer.
 #pragma once
 
-#include "actors/message.hpp"
+#include "core/message.hpp"
 
 #include <cstdint>
 #include <string>

@@ -1,4 +1,4 @@
-#include "actors/message.hpp"
+#include "core/message.hpp"
 
 #include <algorithm>
 #include <cmath>

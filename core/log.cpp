@@ -1,4 +1,4 @@
-#include "actors/log.hpp"
+#include "core/log.hpp"
 
 #include <unistd.h>
 #include <atomic>

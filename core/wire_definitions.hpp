@@ -2,13 +2,13 @@
 // the model. Shared by the node's front door and the client library.
 #pragma once
 
-#include "actors/declarations.hpp"
 #include "broker.capnp.h"
+#include "core/declarations.hpp"
 
-namespace warren::net {
+namespace warren::wire {
 
 /// Throws std::invalid_argument naming an exchange of an unknown type.
 definitions read_definitions(rpc::Definitions::Reader in);
 void write_definitions(const definitions& in, rpc::Definitions::Builder out);
 
-}  // namespace warren::net
+}  // namespace warren::wire

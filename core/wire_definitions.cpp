@@ -1,10 +1,10 @@
-#include "net/wire_definitions.hpp"
+#include "core/wire_definitions.hpp"
 
-#include "net/wire_fields.hpp"
+#include "core/wire_fields.hpp"
 
 #include <stdexcept>
 
-namespace warren::net {
+namespace warren::wire {
 
 namespace {
 
@@ -128,4 +128,4 @@ void write_definitions(const definitions& in, rpc::Definitions::Builder out) {
   }
 }
 
-}  // namespace warren::net
+}  // namespace warren::wire

@@ -1,10 +1,10 @@
-#include "net/tls_context.hpp"
+#include "transport/tls_context.hpp"
 
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 
-namespace warren::net {
+namespace warren::transport {
 
 namespace {
 
@@ -92,4 +92,4 @@ std::unique_ptr<tls_context> tls_context::client(const tls_files& files) {
   return out;
 }
 
-}  // namespace warren::net
+}  // namespace warren::transport

@@ -1,4 +1,4 @@
-#include "actors/message_id.hpp"
+#include "core/message_id.hpp"
 
 #include <atomic>
 #include <cstring>

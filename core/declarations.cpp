@@ -1,4 +1,4 @@
-#include "actors/declarations.hpp"
+#include "core/declarations.hpp"
 
 namespace warren {
 

@@ -1,6 +1,6 @@
-#include "net/loop_bridge.hpp"
+#include "transport/loop_bridge.hpp"
 
-namespace warren::net {
+namespace warren::transport {
 
 loop_bridge::loop_bridge() = default;
 
@@ -46,4 +46,4 @@ void loop_bridge::close() {
   }
 }
 
-}  // namespace warren::net
+}  // namespace warren::transport

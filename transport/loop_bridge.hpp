@@ -12,7 +12,7 @@
 #include <mutex>
 #include <vector>
 
-namespace warren::net {
+namespace warren::transport {
 
 class loop_bridge {
  public:
@@ -38,4 +38,4 @@ class loop_bridge {
   bool closed_ = false;
 };
 
-}  // namespace warren::net
+}  // namespace warren::transport

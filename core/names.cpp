@@ -1,4 +1,4 @@
-#include "actors/names.hpp"
+#include "core/names.hpp"
 
 #include <cstdio>
 #include <random>

@@ -4,7 +4,7 @@
 // the queues it is routed to (message_ptr).
 #pragma once
 
-#include "actors/message_id.hpp"
+#include "core/message_id.hpp"
 
 #include <cstdint>
 #include <memory>

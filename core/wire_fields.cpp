@@ -1,6 +1,6 @@
-#include "net/wire_fields.hpp"
+#include "core/wire_fields.hpp"
 
-namespace warren::net {
+namespace warren::wire {
 
 namespace {
 
@@ -132,4 +132,4 @@ void write_properties(const message_properties& p, rpc::Properties::Builder out)
   if (!p.app_id.empty()) out.setAppId(p.app_id);
 }
 
-}  // namespace warren::net
+}  // namespace warren::wire

@@ -1,4 +1,4 @@
-#include "actors/traffic.hpp"
+#include "core/traffic.hpp"
 
 namespace warren {
 

@@ -2,12 +2,12 @@
 // the broker's front door and the client library, so it depends on neither CAF nor the actors.
 #pragma once
 
-#include "actors/message.hpp"
 #include "broker.capnp.h"
+#include "core/message.hpp"
 
 #include <string>
 
-namespace warren::net {
+namespace warren::wire {
 
 field_table read_table(capnp::List<rpc::Field>::Reader list);
 void write_table(const field_table& table, capnp::List<rpc::Field>::Builder list);
@@ -27,4 +27,4 @@ inline kj::ArrayPtr<const kj::byte> bytes_of(const std::string& s) {
   return kj::arrayPtr(reinterpret_cast<const kj::byte*>(s.data()), s.size());
 }
 
-}  // namespace warren::net
+}  // namespace warren::wire

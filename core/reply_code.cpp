@@ -1,4 +1,4 @@
-#include "actors/reply_code.hpp"
+#include "core/reply_code.hpp"
 
 namespace warren {
 
