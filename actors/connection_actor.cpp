@@ -86,6 +86,15 @@ bool binding_allowed(self_ptr self, uint64_t request, uint16_t channel, const bi
 }
 
 // The channel for a request, or nullptr after answering with CHANNEL_ERROR.
+// The channel an answer that arrives later belongs to: open, and the same opening of that number
+// (`serial`), not one the client closed and opened again meanwhile; else nullptr.
+channel_state* same_channel(self_ptr self, uint16_t id, uint64_t serial) {
+  auto i = self->state.channels.find(id);
+  if (i == self->state.channels.end() || !i->second.open || i->second.serial != serial)
+    return nullptr;
+  return &i->second;
+}
+
 channel_state* open_channel(self_ptr self, uint64_t request, uint16_t id) {
   auto& st = self->state;
   auto i = st.channels.find(id);
@@ -148,6 +157,7 @@ void route_run(self_ptr self, uint16_t id, const std::shared_ptr<channel_state::
                const caf::actor& exchange, std::vector<message_ptr>& msgs, size_t first,
                size_t last) {
   auto& ch = self->state.channels[id];
+  auto serial = ch.serial;
   publish_batch batch{self_handle(self), id, {}};
   batch.items.reserve(last - first);
   std::vector<uint64_t> seqs;
@@ -160,27 +170,27 @@ void route_run(self_ptr self, uint16_t id, const std::shared_ptr<channel_state::
   self->request(exchange, caf::infinite, publish_atom::value, std::move(batch))
       .then(
           [=](std::vector<uint32_t>& counts) {
-            auto c = self->state.channels.find(id);
-            if (c == self->state.channels.end() || !c->second.open) return;
+            auto* c = same_channel(self, id, serial);
+            if (c == nullptr) return;
             for (size_t k = 0; k < seqs.size() && k < counts.size(); ++k) {
-              auto p = c->second.pending.find(seqs[k]);
-              if (p == c->second.pending.end()) continue;
+              auto p = c->pending.find(seqs[k]);
+              if (p == c->pending.end()) continue;
               p->second.routed_to = counts[k];
-              finish_publish(self, c->second, seqs[k]);
+              finish_publish(self, *c, seqs[k]);
             }
           },
           [=](caf::error& err) {
             log(log_level::debug, "connection",
                 "routing failed: " + to_string(describe(err)) + " / " + caf::to_string(err));
             // The exchange went away before routing: nobody took these messages.
-            auto c = self->state.channels.find(id);
-            if (c == self->state.channels.end() || !c->second.open) return;
+            auto* c = same_channel(self, id, serial);
+            if (c == nullptr) return;
             for (auto seq : seqs) {
-              auto p = c->second.pending.find(seq);
-              if (p == c->second.pending.end()) continue;
+              auto p = c->pending.find(seq);
+              if (p == c->pending.end()) continue;
               p->second.routed_to = 1;
               p->second.nacked = 1;
-              finish_publish(self, c->second, seq);
+              finish_publish(self, *c, seq);
             }
           });
 }
@@ -193,6 +203,7 @@ void close_connection(self_ptr self);
 void resolve_exchanges(self_ptr self, uint16_t id, std::vector<std::string> names) {
   auto& ch = self->state.channels[id];
   ch.resolving = true;
+  auto serial = ch.serial;
   auto left = std::make_shared<size_t>(names.size());
   auto missing = std::make_shared<std::vector<caf::error>>();
   for (const auto& name : names) {
@@ -202,19 +213,23 @@ void resolve_exchanges(self_ptr self, uint16_t id, std::vector<std::string> name
               self->monitor(exchange);
               self->state.exchanges[name] = {exchange, internal};
               if (--*left == 0) {
-                self->state.channels[id].resolving = false;
+                if (auto* c = same_channel(self, id, serial)) c->resolving = false;
                 drain_publishes(self, id);
               }
             },
             [=](caf::error& err) {
               missing->push_back(err);
               if (--*left == 0) {
-                auto& c = self->state.channels[id];
-                c.resolving = false;
+                auto* c = same_channel(self, id, serial);
+                if (c == nullptr) {           // closed meanwhile: its waiting calls were answered
+                  drain_publishes(self, id);  // a connection close may wait on it
+                  return;
+                }
+                c->resolving = false;
                 // Fail the first waiting call (it names a missing exchange): a channel error.
-                if (!c.publish_backlog.empty()) {
-                  auto request = c.publish_backlog.front().request;
-                  c.publish_backlog.pop_front();
+                if (!c->publish_backlog.empty()) {
+                  auto request = c->publish_backlog.front().request;
+                  c->publish_backlog.pop_front();
                   fail(self, request, id, missing->front());
                 }
                 drain_publishes(self, id);
@@ -333,6 +348,20 @@ void grant_all(self_ptr self, uint16_t id, channel_state& ch, const channel_cred
 void drop_consumer(self_ptr self, uint16_t id, channel_state& ch, const std::string& tag) {
   ch.consumers.erase(tag);
   if (ch.credit.tracks(tag)) grant_all(self, id, ch, ch.credit.remove(tag));
+}
+
+// A consume the vhost or the queue refused: its reserved tag goes, and the failure closes the
+// channel, unless the client closed that channel meanwhile (the call is then answered as for a
+// closed channel, and a channel opened again under its number is left alone).
+void consume_failed(self_ptr self, uint64_t request, uint16_t id, uint64_t serial,
+                    const std::string& tag, const caf::error& err) {
+  auto* ch = same_channel(self, id, serial);
+  if (ch == nullptr) {
+    reply_channel_gone(self, request, id);
+    return;
+  }
+  drop_consumer(self, id, *ch, tag);
+  fail(self, request, id, err);
 }
 
 // Settles deliveries already taken out of the channel's unacked map with `kind`: one message
@@ -699,6 +728,7 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
         uint32_t initial = unlimited_consumer_window;
         if (ch->credit.limited(no_ack, prefetch)) initial = ch->credit.add(tag, prefetch);
         // Reserve the tag now so a second consume with it fails even before the queue answers.
+        auto serial = ch->serial;
         auto& reserved = ch->consumers[tag];
         reserved.queue_name = c.queue;
         reserved.no_ack = no_ack;
@@ -719,28 +749,24 @@ caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf:
                   self->request(q, caf::infinite, consume_atom::value, std::move(spec))
                       .then(
                           [=]() {
-                            auto c = self->state.channels.find(id);
-                            if (c == self->state.channels.end() || !c->second.open) {
+                            auto* c = same_channel(self, id, serial);
+                            if (c == nullptr) {
                               self->send(q, cancel_atom::value, self_handle(self), id, tag, true);
                               reply_channel_gone(self, request, id);
                               return;
                             }
-                            auto& consumer = c->second.consumers[tag];
+                            auto& consumer = c->consumers[tag];
                             consumer.queue = q;
-                            grant_credit(self, id, c->second, tag,
+                            grant_credit(self, id, *c, tag,
                                          std::exchange(consumer.unsent_credit, 0));
-                            touch_queue(c->second, q);
+                            touch_queue(*c, q);
                             self->state.link->reply(request, {}, caf::make_message(tag));
                           },
                           [=](caf::error& err) {
-                            drop_consumer(self, id, self->state.channels[id], tag);
-                            fail(self, request, id, err);
+                            consume_failed(self, request, id, serial, tag, err);
                           });
                 },
-                [=](caf::error& err) {
-                  drop_consumer(self, id, self->state.channels[id], tag);
-                  fail(self, request, id, err);
-                });
+                [=](caf::error& err) { consume_failed(self, request, id, serial, tag, err); });
       },
       [=](cancel_atom, uint64_t request, uint16_t id, const std::string& tag,
           bool requeue_unacked) {
