@@ -8,6 +8,7 @@
 
 #include "actors/broker_error.hpp"
 #include "core/message.hpp"
+#include "core/outcomes.hpp"
 
 #include <caf/error.hpp>
 #include <caf/message.hpp>
@@ -25,9 +26,6 @@ struct delivery {
   message_ptr msg;
   uint32_t message_count = 0;  // get only: ready messages left
 };
-
-/// The outcome of one published message, as PublishResult.Outcome in broker.capnp.
-enum class publish_outcome : uint8_t { routed, returned, dropped, rejected };
 
 class client_link {
  public:

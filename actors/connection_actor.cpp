@@ -147,7 +147,7 @@ void finish_publish(self_ptr self, channel_state& ch, uint64_t seq) {
   else if (p.nacked > 0)
     outcome = publish_outcome::rejected;
   auto call = p.call;
-  call->outcomes[p.index] = static_cast<uint8_t>(outcome);
+  call->outcomes[p.index] = outcome;
   ch.pending.erase(i);
   if (--call->remaining == 0)
     self->state.link->reply(call->request, {}, caf::make_message(std::move(call->outcomes)));
@@ -268,9 +268,10 @@ void drain_publishes(self_ptr self, uint16_t id) {
       }
     }
     auto call = std::make_shared<channel_state::publish_call>(channel_state::publish_call{
-        call_req.request, std::vector<uint8_t>(call_req.msgs.size()), call_req.msgs.size()});
+        call_req.request, std::vector<publish_outcome>(call_req.msgs.size()),
+        call_req.msgs.size()});
     if (call_req.msgs.empty()) {
-      st.link->reply(call->request, {}, caf::make_message(std::vector<uint8_t>{}));
+      st.link->reply(call->request, {}, caf::make_message(std::vector<publish_outcome>{}));
       continue;
     }
     // One batch per run of messages for the same exchange keeps per-exchange order.

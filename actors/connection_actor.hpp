@@ -55,7 +55,7 @@ struct channel_state {
   };
   struct publish_call {
     uint64_t request;
-    std::vector<uint8_t> outcomes;  // publish_outcome values
+    std::vector<publish_outcome> outcomes;
     size_t remaining;
   };
   struct pending_publish {

@@ -6,6 +6,7 @@
 
 #include "core/declarations.hpp"
 #include "core/message.hpp"
+#include "core/outcomes.hpp"
 #include "core/traffic.hpp"
 
 #include <caf/actor.hpp>
@@ -69,11 +70,6 @@ using user_atom = caf::atom_constant<caf::atom("user")>;
 using permission_atom = caf::atom_constant<caf::atom("permission")>;
 using export_atom = caf::atom_constant<caf::atom("export")>;
 using import_atom = caf::atom_constant<caf::atom("import")>;
-
-/// How a connection settles deliveries it holds.
-enum class settle_kind : uint8_t { ack, requeue, reject };
-
-std::string to_string(settle_kind k);
 
 // --- publishing --------------------------------------------------------------------------------
 

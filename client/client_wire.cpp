@@ -97,18 +97,4 @@ node_stats read_node_stats(rpc::NodeStats::Reader in) {
   return out;
 }
 
-const char* to_string(publish_outcome o) {
-  switch (o) {
-    case publish_outcome::routed:
-      return "routed";
-    case publish_outcome::returned:
-      return "returned";
-    case publish_outcome::dropped:
-      return "dropped";
-    case publish_outcome::rejected:
-      return "rejected";
-  }
-  return "routed";
-}
-
 }  // namespace warren::client

@@ -4,6 +4,7 @@
 #include "core/declarations.hpp"
 #include "core/message.hpp"
 #include "core/message_id.hpp"
+#include "core/outcomes.hpp"
 #include "core/traffic.hpp"
 
 #include <cstdint>
@@ -31,8 +32,8 @@ struct outbound_message {
   bool mandatory = false;
 };
 
-enum class publish_outcome { routed, returned, dropped, rejected };
-const char* to_string(publish_outcome o);
+using warren::publish_outcome;
+using warren::to_string;
 
 struct publish_result {
   message_id id;

@@ -147,7 +147,7 @@ class channel_impl final : public rpc::Channel::Server {
              caf::anon_send(actor(), publish_atom::value, r, id_, std::move(msgs));
            })
         .then([ctx, id](caf::message m) mutable {
-          const auto& outcomes = m.get_as<std::vector<uint8_t>>(0);
+          const auto& outcomes = m.get_as<std::vector<publish_outcome>>(0);
           auto res = ctx.getResults().initResult();
           res.setId(kj::arrayPtr(id.bytes.data(), id.bytes.size()));
           res.setOutcome(static_cast<rpc::PublishResult::Outcome>(outcomes.at(0)));
@@ -166,7 +166,7 @@ class channel_impl final : public rpc::Channel::Server {
              caf::anon_send(actor(), publish_atom::value, r, id_, std::move(msgs));
            })
         .then([ctx, ids = std::move(ids)](caf::message m) mutable {
-          const auto& outcomes = m.get_as<std::vector<uint8_t>>(0);
+          const auto& outcomes = m.get_as<std::vector<publish_outcome>>(0);
           auto list = ctx.getResults().initResults(static_cast<unsigned>(ids.size()));
           for (unsigned i = 0; i < ids.size(); ++i) {
             list[i].setId(kj::arrayPtr(ids[i].bytes.data(), ids[i].bytes.size()));

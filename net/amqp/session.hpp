@@ -130,7 +130,7 @@ class session : public std::enable_shared_from_this<session>,
     // Mandatory messages by index in the call: the only ones that can come back as returns.
     std::vector<std::pair<size_t, message_ptr>> mandatory;
     uint64_t first_tag = 0;  // 0 when the channel is not in confirm mode
-    std::vector<uint8_t> outcomes;
+    std::vector<publish_outcome> outcomes;
     bool answered = false;
   };
   // A channel closes from either side (AMQP 0-9-1 2.2.4 and 4.2): once either close is on its

@@ -107,7 +107,7 @@ void session::send_publishes(uint16_t id, channel& ch, std::function<void()> aft
   request(
       id, basic_publish,
       [this, id, call, after = std::move(after)](caf::message& m) {
-        call->outcomes = m.get_as<std::vector<uint8_t>>(0);
+        call->outcomes = m.get_as<std::vector<publish_outcome>>(0);
         call->answered = true;
         published_answered(id, *call);
         if (after) after();
@@ -120,8 +120,7 @@ void session::published_answered(uint16_t id, publish_call& call) {
   auto c = channels_.find(id);
   if (c == channels_.end() || c->second.settling()) return;
   for (const auto& [i, msg] : call.mandatory)
-    if (i < call.outcomes.size() &&
-        call.outcomes[i] == static_cast<uint8_t>(publish_outcome::returned))
+    if (i < call.outcomes.size() && call.outcomes[i] == publish_outcome::returned)
       send_return(id, msg);
   if (call.first_tag != 0) send_confirms(id, c->second);
   flush_output();
@@ -139,8 +138,7 @@ void session::send_confirms(uint16_t id, channel& ch) {
     ch.calls.erase(ch.calls.begin());
     for (size_t i = 0; i < call->count; ++i) {
       uint64_t tag = call->first_tag + i;
-      bool nack = i < call->outcomes.size() &&
-                  call->outcomes[i] == static_cast<uint8_t>(publish_outcome::rejected);
+      bool nack = i < call->outcomes.size() && call->outcomes[i] == publish_outcome::rejected;
       if (!nack) {
         multi_upto = tag;
         continue;
