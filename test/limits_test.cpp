@@ -91,6 +91,14 @@ BOOST_AUTO_TEST_CASE(connections_that_never_log_in_are_closed_after_the_handshak
 
 namespace {
 
+// Memory figures mean nothing under the sanitizers (their allocators hold freed memory in
+// quarantine): such builds print them without judging them.
+#ifdef WARREN_SANITIZED
+constexpr bool memory_figures_count = false;
+#else
+constexpr bool memory_figures_count = true;
+#endif
+
 // A "Vm...:" figure of a process, in KiB, from /proc ("VmRSS:", "VmSize:").
 size_t proc_status_kb(pid_t pid, const std::string& field) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
@@ -141,14 +149,16 @@ BOOST_AUTO_TEST_CASE(connection_churn_gives_its_memory_back_on_both_doors) {
   node_process node;
   // WARREN_CHURN_CYCLES=N runs a longer soak.
   const char* env = std::getenv("WARREN_CHURN_CYCLES");
-  const int cycles = env != nullptr && *env != 0 ? std::atoi(env) : 20000;
+  const int cycles = env != nullptr && *env != 0 ? std::atoi(env)
+                     : memory_figures_count      ? 20000
+                                                 : 2000;
   auto amqp = rss_growth_kb(node, cycles, [&] { amqp_cycle(node.amqp_port()); });
   BOOST_TEST_MESSAGE("AMQP: " << cycles << " connections, RSS grew by " << amqp << " KiB");
-  BOOST_TEST(amqp < 4096);
+  if (memory_figures_count) BOOST_TEST(amqp < 4096);
   auto rpc = rss_growth_kb(node, cycles / 4, [&] { rpc_cycle(node.port()); });
   BOOST_TEST_MESSAGE("Cap'n Proto: " << cycles / 4 << " connections, RSS grew by " << rpc
                                      << " KiB");
-  BOOST_TEST(rpc < 4096);
+  if (memory_figures_count) BOOST_TEST(rpc < 4096);
 }
 
 namespace {
@@ -257,7 +267,7 @@ BOOST_AUTO_TEST_CASE(before_login_a_cap_n_proto_client_cannot_make_the_node_rese
   BOOST_TEST(node.wait_for_log("before logging in"));
   auto grown_mb = (static_cast<long>(vm_size_kb(node.pid())) - static_cast<long>(before)) / 1024;
   BOOST_TEST_MESSAGE("VmSize grew by " << grown_mb << " MiB");
-  BOOST_TEST(grown_mb < 256);  // 20 reservations of 128 MiB would be 2,560
+  if (memory_figures_count) BOOST_TEST(grown_mb < 256);  // 20 reservations of 128 MiB: 2,560
   BOOST_TEST(closed_by_node(held.front()));
   for (int fd : held) close(fd);
   // A client that logs in may send big messages.
@@ -382,7 +392,7 @@ BOOST_AUTO_TEST_CASE(permissions_decide_what_a_user_may_do_in_a_vhost) {
   auto ch = [&] { return bob->open_channel(); };
   BOOST_CHECK_NO_THROW(ch()->queue_declare("bob-q"));
   BOOST_TEST(error_code_of([&] { ch()->queue_declare("other"); }) == "ACCESS_REFUSED");
-  BOOST_CHECK_NO_THROW(ch()->queue_declare("shared", {false, false, false, true}));  // passive
+  BOOST_CHECK_NO_THROW(ch()->queue_declare("shared", {false, false, false, true, {}}));  // passive
   outbound_message m;
   m.routing_key = "bob-q";
   m.body = "x";

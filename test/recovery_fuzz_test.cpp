@@ -141,7 +141,7 @@ void overwrite(const fs::path& file, uint64_t offset, const std::string& bytes) 
 }
 
 damage do_damage(const pristine& p, const std::string& root, std::mt19937& random) {
-  damage d{static_cast<damage_kind>(random() % 8)};
+  damage d{static_cast<damage_kind>(random() % 8), {}};
   auto pick = [&](const char* ext) {
     std::vector<std::string> files;
     for (const auto& f : p.queue_files)
