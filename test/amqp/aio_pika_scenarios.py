@@ -37,6 +37,19 @@ async def take(queue, n):
     return got
 
 
+async def get_eventually(queue):
+    """basic.get until a message is there: a publish or a dead-letter reaches its queue
+    asynchronously, so an immediate get may find it empty. PATIENCE is only a guard."""
+    deadline = asyncio.get_running_loop().time() + PATIENCE
+    while True:
+        try:
+            return await queue.get(timeout=PATIENCE)
+        except aio_pika.exceptions.QueueEmpty:
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.05)
+
+
 async def priorities_and_dead_letters():
     conn = await connect()
     ch = await conn.channel()
@@ -52,9 +65,9 @@ async def priorities_and_dead_letters():
     await dead.bind(dlx)
     work = await ch.declare_queue("aio-work", arguments={"x-dead-letter-exchange": "aio-dlx"})
     await ch.default_exchange.publish(aio_pika.Message(b"job"), "aio-work")
-    message = await work.get(timeout=PATIENCE)
+    message = await get_eventually(work)
     await message.reject(requeue=False)
-    died = await dead.get(timeout=PATIENCE)
+    died = await get_eventually(dead)
     death = died.headers["x-death"][0]
     expect(death["reason"] == "rejected" and death["queue"] == "aio-work" and death["count"] == 1,
            f"x-death: {death}")
