@@ -27,6 +27,11 @@ struct delivery {
   uint32_t message_count = 0;  // get only: ready messages left
 };
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, delivery& x) {
+  return f(x.tag, x.redelivered, x.msg, x.message_count);
+}
+
 class client_link {
  public:
   virtual ~client_link() = default;
@@ -50,5 +55,3 @@ class client_link {
 };
 
 }  // namespace warren
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(warren::delivery)

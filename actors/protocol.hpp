@@ -1,7 +1,8 @@
 // The messages actors exchange: atoms, declarations, publish batches, deliveries and listings.
 //
-// Every type here is plain data with an inspect() so CAF can copy, print and (later, between
-// nodes) serialize it. Shared message bodies travel as message_ptr (see message.hpp).
+// Every type here is plain data with an inspect() so CAF can copy, print and serialize it between
+// nodes; all are registered by register_message_types (message_types.hpp). Messages travel
+// between local actors as message_ptr, shared and never copied; serialized, by value.
 #pragma once
 
 #include "core/declarations.hpp"
@@ -10,7 +11,6 @@
 #include "core/traffic.hpp"
 
 #include <caf/actor.hpp>
-#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
 
 #include <cstdint>
@@ -211,6 +211,26 @@ struct client_hello {
 // --- inspect -----------------------------------------------------------------------------------
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, publish_item& x) {
+  return f(x.msg, x.seq);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, publish_batch& x) {
+  return f(x.origin, x.channel, x.items);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, queued_delivery& x) {
+  return f(x.delivery_id, x.msg, x.redelivered);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, get_reply& x) {
+  return f(x.found, x.delivery, x.remaining);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, lookup_reply& x) {
+  return f(x.found, x.queue, x.state, x.delivery);
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, consume_request& x) {
   return f(x.queue, x.tag, x.no_ack, x.exclusive, x.prefetch, x.priority);
 }
@@ -255,13 +275,3 @@ typename Inspector::result_type inspect(Inspector& f, client_hello& x) {
 }
 
 }  // namespace warren
-
-// Shared immutable messages travel between local actors by pointer; crossing nodes (DESIGN §8)
-// will need a value encoding.
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(warren::message_ptr)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<warren::message_ptr>)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(warren::publish_batch)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(warren::queued_delivery)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<warren::queued_delivery>)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(warren::get_reply)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(warren::lookup_reply)

@@ -1,5 +1,6 @@
 // warren-node: the broker process. Parses flags, starts the actor system and the Cap'n Proto
 // listener, logs one "ready" line, and stops cleanly on SIGTERM / SIGINT.
+#include "actors/message_types.hpp"
 #include "actors/node_actor.hpp"
 #include "actors/persistence_actor.hpp"
 #include "actors/protocol.hpp"
@@ -259,6 +260,7 @@ int main(int argc, char** argv) {
   cfg.set("scheduler.policy",
           opt.scheduler == "sharing" ? caf::atom("sharing") : caf::atom("stealing"));
   cfg.set("scheduler.max-threads", opt.workers);
+  warren::register_message_types(cfg);
   caf::actor_system system{cfg};
   storage.persistence = system.spawn(warren::persistence_actor, metadata);
   auto node = system.spawn(warren::node_actor, storage, std::move(contents));

@@ -9,9 +9,25 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace warren {
+
+/// Runs the inspector `f` over `fields`, then `done()` if that worked. For inspect() overloads
+/// that must rebuild something after loading; works with CAF's serializers (their result is an
+/// error, empty on success) and its printer (result void) without this layer naming CAF.
+template <class Inspector, class Done, class... Ts>
+typename Inspector::result_type inspect_then(Inspector& f, Done done, Ts&... fields) {
+  if constexpr (std::is_void_v<typename Inspector::result_type>) {
+    f(fields...);
+    done();
+  } else {
+    auto result = f(fields...);
+    if (!result) done();
+    return result;
+  }
+}
 
 struct field;
 
@@ -127,6 +143,31 @@ struct message {
   const message_properties& properties() const;
   void set_properties(message_properties p);
 
+  // Serialized by value (between nodes); the properties travel whole and a message without any
+  // arrives without any.
+  template <class Inspector>
+  friend typename Inspector::result_type inspect(Inspector& f, message& x) {
+    bool has_properties = x.properties_ != nullptr;
+    if constexpr (Inspector::writes_state) {
+      message_properties loaded;
+      return inspect_then(
+          f,
+          [&] {
+            x.properties_ = has_properties
+                                ? std::make_shared<const message_properties>(std::move(loaded))
+                                : nullptr;
+          },
+          x.id, x.exchange, x.routing_key, x.body, x.mandatory, x.dead_lettered, x.persistent_,
+          has_properties, loaded);
+    } else {
+      message_properties none;
+      // Saving only reads the shared properties.
+      auto& props = has_properties ? const_cast<message_properties&>(*x.properties_) : none;
+      return f(x.id, x.exchange, x.routing_key, x.body, x.mandatory, x.dead_lettered, x.persistent_,
+               has_properties, props);
+    }
+  }
+
  private:
   bool persistent_ = false;
   std::shared_ptr<const message_properties> properties_;  // null: only the delivery mode
@@ -142,6 +183,31 @@ typename Inspector::result_type inspect(Inspector& f, field_value& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, field& x) {
   return f(x.key, x.value);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, message_properties& x) {
+  return f(x.persistent, x.content_type, x.content_encoding, x.headers, x.priority,
+           x.correlation_id, x.reply_to, x.expiration, x.message_id, x.timestamp, x.type, x.user_id,
+           x.app_id);
+}
+
+/// Locally a message_ptr is shared, never copied; serialized, it is the message by value (a null
+/// pointer stays null), and loading makes a new immutable message.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, message_ptr& x) {
+  bool present = x != nullptr;
+  if constexpr (Inspector::writes_state) {
+    message loaded;
+    return inspect_then(
+        f, [&] { x = present ? std::make_shared<const message>(std::move(loaded)) : nullptr; },
+        present, loaded);
+  } else {
+    message none;
+    // Saving only reads the shared message.
+    auto& msg = present ? const_cast<message&>(*x) : none;
+    return f(present, msg);
+  }
 }
 
 }  // namespace warren
