@@ -2,9 +2,9 @@
 // on their own connections, fixed-size bodies carrying their publish time, a progress line per
 // second and a summary (text or --json) at the end. It declares what it uses and removes it
 // afterwards unless --keep.
-#include "client/channel.hpp"
-#include "client/client_error.hpp"
-#include "client/connection.hpp"
+#include "warren/channel.hpp"
+#include "warren/client_error.hpp"
+#include "warren/connection.hpp"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>

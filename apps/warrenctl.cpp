@@ -7,9 +7,9 @@
 #include "apps/warrenctl_output.hpp"
 #include "apps/warrenctl_stats.hpp"
 #include "apps/warrenctl_topology.hpp"
-#include "client/channel.hpp"
-#include "client/client_error.hpp"
-#include "client/connection.hpp"
+#include "warren/channel.hpp"
+#include "warren/client_error.hpp"
+#include "warren/connection.hpp"
 
 #include <CLI/CLI.hpp>
 

@@ -2,7 +2,7 @@
 // a user tagged administrator; the node refuses the others with ACCESS_REFUSED.
 #pragma once
 
-#include "client/connection.hpp"
+#include "warren/connection.hpp"
 
 #include <CLI/CLI.hpp>
 

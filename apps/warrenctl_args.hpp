@@ -1,7 +1,7 @@
 // warrenctl's typed KEY=VALUE arguments (--arg, --header) and its usage error (exit code 2).
 #pragma once
 
-#include "client/types.hpp"
+#include "warren/types.hpp"
 
 #include <stdexcept>
 #include <string>

@@ -4,7 +4,7 @@
 // and Warren both ways. Both need a user tagged administrator.
 #pragma once
 
-#include "client/connection.hpp"
+#include "warren/connection.hpp"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "apps/text_table.hpp"
-#include "client/types.hpp"
+#include "warren/types.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -2,7 +2,7 @@
 // per queue, per connection and for the node; --watch keeps printing one report per interval.
 #pragma once
 
-#include "client/connection.hpp"
+#include "warren/connection.hpp"
 
 namespace warrenctl {
 

@@ -2,7 +2,7 @@
 
 #include "apps/warrenctl_args.hpp"
 #include "apps/warrenctl_output.hpp"
-#include "client/channel.hpp"
+#include "warren/channel.hpp"
 
 #include <algorithm>
 #include <iostream>

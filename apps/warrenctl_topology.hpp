@@ -2,7 +2,7 @@
 // and unbind (queues, or exchanges with --to-exchange). Each runs on a channel of its own.
 #pragma once
 
-#include "client/connection.hpp"
+#include "warren/connection.hpp"
 
 #include <CLI/CLI.hpp>
 

@@ -1,4 +1,4 @@
-#include "client/channel.hpp"
+#include "warren/channel.hpp"
 
 #include "client/client_runtime.hpp"
 #include "client/client_state.hpp"

@@ -1,4 +1,4 @@
-#include "client/client_error.hpp"
+#include "warren/client_error.hpp"
 
 #include "core/reply_code.hpp"
 

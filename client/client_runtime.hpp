@@ -7,9 +7,9 @@
 #pragma once
 
 #include "broker.capnp.h"
-#include "client/client_error.hpp"
-#include "client/connection.hpp"
 #include "transport/loop_bridge.hpp"
+#include "warren/client_error.hpp"
+#include "warren/connection.hpp"
 
 #include <kj/async.h>
 

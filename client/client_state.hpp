@@ -4,8 +4,8 @@
 #pragma once
 
 #include "broker.capnp.h"
-#include "client/channel.hpp"
-#include "client/connection.hpp"
+#include "warren/channel.hpp"
+#include "warren/connection.hpp"
 
 #include <kj/memory.h>
 

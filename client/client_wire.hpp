@@ -2,7 +2,7 @@
 #pragma once
 
 #include "broker.capnp.h"
-#include "client/types.hpp"
+#include "warren/types.hpp"
 
 namespace warren::client {
 

@@ -1,11 +1,11 @@
-#include "client/connection.hpp"
+#include "warren/connection.hpp"
 
-#include "client/channel.hpp"
 #include "client/client_runtime.hpp"
 #include "client/client_state.hpp"
 #include "client/client_wire.hpp"
 #include "core/wire_definitions.hpp"
 #include "core/wire_fields.hpp"
+#include "warren/channel.hpp"
 
 namespace warren::client {
 

@@ -5,10 +5,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include "amqp_raw_client.hpp"
-#include "client/channel.hpp"
-#include "client/connection.hpp"
 #include "net/amqp/frame.hpp"
 #include "subprocess.hpp"
+#include "warren/channel.hpp"
+#include "warren/connection.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -3,10 +3,10 @@
 #define BOOST_TEST_MODULE broker_e2e
 #include <boost/test/unit_test.hpp>
 
-#include "client/channel.hpp"
-#include "client/client_error.hpp"
-#include "client/connection.hpp"
 #include "subprocess.hpp"
+#include "warren/channel.hpp"
+#include "warren/client_error.hpp"
+#include "warren/connection.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -6,9 +6,9 @@
 #define BOOST_TEST_MODULE damaged_data
 #include <boost/test/unit_test.hpp>
 
-#include "client/client_error.hpp"
 #include "node_client.hpp"
 #include "subprocess.hpp"
+#include "warren/client_error.hpp"
 
 #include <filesystem>
 #include <fstream>

@@ -7,15 +7,15 @@
 #define BOOST_TEST_MODULE durability
 #include <boost/test/unit_test.hpp>
 
-#include "client/channel.hpp"
-#include "client/client_error.hpp"
-#include "client/connection.hpp"
 #include "node_client.hpp"
 #include "persistence/crc32c.hpp"
 #include "persistence/metadata_codec.hpp"
 #include "persistence/segment_format.hpp"
 #include "storage.capnp.h"
 #include "subprocess.hpp"
+#include "warren/channel.hpp"
+#include "warren/client_error.hpp"
+#include "warren/connection.hpp"
 
 #include <capnp/message.h>
 #include <capnp/serialize.h>

@@ -5,11 +5,11 @@
 #include <boost/test/unit_test.hpp>
 
 #include "amqp_raw_client.hpp"
-#include "client/channel.hpp"
-#include "client/client_error.hpp"
-#include "client/connection.hpp"
 #include "raw_socket.hpp"
 #include "subprocess.hpp"
+#include "warren/channel.hpp"
+#include "warren/client_error.hpp"
+#include "warren/connection.hpp"
 
 #include <unistd.h>
 

@@ -2,9 +2,9 @@
 // messages, draining a queue, and reading files byte for byte.
 #pragma once
 
-#include "client/channel.hpp"
-#include "client/connection.hpp"
 #include "subprocess.hpp"
+#include "warren/channel.hpp"
+#include "warren/connection.hpp"
 
 #include <filesystem>
 #include <memory>

@@ -1,8 +1,8 @@
 // Test helper: consumes a queue with manual acks and never acks. Prints one line per delivery
 // and then waits to be killed, so tests can check what happens to messages held by a client
 // that vanishes without closing.
-#include "client/channel.hpp"
-#include "client/connection.hpp"
+#include "warren/channel.hpp"
+#include "warren/connection.hpp"
 
 #include <iostream>
 #include <thread>

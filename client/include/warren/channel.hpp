@@ -3,7 +3,7 @@
 // PRECONDITION_FAILED, ACCESS_REFUSED, RESOURCE_LOCKED) close the channel: open a new one.
 #pragma once
 
-#include "client/types.hpp"
+#include "warren/types.hpp"
 
 #include <functional>
 #include <future>

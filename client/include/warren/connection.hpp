@@ -6,7 +6,7 @@
 // broker requeues every message this connection had not acknowledged.
 #pragma once
 
-#include "client/types.hpp"
+#include "warren/types.hpp"
 
 #include <memory>
 #include <string>
