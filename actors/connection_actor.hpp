@@ -3,9 +3,8 @@
 // when the client goes: consumers cancelled, unacked messages requeued, exclusive queues deleted
 // (the vhost watches this actor for that).
 //
-// Requests from the front door carry (request id, channel) and are answered through
-// client_link::reply. See connection_actor.cpp for the full list; the front door in net/ is the
-// only sender of them.
+// Its protocol is connection_protocol.hpp: the front doors send through connection_ref, and
+// requests are answered through client_link::reply.
 //
 // Publishing: messages are routed through a cache of exchange actors (filled from the vhost,
 // emptied when an exchange goes). Every published message gets a channel sequence number; the
@@ -15,12 +14,13 @@
 #pragma once
 
 #include "actors/client_link.hpp"
-#include "actors/protocol.hpp"
+#include "actors/connection_protocol.hpp"
 
 #include <caf/actor_addr.hpp>
 #include <caf/behavior.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include "actors/channel_credit.hpp"
 #include "actors/permissions.hpp"
@@ -115,7 +115,8 @@ struct connection_state {
   static inline const char* name = "connection";
 };
 
-caf::behavior connection_actor(caf::stateful_actor<connection_state>* self, caf::actor node,
-                               std::shared_ptr<client_link> link, client_hello hello);
+connection_actor_type::behavior_type connection_actor(
+    connection_actor_type::stateful_pointer<connection_state> self, caf::actor node,
+    std::shared_ptr<client_link> link, client_hello hello);
 
 }  // namespace warren

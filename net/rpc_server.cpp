@@ -28,7 +28,7 @@ class channel_impl final : public rpc::Channel::Server {
       : session_(std::move(session)), id_(id) {}
 
   ~channel_impl() noexcept(false) {
-    if (!closed_) caf::anon_send(session_->actor(), close_atom::value, uint64_t{0}, id_);
+    if (!closed_) session_->conn().close_channel(0, id_);
   }
 
  protected:
@@ -45,9 +45,7 @@ class channel_impl final : public rpc::Channel::Server {
     spec.auto_delete = p.getAutoDelete();
     spec.internal = p.getInternal();
     spec.arguments = read_table(p.getArguments());
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), declare_atom::value, r, id_, std::move(spec), passive);
-           })
+    return ask([&](uint64_t r) { conn().declare_exchange(r, id_, std::move(spec), passive); })
         .ignoreResult();
   }
 
@@ -55,11 +53,7 @@ class channel_impl final : public rpc::Channel::Server {
     auto p = ctx.getParams();
     auto name = text(p.getName());
     bool if_unused = p.getIfUnused();
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), delete_atom::value, exchanges_atom::value, r, id_, name,
-                            if_unused);
-           })
-        .ignoreResult();
+    return ask([&](uint64_t r) { conn().delete_exchange(r, id_, name, if_unused); }).ignoreResult();
   }
 
   kj::Promise<void> queueDeclare(QueueDeclareContext ctx) override {
@@ -71,9 +65,7 @@ class channel_impl final : public rpc::Channel::Server {
     spec.auto_delete = p.getAutoDelete();
     spec.arguments = read_table(p.getArguments());
     bool passive = p.getPassive();
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), declare_atom::value, r, id_, std::move(spec), passive);
-           })
+    return ask([&](uint64_t r) { conn().declare_queue(r, id_, std::move(spec), passive); })
         .then([ctx](caf::message m) mutable {
           const auto& info = m.get_as<queue_info>(0);
           auto res = ctx.getResults();
@@ -87,10 +79,7 @@ class channel_impl final : public rpc::Channel::Server {
     auto p = ctx.getParams();
     auto name = text(p.getName());
     bool if_unused = p.getIfUnused(), if_empty = p.getIfEmpty();
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), delete_atom::value, queues_atom::value, r, id_, name,
-                            if_unused, if_empty);
-           })
+    return ask([&](uint64_t r) { conn().delete_queue(r, id_, name, if_unused, if_empty); })
         .then([ctx](caf::message m) mutable {
           ctx.getResults().setMessageCount(m.get_as<uint32_t>(0));
         });
@@ -98,54 +87,43 @@ class channel_impl final : public rpc::Channel::Server {
 
   kj::Promise<void> queuePurge(QueuePurgeContext ctx) override {
     auto name = text(ctx.getParams().getName());
-    return ask([&](uint64_t r) { caf::anon_send(actor(), purge_atom::value, r, id_, name); })
-        .then([ctx](caf::message m) mutable {
-          ctx.getResults().setMessageCount(m.get_as<uint32_t>(0));
-        });
+    return ask([&](uint64_t r) { conn().purge(r, id_, name); }).then([ctx](caf::message m) mutable {
+      ctx.getResults().setMessageCount(m.get_as<uint32_t>(0));
+    });
   }
 
   kj::Promise<void> queueBind(QueueBindContext ctx) override {
     auto p = ctx.getParams();
     binding_spec b{text(p.getExchange()), text(p.getQueue()), text(p.getBindingKey()),
                    read_table(p.getArguments())};
-    return ask([&](uint64_t r) { caf::anon_send(actor(), bind_atom::value, r, id_, std::move(b)); })
-        .ignoreResult();
+    return ask([&](uint64_t r) { conn().bind(r, id_, std::move(b)); }).ignoreResult();
   }
 
   kj::Promise<void> queueUnbind(QueueUnbindContext ctx) override {
     auto p = ctx.getParams();
     binding_spec b{text(p.getExchange()), text(p.getQueue()), text(p.getBindingKey()),
                    read_table(p.getArguments())};
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), unbind_atom::value, r, id_, std::move(b));
-           })
-        .ignoreResult();
+    return ask([&](uint64_t r) { conn().unbind(r, id_, std::move(b)); }).ignoreResult();
   }
 
   kj::Promise<void> exchangeBind(ExchangeBindContext ctx) override {
     auto p = ctx.getParams();
     binding_spec b{text(p.getSource()), text(p.getDestination()), text(p.getBindingKey()),
                    read_table(p.getArguments()), true};
-    return ask([&](uint64_t r) { caf::anon_send(actor(), bind_atom::value, r, id_, std::move(b)); })
-        .ignoreResult();
+    return ask([&](uint64_t r) { conn().bind(r, id_, std::move(b)); }).ignoreResult();
   }
 
   kj::Promise<void> exchangeUnbind(ExchangeUnbindContext ctx) override {
     auto p = ctx.getParams();
     binding_spec b{text(p.getSource()), text(p.getDestination()), text(p.getBindingKey()),
                    read_table(p.getArguments()), true};
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), unbind_atom::value, r, id_, std::move(b));
-           })
-        .ignoreResult();
+    return ask([&](uint64_t r) { conn().unbind(r, id_, std::move(b)); }).ignoreResult();
   }
 
   kj::Promise<void> publish(PublishContext ctx) override {
     std::vector<message_ptr> msgs{read_outbound(ctx.getParams().getMessage())};
     auto id = msgs.front()->id;
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), publish_atom::value, r, id_, std::move(msgs));
-           })
+    return ask([&](uint64_t r) { conn().publish(r, id_, std::move(msgs)); })
         .then([ctx, id](caf::message m) mutable {
           const auto& outcomes = m.get_as<std::vector<publish_outcome>>(0);
           auto res = ctx.getResults().initResult();
@@ -162,9 +140,7 @@ class channel_impl final : public rpc::Channel::Server {
     std::vector<message_id> ids;
     ids.reserve(msgs.size());
     for (const auto& m : msgs) ids.push_back(m->id);
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), publish_atom::value, r, id_, std::move(msgs));
-           })
+    return ask([&](uint64_t r) { conn().publish(r, id_, std::move(msgs)); })
         .then([ctx, ids = std::move(ids)](caf::message m) mutable {
           const auto& outcomes = m.get_as<std::vector<publish_outcome>>(0);
           auto list = ctx.getResults().initResults(static_cast<unsigned>(ids.size()));
@@ -189,9 +165,7 @@ class channel_impl final : public rpc::Channel::Server {
     // Deliveries can reach this loop before the consume reply does, so the capability is
     // registered first and withdrawn if the broker refuses.
     bool added = session_->add_consumer(id_, tag, p.getConsumer());
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), consume_atom::value, r, id_, std::move(c));
-           })
+    return ask([&](uint64_t r) { conn().consume(r, id_, std::move(c)); })
         .then(
             [ctx, tag](caf::message) mutable -> kj::Promise<void> {
               ctx.getResults().setConsumerTag(tag);
@@ -205,7 +179,7 @@ class channel_impl final : public rpc::Channel::Server {
 
   kj::Promise<void> cancel(CancelContext ctx) override {
     auto tag = text(ctx.getParams().getConsumerTag());
-    return ask([&](uint64_t r) { caf::anon_send(actor(), cancel_atom::value, r, id_, tag, true); })
+    return ask([&](uint64_t r) { conn().cancel(r, id_, tag, true); })
         .then([this, tag](caf::message) { session_->remove_consumer(id_, tag); });
   }
 
@@ -213,7 +187,7 @@ class channel_impl final : public rpc::Channel::Server {
     auto p = ctx.getParams();
     auto queue = text(p.getQueue());
     bool no_ack = p.getNoAck();
-    return ask([&](uint64_t r) { caf::anon_send(actor(), get_atom::value, r, id_, queue, no_ack); })
+    return ask([&](uint64_t r) { conn().get(r, id_, queue, no_ack); })
         .then([ctx](caf::message m) mutable {
           auto res = ctx.getResults().initResult();
           if (m.empty()) {
@@ -234,10 +208,7 @@ class channel_impl final : public rpc::Channel::Server {
     std::vector<uint64_t> tags;
     tags.reserve(list.size());
     for (auto tag : list) tags.push_back(tag);
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), settle_atom::value, r, id_, std::move(tags));
-           })
-        .ignoreResult();
+    return ask([&](uint64_t r) { conn().ack_each(r, id_, std::move(tags)); }).ignoreResult();
   }
 
   kj::Promise<void> nack(NackContext ctx) override {
@@ -254,13 +225,11 @@ class channel_impl final : public rpc::Channel::Server {
 
   kj::Promise<void> qos(QosContext ctx) override {
     uint32_t prefetch = ctx.getParams().getPrefetch();
-    return ask([&](uint64_t r) { caf::anon_send(actor(), qos_atom::value, r, id_, prefetch); })
-        .ignoreResult();
+    return ask([&](uint64_t r) { conn().qos(r, id_, prefetch); }).ignoreResult();
   }
 
   kj::Promise<void> confirmSelect(ConfirmSelectContext) override {
-    return ask([&](uint64_t r) { caf::anon_send(actor(), confirm_atom::value, r, id_); })
-        .ignoreResult();
+    return ask([&](uint64_t r) { conn().confirm_select(r, id_); }).ignoreResult();
   }
 
   kj::Promise<void> lookup(LookupContext ctx) override {
@@ -270,35 +239,32 @@ class channel_impl final : public rpc::Channel::Server {
             std::string_view(reinterpret_cast<const char*>(raw.begin()), raw.size()), id))
       throw_failure({reply_code::syntax_error,
                      "a message id is 16 bytes, got " + std::to_string(raw.size())});
-    return ask([&](uint64_t r) { caf::anon_send(actor(), lookup_atom::value, r, id_, id); })
-        .then([ctx](caf::message m) mutable {
-          const auto& reply = m.get_as<lookup_reply>(0);
-          auto res = ctx.getResults().initResult();
-          if (!reply.found) {
-            res.setNotFound();
-            return;
-          }
-          auto found = res.initFound();
-          found.setQueue(reply.queue);
-          found.setState(reply.state);
-          delivery d{0, reply.delivery.redelivered, reply.delivery.msg, 0};
-          write_delivery(d, {}, found.initDelivery());
-        });
+    return ask([&](uint64_t r) { conn().lookup(r, id_, id); }).then([ctx](caf::message m) mutable {
+      const auto& reply = m.get_as<lookup_reply>(0);
+      auto res = ctx.getResults().initResult();
+      if (!reply.found) {
+        res.setNotFound();
+        return;
+      }
+      auto found = res.initFound();
+      found.setQueue(reply.queue);
+      found.setState(reply.state);
+      delivery d{0, reply.delivery.redelivered, reply.delivery.msg, 0};
+      write_delivery(d, {}, found.initDelivery());
+    });
   }
 
   kj::Promise<void> close(CloseContext) override {
     closed_ = true;
-    return ask([&](uint64_t r) { caf::anon_send(actor(), close_atom::value, r, id_); })
-        .ignoreResult();
+    return ask([&](uint64_t r) { conn().close_channel(r, id_); }).ignoreResult();
   }
 
   kj::Promise<void> recover(RecoverContext) override {
-    return ask([&](uint64_t r) { caf::anon_send(actor(), recover_atom::value, r, id_); })
-        .ignoreResult();
+    return ask([&](uint64_t r) { conn().recover(r, id_); }).ignoreResult();
   }
 
  private:
-  const caf::actor& actor() const { return session_->actor(); }
+  connection_ref& conn() { return session_->conn(); }
 
   template <class Send>
   kj::Promise<caf::message> ask(Send&& send) {
@@ -306,10 +272,7 @@ class channel_impl final : public rpc::Channel::Server {
   }
 
   kj::Promise<void> settle(uint64_t tag, bool multiple, settle_kind kind) {
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), settle_atom::value, r, id_, tag, multiple, kind);
-           })
-        .ignoreResult();
+    return ask([&](uint64_t r) { conn().settle(r, id_, tag, multiple, kind); }).ignoreResult();
   }
 
   std::shared_ptr<rpc_session> session_;
@@ -326,47 +289,36 @@ class connection_impl final : public rpc::Connection::Server {
     auto id = session_->allocate_channel();
     if (id == 0)
       throw_failure({reply_code::resource_error, "this connection has used all 65535 channels"});
-    return ask([&](uint64_t r) { caf::anon_send(actor(), open_atom::value, r, id); })
+    return ask([&](uint64_t r) { conn().open_channel(r, id); })
         .then([this, ctx, id](caf::message) mutable {
           ctx.getResults().setChannel(kj::heap<channel_impl>(session_, id));
         });
   }
 
   kj::Promise<void> close(CloseContext) override {
-    return ask([&](uint64_t r) { caf::anon_send(actor(), close_atom::value, r); }).ignoreResult();
+    return ask([&](uint64_t r) { conn().close(r); }).ignoreResult();
   }
 
   kj::Promise<void> addVhost(AddVhostContext ctx) override {
     auto name = text(ctx.getParams().getName());
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), declare_atom::value, vhost_atom::value, r, name);
-           })
-        .ignoreResult();
+    return ask([&](uint64_t r) { conn().add_vhost(r, name); }).ignoreResult();
   }
 
   kj::Promise<void> deleteVhost(DeleteVhostContext ctx) override {
     auto name = text(ctx.getParams().getName());
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), delete_atom::value, vhost_atom::value, r, name);
-           })
-        .ignoreResult();
+    return ask([&](uint64_t r) { conn().delete_vhost(r, name); }).ignoreResult();
   }
 
   kj::Promise<void> setVhostLimits(SetVhostLimitsContext ctx) override {
     auto p = ctx.getParams();
     auto name = text(p.getName());
     vhost_limits limits{p.getMaxConnections(), p.getMaxQueues()};
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), settings_atom::value, vhost_atom::value, r, name, limits);
-           })
-        .ignoreResult();
+    return ask([&](uint64_t r) { conn().set_vhost_limits(r, name, limits); }).ignoreResult();
   }
 
   kj::Promise<void> vhostLimits(VhostLimitsContext ctx) override {
     auto name = text(ctx.getParams().getName());
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), settings_atom::value, vhost_atom::value, r, name);
-           })
+    return ask([&](uint64_t r) { conn().get_vhost_limits(r, name); })
         .then([ctx](caf::message m) mutable {
           const auto& limits = m.get_as<vhost_limits>(0);
           ctx.getResults().setMaxConnections(limits.max_connections);
@@ -379,81 +331,61 @@ class connection_impl final : public rpc::Connection::Server {
     auto name = text(p.getName()), password = text(p.getPassword());
     std::vector<std::string> tags;
     for (auto t : p.getTags()) tags.push_back(text(t));
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), declare_atom::value, user_atom::value, r, name, password,
-                            tags);
-           })
-        .ignoreResult();
+    return ask([&](uint64_t r) { conn().add_user(r, name, password, tags); }).ignoreResult();
   }
 
   kj::Promise<void> changePassword(ChangePasswordContext ctx) override {
     auto p = ctx.getParams();
     auto name = text(p.getName()), password = text(p.getPassword());
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), settings_atom::value, user_atom::value, r, name, password);
-           })
-        .ignoreResult();
+    return ask([&](uint64_t r) { conn().change_password(r, name, password); }).ignoreResult();
   }
 
   kj::Promise<void> deleteUser(DeleteUserContext ctx) override {
     auto name = text(ctx.getParams().getName());
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), delete_atom::value, user_atom::value, r, name);
-           })
-        .ignoreResult();
+    return ask([&](uint64_t r) { conn().delete_user(r, name); }).ignoreResult();
   }
 
   kj::Promise<void> listUsers(ListUsersContext ctx) override {
-    return ask([&](uint64_t r) { caf::anon_send(actor(), list_atom::value, user_atom::value, r); })
-        .then([ctx](caf::message m) mutable {
-          const auto& users = m.get_as<std::vector<user_record>>(0);
-          auto list = ctx.getResults().initUsers(static_cast<unsigned>(users.size()));
-          for (unsigned i = 0; i < users.size(); ++i) {
-            list[i].setName(users[i].name);
-            auto tags = list[i].initTags(static_cast<unsigned>(users[i].tags.size()));
-            for (unsigned k = 0; k < users[i].tags.size(); ++k) tags.set(k, users[i].tags[k]);
-          }
-        });
+    return ask([&](uint64_t r) { conn().list_users(r); }).then([ctx](caf::message m) mutable {
+      const auto& users = m.get_as<std::vector<user_record>>(0);
+      auto list = ctx.getResults().initUsers(static_cast<unsigned>(users.size()));
+      for (unsigned i = 0; i < users.size(); ++i) {
+        list[i].setName(users[i].name);
+        auto tags = list[i].initTags(static_cast<unsigned>(users[i].tags.size()));
+        for (unsigned k = 0; k < users[i].tags.size(); ++k) tags.set(k, users[i].tags[k]);
+      }
+    });
   }
 
   kj::Promise<void> setPermissions(SetPermissionsContext ctx) override {
     auto p = ctx.getParams();
     permission_record rec{text(p.getUser()), text(p.getVhost()), text(p.getConfigure()),
                           text(p.getWrite()), text(p.getRead())};
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), declare_atom::value, permission_atom::value, r, rec);
-           })
-        .ignoreResult();
+    return ask([&](uint64_t r) { conn().set_permissions(r, rec); }).ignoreResult();
   }
 
   kj::Promise<void> clearPermissions(ClearPermissionsContext ctx) override {
     auto p = ctx.getParams();
     auto user = text(p.getUser()), vhost = text(p.getVhost());
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), delete_atom::value, permission_atom::value, r, user, vhost);
-           })
-        .ignoreResult();
+    return ask([&](uint64_t r) { conn().clear_permissions(r, user, vhost); }).ignoreResult();
   }
 
   kj::Promise<void> listPermissions(ListPermissionsContext ctx) override {
-    return ask([&](uint64_t r) {
-             caf::anon_send(actor(), list_atom::value, permission_atom::value, r);
-           })
-        .then([ctx](caf::message m) mutable {
-          const auto& rows = m.get_as<std::vector<permission_record>>(0);
-          auto list = ctx.getResults().initPermissions(static_cast<unsigned>(rows.size()));
-          for (unsigned i = 0; i < rows.size(); ++i) {
-            list[i].setUser(rows[i].user);
-            list[i].setVhost(rows[i].vhost);
-            list[i].setConfigure(rows[i].configure);
-            list[i].setWrite(rows[i].write);
-            list[i].setRead(rows[i].read);
-          }
-        });
+    return ask([&](uint64_t r) { conn().list_permissions(r); }).then([ctx](caf::message m) mutable {
+      const auto& rows = m.get_as<std::vector<permission_record>>(0);
+      auto list = ctx.getResults().initPermissions(static_cast<unsigned>(rows.size()));
+      for (unsigned i = 0; i < rows.size(); ++i) {
+        list[i].setUser(rows[i].user);
+        list[i].setVhost(rows[i].vhost);
+        list[i].setConfigure(rows[i].configure);
+        list[i].setWrite(rows[i].write);
+        list[i].setRead(rows[i].read);
+      }
+    });
   }
 
   kj::Promise<void> exportDefinitions(ExportDefinitionsContext ctx) override {
-    return ask([&](uint64_t r) { caf::anon_send(actor(), export_atom::value, r); })
+    return ask([&](uint64_t r) { conn().export_definitions(r); })
         .then([ctx](caf::message m) mutable {
           wire::write_definitions(m.get_as<definitions>(0), ctx.getResults().initDefinitions());
         });
@@ -466,72 +398,71 @@ class connection_impl final : public rpc::Connection::Server {
     } catch (const std::invalid_argument& e) {
       throw_failure({reply_code::command_invalid, e.what()});
     }
-    return ask([&](uint64_t r) { caf::anon_send(actor(), import_atom::value, r, std::move(defs)); })
-        .ignoreResult();
+    return ask([&](uint64_t r) { conn().import_definitions(r, std::move(defs)); }).ignoreResult();
   }
 
   kj::Promise<void> listVhosts(ListVhostsContext ctx) override {
-    return ask([&](uint64_t r) { caf::anon_send(actor(), list_atom::value, vhost_atom::value, r); })
-        .then([ctx](caf::message m) mutable {
-          const auto& names = m.get_as<std::vector<std::string>>(0);
-          auto list = ctx.getResults().initNames(static_cast<unsigned>(names.size()));
-          for (unsigned i = 0; i < names.size(); ++i) list.set(i, names[i]);
-        });
+    return ask([&](uint64_t r) { conn().list_vhosts(r); }).then([ctx](caf::message m) mutable {
+      const auto& names = m.get_as<std::vector<std::string>>(0);
+      auto list = ctx.getResults().initNames(static_cast<unsigned>(names.size()));
+      for (unsigned i = 0; i < names.size(); ++i) list.set(i, names[i]);
+    });
   }
 
   kj::Promise<void> listExchanges(ListExchangesContext ctx) override {
-    return list<exchange_info>(exchanges_atom::value, [ctx](const auto& rows) mutable {
+    return list<exchange_info>(&connection_ref::list_exchanges, [ctx](const auto& rows) mutable {
       auto out = ctx.getResults().initExchanges(static_cast<unsigned>(rows.size()));
       for (unsigned i = 0; i < rows.size(); ++i) write_exchange(rows[i], out[i]);
     });
   }
 
   kj::Promise<void> listQueues(ListQueuesContext ctx) override {
-    return list<queue_info>(queues_atom::value, [ctx](const auto& rows) mutable {
+    return list<queue_info>(&connection_ref::list_queues, [ctx](const auto& rows) mutable {
       auto out = ctx.getResults().initQueues(static_cast<unsigned>(rows.size()));
       for (unsigned i = 0; i < rows.size(); ++i) write_queue(rows[i], out[i]);
     });
   }
 
   kj::Promise<void> listBindings(ListBindingsContext ctx) override {
-    return list<binding_info>(bindings_atom::value, [ctx](const auto& rows) mutable {
+    return list<binding_info>(&connection_ref::list_bindings, [ctx](const auto& rows) mutable {
       auto out = ctx.getResults().initBindings(static_cast<unsigned>(rows.size()));
       for (unsigned i = 0; i < rows.size(); ++i) write_binding(rows[i], out[i]);
     });
   }
 
   kj::Promise<void> listConsumers(ListConsumersContext ctx) override {
-    return list<consumer_info>(consumers_atom::value, [ctx](const auto& rows) mutable {
+    return list<consumer_info>(&connection_ref::list_consumers, [ctx](const auto& rows) mutable {
       auto out = ctx.getResults().initConsumers(static_cast<unsigned>(rows.size()));
       for (unsigned i = 0; i < rows.size(); ++i) write_consumer(rows[i], out[i]);
     });
   }
 
   kj::Promise<void> listConnections(ListConnectionsContext ctx) override {
-    return list<connection_info>(conns_atom::value, [ctx](const auto& rows) mutable {
-      auto out = ctx.getResults().initConnections(static_cast<unsigned>(rows.size()));
-      for (unsigned i = 0; i < rows.size(); ++i) write_connection(rows[i], out[i]);
-    });
+    return list<connection_info>(
+        &connection_ref::list_connections, [ctx](const auto& rows) mutable {
+          auto out = ctx.getResults().initConnections(static_cast<unsigned>(rows.size()));
+          for (unsigned i = 0; i < rows.size(); ++i) write_connection(rows[i], out[i]);
+        });
   }
   kj::Promise<void> nodeStats(NodeStatsContext ctx) override {
-    return ask([&](uint64_t r) { caf::anon_send(actor(), stats_atom::value, r); })
-        .then([ctx](caf::message m) mutable {
-          write_node_stats(m.get_as<node_stats_info>(0), ctx.getResults().initStats());
-        });
+    return ask([&](uint64_t r) { conn().node_stats(r); }).then([ctx](caf::message m) mutable {
+      write_node_stats(m.get_as<node_stats_info>(0), ctx.getResults().initStats());
+    });
   }
 
  private:
-  const caf::actor& actor() const { return session_->actor(); }
+  connection_ref& conn() { return session_->conn(); }
 
   template <class Send>
   kj::Promise<caf::message> ask(Send&& send) {
     return session_->request(std::forward<Send>(send));
   }
 
-  template <class Row, class Atom, class Write>
-  kj::Promise<void> list(Atom what, Write write) {
-    return ask([&](uint64_t r) { caf::anon_send(actor(), list_atom::value, what, r); })
-        .then([write](caf::message m) mutable { write(m.get_as<std::vector<Row>>(0)); });
+  template <class Row, class Write>
+  kj::Promise<void> list(void (connection_ref::*send)(uint64_t), Write write) {
+    return ask([&](uint64_t r) { (conn().*send)(r); }).then([write](caf::message m) mutable {
+      write(m.get_as<std::vector<Row>>(0));
+    });
   }
 
   std::shared_ptr<rpc_session> session_;
@@ -555,8 +486,7 @@ class broker_impl final : public rpc::Broker::Server {
                        text(p.getClientName()), peer_.name,        peer_.loopback};
     if (hello.client_name.empty()) hello.client_name = peer_.name;
     auto session = rpc_session::create(system_, node_, bridge_, std::move(hello));
-    return session
-        ->request([&](uint64_t r) { caf::anon_send(session->actor(), open_atom::value, r); })
+    return session->request([&](uint64_t r) { session->conn().open(r); })
         .then([ctx, session, logged_in = logged_in_](caf::message) mutable {
           *logged_in = true;
           ctx.getResults().setConnection(kj::heap<connection_impl>(session));

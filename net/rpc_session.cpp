@@ -61,10 +61,11 @@ std::shared_ptr<rpc_session> rpc_session::create(caf::actor_system& system, caf:
                                                  client_hello hello) {
   std::shared_ptr<rpc_session> session(new rpc_session(bridge));
   auto link = std::make_shared<rpc_link>(bridge, session);
-  session->actor_ = system.spawn(connection_actor, std::move(node), link, std::move(hello));
+  auto actor = system.spawn(connection_actor, std::move(node), link, std::move(hello));
+  session->conn_ = connection_ref(actor);
   // When the actor stops for any reason, calls still waiting on it must not hang.
   std::weak_ptr<rpc_session> weak = session;
-  session->actor_->attach_functor([bridge, weak]() {
+  actor->attach_functor([bridge, weak]() {
     bridge->post([weak]() {
       if (auto s = weak.lock())
         s->actor_gone({reply_code::connection_forced, "the connection was closed by the broker"});
@@ -74,7 +75,7 @@ std::shared_ptr<rpc_session> rpc_session::create(caf::actor_system& system, caf:
 }
 
 rpc_session::~rpc_session() {
-  if (actor_) caf::anon_send(actor_, close_atom::value, uint64_t{0});
+  conn_.close();
 }
 
 bool rpc_session::add_consumer(uint16_t channel, const std::string& tag,
@@ -110,10 +111,8 @@ void rpc_session::deliver(uint16_t channel, const std::string& tag, std::vector<
     for (size_t i = first; i < last; ++i)
       write_delivery(batch[i], tag, list[static_cast<unsigned>(i - first)]);
     auto n = static_cast<uint32_t>(last - first);
-    auto actor = actor_;
-    tasks_.add(req.send().then([actor, channel, tag, n]() {
-      caf::anon_send(actor, flushed_atom::value, channel, tag, n);
-    }));
+    tasks_.add(req.send().then(
+        [conn = conn_, channel, tag, n]() mutable { conn.flushed(channel, tag, n); }));
     first = last;
   }
 }

@@ -9,7 +9,7 @@
 #pragma once
 
 #include "actors/client_link.hpp"
-#include "actors/protocol.hpp"
+#include "actors/connection_protocol.hpp"
 #include "broker.capnp.h"
 #include "transport/loop_bridge.hpp"
 
@@ -34,7 +34,8 @@ class rpc_session : public std::enable_shared_from_this<rpc_session>,
   rpc_session(const rpc_session&) = delete;
   rpc_session& operator=(const rpc_session&) = delete;
 
-  const caf::actor& actor() const { return actor_; }
+  /// The connection actor, through its protocol.
+  connection_ref& conn() { return conn_; }
 
   /// Sends a request to the connection actor: `send(request_id)` must send one message that
   /// carries the id. The promise resolves with the actor's answer, or rejects with the broker
@@ -68,7 +69,7 @@ class rpc_session : public std::enable_shared_from_this<rpc_session>,
   static kj::Exception to_exception(const broker_failure& f);
 
   std::shared_ptr<transport::loop_bridge> bridge_;
-  caf::actor actor_;
+  connection_ref conn_;
   uint64_t next_request_ = 0;
   uint16_t next_channel_ = 0;
   std::unordered_map<uint64_t, kj::Own<kj::PromiseFulfiller<caf::message>>> pending_;

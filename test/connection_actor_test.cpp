@@ -62,15 +62,15 @@ struct fixture {
   caf::scoped_actor node{system};
   caf::scoped_actor vhost{system};
   std::shared_ptr<recording_link> link = std::make_shared<recording_link>();
-  caf::actor conn;
+  connection_ref conn;
 
   // A connection logged in to the vhost with every permission.
   fixture() {
     client_hello hello;
     hello.user = "guest";
     hello.vhost = "/";
-    conn = system.spawn(connection_actor, caf::actor{node}, link, hello);
-    caf::anon_send(conn, open_atom::value, uint64_t{1});
+    conn = connection_ref(system.spawn(connection_actor, caf::actor{node}, link, hello));
+    conn.open(1);
     node->receive(
         [&](connect_atom, const client_hello&,
             const caf::actor&) -> caf::result<caf::actor, connection_settings, permission_record> {
@@ -81,7 +81,7 @@ struct fixture {
     BOOST_REQUIRE(!link->answer(1));
   }
 
-  ~fixture() { caf::anon_send_exit(conn, caf::exit_reason::user_shutdown); }
+  ~fixture() { caf::anon_send_exit(conn.actor(), caf::exit_reason::user_shutdown); }
 };
 
 }  // namespace
@@ -91,11 +91,11 @@ BOOST_FIXTURE_TEST_SUITE(connection_actor_tests, fixture)
 // A consume whose queue lookup fails after the client closed its channel and opened the same
 // channel number again must not touch the new channel.
 BOOST_AUTO_TEST_CASE(a_late_consume_failure_leaves_a_reopened_channel_alone) {
-  caf::anon_send(conn, open_atom::value, uint64_t{2}, uint16_t{1});
+  conn.open_channel(2, 1);
   BOOST_REQUIRE(!link->answer(2));
   consume_request c;
   c.queue = "missing";
-  caf::anon_send(conn, consume_atom::value, uint64_t{3}, uint16_t{1}, c);
+  conn.consume(3, 1, c);
 
   caf::response_promise lookup;
   vhost->receive(
@@ -107,16 +107,16 @@ BOOST_AUTO_TEST_CASE(a_late_consume_failure_leaves_a_reopened_channel_alone) {
       caf::after(patience) >> [] { BOOST_FAIL("the connection never looked the queue up"); });
 
   // Closed and opened again while the lookup is under way.
-  caf::anon_send(conn, close_atom::value, uint64_t{4}, uint16_t{1});
+  conn.close_channel(4, 1);
   BOOST_REQUIRE(!link->answer(4));
-  caf::anon_send(conn, open_atom::value, uint64_t{5}, uint16_t{1});
+  conn.open_channel(5, 1);
   BOOST_REQUIRE(!link->answer(5));
 
   lookup.deliver(make_broker_error(reply_code::not_found, "no queue 'missing'"));
   BOOST_TEST(static_cast<bool>(link->answer(3)));  // the consume failed
 
   // The reopened channel still works, and no close reached the front door for it.
-  caf::anon_send(conn, qos_atom::value, uint64_t{6}, uint16_t{1}, uint32_t{10});
+  conn.qos(6, 1, 10);
   auto qos = link->answer(6);
   BOOST_TEST(!static_cast<bool>(qos), (qos ? to_string(describe(qos)) : std::string()));
   BOOST_TEST(link->closed_channels().empty());

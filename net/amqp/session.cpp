@@ -207,10 +207,11 @@ void session::on_open(reader& r) {
   vhost_ = r.short_string();
   client_hello hello{vhost_, user_, password_, client_name_, peer_, loopback_};
   auto link = std::make_shared<amqp_link>(config_.bridge, weak_from_this());
-  actor_ = config_.system->spawn(connection_actor, config_.node, link, std::move(hello));
+  auto actor = config_.system->spawn(connection_actor, config_.node, link, std::move(hello));
+  conn_ = connection_ref(actor);
   std::weak_ptr<session> weak = weak_from_this();
   auto bridge = config_.bridge;
-  actor_->attach_functor([bridge, weak]() {
+  actor->attach_functor([bridge, weak]() {
     bridge->post([weak]() {
       if (auto s = weak.lock())
         s->connection_closed({reply_code::connection_forced, "the broker closed the connection"});
@@ -225,7 +226,7 @@ void session::on_open(reader& r) {
         phase_ = phase::running;
         if (config_.flow && config_.flow->blocked()) flow_changed();
       },
-      [&](uint64_t r) { caf::anon_send(actor_, open_atom::value, r); });
+      [&](uint64_t r) { conn_.open(r); });
 }
 
 void session::connection_error(reply_code code, const std::string& text, method_id method) {
@@ -240,7 +241,7 @@ void session::connection_error(reply_code code, const std::string& text, method_
   send_method(0, std::move(w));
   phase_ = phase::closing;
   flush_output();
-  if (actor_) caf::anon_send(actor_, close_atom::value, uint64_t{0});
+  conn_.close();
   tasks_.add(config_.timer->afterDelay(close_grace_seconds * kj::SECONDS).then([this] {
     finish("no connection.close-ok in time");
   }));
@@ -288,8 +289,7 @@ void session::flush_output() {
   tasks_.add(kj::mv(promise).then([this, flushed = std::move(flushed)]() {
     writing_ = false;
     output_.written();
-    for (const auto& [channel, tag, n] : flushed)
-      caf::anon_send(actor_, flushed_atom::value, channel, tag, n);
+    for (const auto& [channel, tag, n] : flushed) conn_.flushed(channel, tag, n);
     if (after_flush_ && output_.empty()) {
       finish(after_flush_reason_);
       return;
@@ -310,7 +310,7 @@ void session::finish(const std::string& reason) {
   if (phase_ == phase::done) return;
   log(log_level::debug, "amqp", "connection from " + peer_ + " ended: " + reason);
   phase_ = phase::done;
-  if (actor_) caf::anon_send(actor_, close_atom::value, uint64_t{0});
+  conn_.close();
   if (resume_reading_) resume_reading_->fulfill();
   finished_->fulfill();
 }

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "actors/client_link.hpp"
-#include "actors/protocol.hpp"
+#include "actors/connection_protocol.hpp"
 #include "net/amqp/amqp_session.hpp"
 #include "net/amqp/frame.hpp"
 #include "net/amqp/methods.hpp"
@@ -78,9 +78,7 @@ class session : public std::enable_shared_from_this<session>,
     finished_promise_ = done.promise.fork();
   }
 
-  ~session() {
-    if (actor_) caf::anon_send(actor_, close_atom::value, uint64_t{0});
-  }
+  ~session() { conn_.close(); }
 
   kj::Promise<void> run() {
     if (config_.flow) config_.flow->listen(weak_from_this());
@@ -314,7 +312,7 @@ class session : public std::enable_shared_from_this<session>,
   uint16_t channel_max_ = 0;
   uint16_t heartbeat_ = 0;
   std::string user_, password_, vhost_, client_name_;
-  caf::actor actor_;
+  connection_ref conn_;
   std::map<uint16_t, channel> channels_;
   uint64_t channel_opens_ = 0;  // the connection actor counts them the same way
   uint64_t next_request_ = 0;

@@ -109,7 +109,7 @@ void session::open_channel(uint16_t id) {
         w.long_string("");
         send_method(id, std::move(w));
       },
-      [&](uint64_t r) { caf::anon_send(actor_, open_atom::value, r, id); });
+      [&](uint64_t r) { conn_.open_channel(r, id); });
 }
 
 void session::forget_channel(uint16_t id) {
@@ -134,7 +134,7 @@ void session::channel_error(uint16_t id, reply_code code, const std::string& tex
   c->second.tx_settles.clear();
   // The broker side of the channel goes too: its unacked messages are requeued. (A client's
   // close already asked for that.)
-  if (!c->second.client_closing) caf::anon_send(actor_, close_atom::value, uint64_t{0}, id);
+  if (!c->second.client_closing) conn_.close_channel(0, id);
   auto w = method_payload(channel_close);
   w.short_uint(static_cast<uint16_t>(code));
   w.short_string(reply_text(code, text));
@@ -235,9 +235,7 @@ void session::on_basic_nack_or_reject(uint16_t id, channel& ch, method_id m, rea
 
 void session::send_settle(uint16_t id, method_id m, uint64_t tag, bool multiple, settle_kind kind,
                           std::function<void(caf::message&)> done) {
-  request(id, m, std::move(done), [&](uint64_t q) {
-    caf::anon_send(actor_, settle_atom::value, q, id, tag, multiple, kind);
-  });
+  request(id, m, std::move(done), [&](uint64_t q) { conn_.settle(q, id, tag, multiple, kind); });
 }
 
 void session::on_channel_close(uint16_t id, channel& ch, method_id m, reader& r) {
@@ -256,7 +254,7 @@ void session::on_channel_close(uint16_t id, channel& ch, method_id m, reader& r)
         send_method(id, method_payload(channel_close_ok));
         if (!c->second.closing) forget_channel(id);
       },
-      [&](uint64_t q) { caf::anon_send(actor_, close_atom::value, q, id); });
+      [&](uint64_t q) { conn_.close_channel(q, id); });
 }
 
 void session::on_channel_close_ok(uint16_t, channel&, method_id, reader&) {
@@ -284,17 +282,14 @@ void session::on_exchange_declare(uint16_t id, channel&, method_id m, reader& r)
     throw protocol_error(reply_code::command_invalid,
                          "unknown exchange type " + quote(a.type) +
                              " (direct, fanout, topic and headers are known)");
-  request(id, m, answer_with(id, exchange_declare_ok, a.no_wait), [&](uint64_t q) {
-    caf::anon_send(actor_, declare_atom::value, q, id, std::move(spec), a.passive);
-  });
+  request(id, m, answer_with(id, exchange_declare_ok, a.no_wait),
+          [&](uint64_t q) { conn_.declare_exchange(q, id, std::move(spec), a.passive); });
 }
 
 void session::on_exchange_delete(uint16_t id, channel&, method_id m, reader& r) {
   auto a = args::read_exchange_delete(r);
-  request(id, m, answer_with(id, exchange_delete_ok, a.no_wait), [&](uint64_t q) {
-    caf::anon_send(actor_, delete_atom::value, exchanges_atom::value, q, id, std::move(a.name),
-                   a.if_unused);
-  });
+  request(id, m, answer_with(id, exchange_delete_ok, a.no_wait),
+          [&](uint64_t q) { conn_.delete_exchange(q, id, std::move(a.name), a.if_unused); });
 }
 
 // queue.bind / queue.unbind and exchange.bind / exchange.unbind: one binding_spec each.
@@ -309,9 +304,9 @@ void session::on_binding(uint16_t id, channel&, method_id m, reader& r) {
                                      : exchange_unbind_ok;
   request(id, m, answer_with(id, ok, a.no_wait), [&](uint64_t q) {
     if (bind)
-      caf::anon_send(actor_, bind_atom::value, q, id, std::move(b));
+      conn_.bind(q, id, std::move(b));
     else
-      caf::anon_send(actor_, unbind_atom::value, q, id, std::move(b));
+      conn_.unbind(q, id, std::move(b));
   });
 }
 
@@ -333,9 +328,8 @@ void session::on_queue_declare(uint16_t id, channel&, method_id m, reader& r) {
       w.long_uint(info.consumers);
       send_method(id, std::move(w));
     };
-  request(id, m, std::move(done), [&](uint64_t q) {
-    caf::anon_send(actor_, declare_atom::value, q, id, std::move(spec), a.passive);
-  });
+  request(id, m, std::move(done),
+          [&](uint64_t q) { conn_.declare_queue(q, id, std::move(spec), a.passive); });
 }
 
 void session::on_queue_purge_or_delete(uint16_t id, channel&, method_id m, reader& r) {
@@ -350,10 +344,9 @@ void session::on_queue_purge_or_delete(uint16_t id, channel&, method_id m, reade
     };
   request(id, m, std::move(done), [&](uint64_t q) {
     if (m == queue_purge)
-      caf::anon_send(actor_, purge_atom::value, q, id, std::move(a.name));
+      conn_.purge(q, id, std::move(a.name));
     else
-      caf::anon_send(actor_, delete_atom::value, queues_atom::value, q, id, std::move(a.name),
-                     a.if_unused, a.if_empty);
+      conn_.delete_queue(q, id, std::move(a.name), a.if_unused, a.if_empty);
   });
 }
 
@@ -363,9 +356,8 @@ void session::on_basic_qos(uint16_t id, channel&, method_id m, reader& r) {
     return channel_error(id, reply_code::not_implemented,
                          "basic.qos prefetch_size is not supported; use prefetch_count", m);
   // RabbitMQ's meaning of global: the channel's limit, not the connection's.
-  request(id, m, answer_with(id, basic_qos_ok, false), [&](uint64_t q) {
-    caf::anon_send(actor_, qos_atom::value, q, id, uint32_t{a.prefetch_count}, a.global);
-  });
+  request(id, m, answer_with(id, basic_qos_ok, false),
+          [&](uint64_t q) { conn_.qos(q, id, a.prefetch_count, a.global); });
 }
 
 void session::on_basic_consume(uint16_t id, channel&, method_id m, reader& r) {
@@ -383,8 +375,7 @@ void session::on_basic_consume(uint16_t id, channel&, method_id m, reader& r) {
     w.short_string(msg.get_as<std::string>(0));
     send_method(id, std::move(w));
   };
-  request(id, m, std::move(done),
-          [&](uint64_t q) { caf::anon_send(actor_, consume_atom::value, q, id, std::move(c)); });
+  request(id, m, std::move(done), [&](uint64_t q) { conn_.consume(q, id, std::move(c)); });
 }
 
 void session::on_basic_cancel(uint16_t id, channel&, method_id m, reader& r) {
@@ -396,8 +387,7 @@ void session::on_basic_cancel(uint16_t id, channel&, method_id m, reader& r) {
       w.short_string(tag);
       send_method(id, std::move(w));
     };
-  request(id, m, std::move(done),
-          [&](uint64_t q) { caf::anon_send(actor_, cancel_atom::value, q, id, a.tag, false); });
+  request(id, m, std::move(done), [&](uint64_t q) { conn_.cancel(q, id, a.tag, false); });
 }
 
 void session::on_basic_get(uint16_t id, channel&, method_id m, reader& r) {
@@ -417,17 +407,15 @@ void session::on_basic_get(uint16_t id, channel&, method_id m, reader& r) {
     w.long_uint(d.message_count);
     send_content(id, w.bytes(), d.msg);
   };
-  request(id, m, std::move(answer), [&](uint64_t q) {
-    caf::anon_send(actor_, get_atom::value, q, id, std::move(a.queue), a.no_ack);
-  });
+  request(id, m, std::move(answer),
+          [&](uint64_t q) { conn_.get(q, id, std::move(a.queue), a.no_ack); });
 }
 
 void session::on_basic_recover(uint16_t id, channel&, method_id m, reader& r) {
   args::read_flag(r);  // requeue: unacked messages always go back to their queues
   std::function<void(caf::message&)> done;
   if (m == basic_recover) done = answer_with(id, basic_recover_ok, false);
-  request(id, m, std::move(done),
-          [&](uint64_t q) { caf::anon_send(actor_, recover_atom::value, q, id); });
+  request(id, m, std::move(done), [&](uint64_t q) { conn_.recover(q, id); });
 }
 
 void session::on_confirm_select(uint16_t id, channel& ch, method_id m, reader& r) {
@@ -440,7 +428,7 @@ void session::on_confirm_select(uint16_t id, channel& ch, method_id m, reader& r
     ch.next_confirm_tag = 0;
   }
   request(id, m, answer_with(id, confirm_select_ok, no_wait),
-          [&](uint64_t q) { caf::anon_send(actor_, confirm_atom::value, q, id); });
+          [&](uint64_t q) { conn_.confirm_select(q, id); });
 }
 
 // --- answers and events from the connection actor -------------------------------------------

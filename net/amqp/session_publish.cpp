@@ -112,8 +112,7 @@ void session::send_publishes(uint16_t id, channel& ch, std::function<void()> aft
         published_answered(id, *call);
         if (after) after();
       },
-      [&](uint64_t r) { caf::anon_send(actor_, publish_atom::value, r, id, std::move(msgs)); },
-      call->count);
+      [&](uint64_t r) { conn_.publish(r, id, std::move(msgs)); }, call->count);
 }
 
 void session::published_answered(uint16_t id, publish_call& call) {
@@ -170,8 +169,7 @@ void session::send_acks(uint16_t id, channel& ch) {
   if (ch.acks.empty()) return;
   auto tags = std::move(ch.acks);
   ch.acks.clear();
-  request(id, basic_ack, nullptr,
-          [&](uint64_t r) { caf::anon_send(actor_, settle_atom::value, r, id, std::move(tags)); });
+  request(id, basic_ack, nullptr, [&](uint64_t r) { conn_.ack_each(r, id, std::move(tags)); });
 }
 
 void session::deliver(uint16_t id, const std::string& tag, std::vector<delivery> batch) {

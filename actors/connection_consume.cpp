@@ -1,0 +1,398 @@
+// Consuming for the connection actor (see connection_parts.hpp): consumers and their credit,
+// deliveries with this channel's tags, gets, settling, and the consumer timeout.
+#include "actors/connection_parts.hpp"
+
+#include "core/log.hpp"
+#include "core/names.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <utility>
+
+namespace warren::connection_parts {
+
+namespace {
+
+void grant_credit(self_ptr self, uint16_t id, channel_state& ch, const std::string& tag,
+                  uint32_t n) {
+  auto c = ch.consumers.find(tag);
+  if (c == ch.consumers.end() || n == 0) return;
+  if (!c->second.queue) {
+    c->second.unsent_credit += n;  // sent once the queue has taken the consumer
+    return;
+  }
+  tell(self, c->second.queue, credit_atom::value, self_handle(self), id, tag, n);
+}
+
+}  // namespace
+
+void grant_all(self_ptr self, uint16_t id, channel_state& ch, const channel_credit::grants& g) {
+  for (const auto& [tag, n] : g) grant_credit(self, id, ch, tag, n);
+}
+
+namespace {
+
+// A consumer is gone from the channel: its prefetch credit goes to the others.
+void drop_consumer(self_ptr self, uint16_t id, channel_state& ch, const std::string& tag) {
+  ch.consumers.erase(tag);
+  if (ch.credit.tracks(tag)) grant_all(self, id, ch, ch.credit.remove(tag));
+}
+
+// A consume the vhost or the queue refused: its reserved tag goes, and the failure closes the
+// channel, unless the client closed that channel meanwhile (the call is then answered as for a
+// closed channel, and a channel opened again under its number is left alone).
+void consume_failed(self_ptr self, uint64_t request, uint16_t id, uint64_t serial,
+                    const std::string& tag, const caf::error& err) {
+  auto* ch = same_channel(self, id, serial);
+  if (ch == nullptr) {
+    reply_channel_gone(self, request, id);
+    return;
+  }
+  drop_consumer(self, id, *ch, tag);
+  fail(self, request, id, err);
+}
+
+// Settles deliveries already taken out of the channel's unacked map with `kind`: one message
+// per queue, and the credit their consumers earned back.
+void settle_entries(self_ptr self, uint16_t id, channel_state& ch,
+                    std::vector<channel_state::unacked_entry> taken, settle_kind kind) {
+  std::map<caf::actor, std::vector<uint64_t>> by_queue;
+  std::map<std::string, uint32_t> by_consumer;
+  for (const auto& e : taken) {
+    by_queue[e.queue].push_back(e.delivery_id);
+    if (!e.consumer_tag.empty()) ++by_consumer[e.consumer_tag];
+  }
+  if (kind == settle_kind::ack) self->state.traffic.acked += taken.size();
+  for (auto& [queue, ids] : by_queue)
+    tell(self, queue, settle_atom::value, self_handle(self), std::move(ids), kind);
+  for (const auto& [consumer, n] : by_consumer)
+    grant_all(self, id, ch, ch.credit.settled(consumer, n));
+}
+
+// Settles tag (or everything up to it) with `kind`; false when the tag is not outstanding.
+bool settle(self_ptr self, uint16_t id, channel_state& ch, uint64_t tag, bool multiple,
+            settle_kind kind) {
+  std::vector<channel_state::unacked_entry> taken;
+  if (multiple) {
+    auto end = tag == 0 ? ch.unacked.end() : ch.unacked.upper_bound(tag);
+    if (ch.unacked.begin() == end && tag != 0) return false;
+    for (auto i = ch.unacked.begin(); i != end; ++i) taken.push_back(std::move(i->second));
+    ch.unacked.erase(ch.unacked.begin(), end);
+  } else {
+    auto i = ch.unacked.find(tag);
+    if (i == ch.unacked.end()) return false;
+    taken.push_back(std::move(ch.unacked.extract(i).mapped()));
+  }
+  settle_entries(self, id, ch, std::move(taken), kind);
+  return true;
+}
+
+// Acks each tag; returns the first tag that is not outstanding, if any, having acked the ones
+// before it. A tag twice in one list is unknown the second time: the first took it out.
+std::optional<uint64_t> ack_each(self_ptr self, uint16_t id, channel_state& ch,
+                                 const std::vector<uint64_t>& tags) {
+  std::vector<channel_state::unacked_entry> taken;
+  taken.reserve(tags.size());
+  std::optional<uint64_t> unknown;
+  for (auto tag : tags) {
+    auto i = ch.unacked.find(tag);
+    if (i == ch.unacked.end()) {
+      unknown = tag;
+      break;
+    }
+    taken.push_back(std::move(ch.unacked.extract(i).mapped()));
+  }
+  settle_entries(self, id, ch, std::move(taken), settle_kind::ack);
+  return unknown;
+}
+
+int64_t steady_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Arms the consumer-timeout timer for the oldest unacked delivery of the connection, if any.
+void watch_timeout(self_ptr self) {
+  auto& st = self->state;
+  if (st.consumer_timeout_ms == 0 || st.timeout_check_scheduled) return;
+  std::optional<int64_t> oldest;
+  for (const auto& [id, ch] : st.channels)
+    if (ch.open && !ch.unacked.empty())  // tags grow with time: the first is the oldest
+      oldest = std::min(oldest.value_or(INT64_MAX), ch.unacked.begin()->second.delivered_ms);
+  if (!oldest) return;
+  st.timeout_check_scheduled = true;
+  auto delay = std::max<int64_t>(*oldest + st.consumer_timeout_ms - steady_ms(), 1);
+  self->delayed_send(self, std::chrono::milliseconds(delay), timeout_atom::value);
+}
+
+}  // namespace
+
+// Closes every channel holding a delivery unacked for longer than the consumer timeout, as
+// RabbitMQ does: 406 PRECONDITION_FAILED, and its unacked messages go back to their queues.
+void check_timeouts(self_ptr self) {
+  auto& st = self->state;
+  st.timeout_check_scheduled = false;
+  auto now = steady_ms();
+  for (auto& [id, ch] : st.channels) {
+    if (!ch.open || ch.unacked.empty() ||
+        now - ch.unacked.begin()->second.delivered_ms < st.consumer_timeout_ms)
+      continue;
+    broker_failure reason{
+        reply_code::precondition_failed,
+        "delivery acknowledgement on channel " + std::to_string(id) +
+            " timed out. Timeout value used: " + std::to_string(st.consumer_timeout_ms) + " ms"};
+    log(log_level::info, "connection",
+        quote(st.hello.client_name) + " from " + st.hello.peer + ": " + reason.text);
+    close_channel(self, id, reason);
+    st.link->channel_closed(id, ch.serial, reason);
+  }
+  watch_timeout(self);
+}
+
+namespace {
+
+// Hands a queue's deliveries to the front door with this channel's delivery tags.
+void forward_deliveries(self_ptr self, uint16_t id, channel_state& ch, const std::string& tag,
+                        bool no_ack, const caf::actor& queue, std::vector<queued_delivery>& batch) {
+  std::vector<delivery> out;
+  out.reserve(batch.size());
+  if (!no_ack) ch.credit.delivered(tag, static_cast<uint32_t>(batch.size()));
+  for (auto& d : batch) {
+    auto tag_no = ++ch.next_delivery_tag;
+    if (!no_ack)
+      ch.unacked.emplace(tag_no,
+                         channel_state::unacked_entry{queue, d.delivery_id, tag, steady_ms()});
+    self->state.traffic.count_out(d.msg->body.size(), d.redelivered);
+    out.push_back({tag_no, d.redelivered, std::move(d.msg), 0});
+  }
+  self->state.link->deliver(id, tag, std::move(out));
+  if (!no_ack) watch_timeout(self);
+}
+
+// The queue the vhost named takes the consumer; the consume is answered with the tag then.
+void start_consumer(self_ptr self, uint64_t request, uint64_t serial, const caf::actor& q,
+                    const consumer_spec& spec) {
+  auto id = spec.channel;
+  auto tag = spec.tag;
+  self->request(q, caf::infinite, consume_atom::value, spec)
+      .then(
+          [=]() {
+            auto* c = same_channel(self, id, serial);
+            if (c == nullptr) {
+              tell(self, q, cancel_atom::value, self_handle(self), id, tag, true);
+              reply_channel_gone(self, request, id);
+              return;
+            }
+            auto& consumer = c->consumers[tag];
+            consumer.queue = q;
+            grant_credit(self, id, *c, tag, std::exchange(consumer.unsent_credit, 0));
+            touch_queue(*c, q);
+            self->state.link->reply(request, {}, caf::make_message(tag));
+          },
+          [=](caf::error& err) { consume_failed(self, request, id, serial, tag, err); });
+}
+
+// A cancelled consumer leaves the channel. If the queue requeued its unacked deliveries, their
+// tags are void now; otherwise (AMQP's basic.cancel) they stay unacked, to be settled.
+void forget_consumer(self_ptr self, uint16_t id, const std::string& tag, bool requeued) {
+  auto chan = self->state.channels.find(id);
+  if (chan == self->state.channels.end() || !chan->second.open) return;
+  auto& ch = chan->second;
+  drop_consumer(self, id, ch, tag);
+  for (auto i = ch.unacked.begin(); i != ch.unacked.end();) {
+    if (i->second.consumer_tag != tag) {
+      ++i;
+    } else if (requeued) {
+      i = ch.unacked.erase(i);
+    } else {
+      i->second.consumer_tag.clear();  // settled like a get: no credit to give back
+      ++i;
+    }
+  }
+}
+
+// A queue's answer to a get: the message with the channel's next tag, or none.
+void got(self_ptr self, uint64_t request, uint16_t id, bool no_ack, const caf::actor& q,
+         get_reply& r) {
+  auto c = self->state.channels.find(id);
+  if (c == self->state.channels.end() || !c->second.open) {
+    // The channel closed meanwhile; the queue requeues what it handed out for this channel when
+    // the close reaches it.
+    reply_channel_gone(self, request, id);
+    return;
+  }
+  if (!r.found) {
+    self->state.link->reply(request, {}, {});
+    return;
+  }
+  auto& ch = c->second;
+  // Every delivery takes the next tag, acked or not: a tag of 0 means "no message" to some
+  // clients.
+  delivery d{++ch.next_delivery_tag, r.delivery.redelivered, r.delivery.msg, r.remaining};
+  self->state.traffic.count_out(d.msg->body.size(), d.redelivered);
+  if (!no_ack) {
+    ch.unacked.emplace(d.tag,
+                       channel_state::unacked_entry{q, r.delivery.delivery_id, {}, steady_ms()});
+    touch_queue(ch, q);
+    watch_timeout(self);
+  }
+  self->state.link->reply(request, {}, caf::make_message(std::move(d)));
+}
+
+caf::error unknown_tag(uint64_t tag, uint16_t id) {
+  return make_broker_error(
+      reply_code::precondition_failed,
+      "unknown delivery tag " + std::to_string(tag) + " on channel " + std::to_string(id));
+}
+
+}  // namespace
+
+// Reserves the tag, asks the vhost for the queue, and hands the queue the consumer.
+void consume(self_ptr self, uint64_t request, uint16_t id, consume_request& c) {
+  auto* ch = open_channel(self, request, id);
+  if (ch == nullptr || !allowed(self, request, id, access_kind::read, "queue", c.queue)) return;
+  if (c.tag.empty()) c.tag = generated_name("amq.ctag-");
+  auto tag = c.tag;
+  if (auto problem = check_name("consumer tag", tag); !problem.empty()) {
+    fail(self, request, id, make_broker_error(reply_code::precondition_failed, problem));
+    return;
+  }
+  if (ch->consumers.count(tag) != 0) {
+    fail(self, request, id,
+         make_broker_error(
+             reply_code::not_allowed,
+             "consumer tag " + quote(tag) + " is already in use on channel " + std::to_string(id)));
+    return;
+  }
+  auto prefetch = c.no_ack ? 0 : (c.prefetch == 0 ? ch->default_prefetch : c.prefetch);
+  // Consumers limited by acks (their own prefetch, the channel's, or both) start with what the
+  // limits allow; the others with a window refilled as deliveries are written.
+  uint32_t initial = unlimited_consumer_window;
+  if (ch->credit.limited(c.no_ack, prefetch)) initial = ch->credit.add(tag, prefetch);
+  // Reserve the tag now so a second consume with it fails even before the queue answers.
+  auto serial = ch->serial;
+  auto& reserved = ch->consumers[tag];
+  reserved.queue_name = c.queue;
+  reserved.no_ack = c.no_ack;
+  reserved.prefetch = prefetch;
+  consumer_spec spec{self_handle(self),
+                     self->state.hello.client_name,
+                     id,
+                     tag,
+                     c.no_ack,
+                     c.exclusive,
+                     prefetch,
+                     initial,
+                     c.priority};
+  self->request(self->state.vhost, caf::infinite, find_atom::value, queues_atom::value, c.queue,
+                self_handle(self))
+      .then([=](caf::actor& q) { start_consumer(self, request, serial, q, spec); },
+            [=](caf::error& err) { consume_failed(self, request, id, serial, tag, err); });
+}
+
+void cancel(self_ptr self, uint64_t request, uint16_t id, const std::string& tag,
+            bool requeue_unacked) {
+  auto* ch = open_channel(self, request, id);
+  if (ch == nullptr) return;
+  auto c = ch->consumers.find(tag);
+  if (c == ch->consumers.end() || !c->second.queue) {
+    self->state.link->reply(request, {}, {});
+    return;
+  }
+  // Answer once the queue has dropped the consumer: deliveries it sent before that are then
+  // already here, so no-ack ones reach the client ahead of the cancel's answer.
+  c->second.cancelling = true;
+  c->second.keep_unacked = !requeue_unacked;
+  auto forget = [=] {
+    forget_consumer(self, id, tag, requeue_unacked);
+    self->state.link->reply(request, {}, {});
+  };
+  self->request(c->second.queue, caf::infinite, cancel_atom::value, self_handle(self), id, tag,
+                requeue_unacked)
+      .then([=]() { forget(); }, [=](caf::error&) { forget(); });
+}
+
+void cancelled_by_queue(self_ptr self, uint16_t id, const std::string& tag,
+                        const std::string& reason) {
+  auto c = self->state.channels.find(id);
+  if (c == self->state.channels.end() || !c->second.open) return;
+  if (c->second.consumers.count(tag) != 0) {
+    drop_consumer(self, id, c->second, tag);
+    self->state.link->consumer_cancelled(id, tag, reason);
+  }
+}
+
+void deliver(self_ptr self, uint16_t id, const std::string& tag, bool no_ack,
+             std::vector<queued_delivery>& batch) {
+  // Deliveries for a channel that closed meanwhile are dropped here: the queue still holds them
+  // as pending for this channel and requeues them when the close reaches it.
+  auto c = self->state.channels.find(id);
+  if (c == self->state.channels.end() || !c->second.open) return;
+  auto& ch = c->second;
+  // A manual-ack delivery for a consumer already cancelled was requeued by the queue when the
+  // cancel reached it: passing it on would hand out a message that is ready again.
+  auto consumer = ch.consumers.find(tag);
+  if (!no_ack && (consumer == ch.consumers.end() ||
+                  (consumer->second.cancelling && !consumer->second.keep_unacked)))
+    return;
+  auto queue = caf::actor_cast<caf::actor>(self->current_sender());
+  forward_deliveries(self, id, ch, tag, no_ack, queue, batch);
+}
+
+void flushed(self_ptr self, uint16_t id, const std::string& tag, uint32_t n) {
+  // The front door wrote n deliveries to the network: consumers that are not limited by acks
+  // (no-ack or no prefetch) get that much credit back.
+  auto c = self->state.channels.find(id);
+  if (c == self->state.channels.end() || !c->second.open) return;
+  auto consumer = c->second.consumers.find(tag);
+  if (consumer == c->second.consumers.end()) return;
+  if (!c->second.credit.tracks(tag)) grant_credit(self, id, c->second, tag, n);
+}
+
+void get(self_ptr self, uint64_t request, uint16_t id, const std::string& queue, bool no_ack) {
+  if (!open_channel(self, request, id) ||
+      !allowed(self, request, id, access_kind::read, "queue", queue))
+    return;
+  self->request(self->state.vhost, caf::infinite, find_atom::value, queues_atom::value, queue,
+                self_handle(self))
+      .then(
+          [=](caf::actor& q) {
+            self->request(q, caf::infinite, get_atom::value, self_handle(self), id, no_ack)
+                .then([=](get_reply& r) { got(self, request, id, no_ack, q, r); },
+                      [=](caf::error& err) { fail(self, request, id, err); });
+          },
+          [=](caf::error& err) { fail(self, request, id, err); });
+}
+
+void settle_request(self_ptr self, uint64_t request, uint16_t id, uint64_t tag, bool multiple,
+                    settle_kind kind) {
+  auto* ch = open_channel(self, request, id);
+  if (ch == nullptr) return;
+  if (!settle(self, id, *ch, tag, multiple, kind)) {
+    fail(self, request, id, unknown_tag(tag, id));
+    return;
+  }
+  self->state.link->reply(request, {}, {});
+}
+
+void ack_each_request(self_ptr self, uint64_t request, uint16_t id,
+                      const std::vector<uint64_t>& tags) {
+  auto* ch = open_channel(self, request, id);
+  if (ch == nullptr) return;
+  if (auto unknown = ack_each(self, id, *ch, tags)) {
+    fail(self, request, id, unknown_tag(*unknown, id));
+    return;
+  }
+  self->state.link->reply(request, {}, {});
+}
+
+void recover(self_ptr self, uint64_t request, uint16_t id) {
+  auto* ch = open_channel(self, request, id);
+  if (ch == nullptr) return;
+  if (!ch->unacked.empty())
+    settle(self, id, *ch, ch->unacked.rbegin()->first, true, settle_kind::requeue);
+  self->state.link->reply(request, {}, {});
+}
+
+}  // namespace warren::connection_parts
