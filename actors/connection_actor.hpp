@@ -24,6 +24,7 @@
 
 #include "actors/channel_credit.hpp"
 #include "actors/permissions.hpp"
+#include "actors/publish_confirms.hpp"
 
 #include <deque>
 #include <map>
@@ -53,19 +54,6 @@ struct channel_state {
     bool keep_unacked = false;   // that cancel leaves unacked deliveries on the channel
     uint32_t unsent_credit = 0;  // granted before the queue took the consumer
   };
-  struct publish_call {
-    uint64_t request;
-    std::vector<publish_outcome> outcomes;
-    size_t remaining;
-  };
-  struct pending_publish {
-    std::shared_ptr<publish_call> call;
-    size_t index;
-    int64_t routed_to;  // -1 until the exchange answers
-    uint32_t acked;
-    uint32_t nacked;
-    bool mandatory;
-  };
   struct queued_publish {
     uint64_t request;
     std::vector<message_ptr> msgs;
@@ -77,11 +65,10 @@ struct channel_state {
   bool confirm_mode = false;
   uint32_t default_prefetch = 0;  // qos global=false: for consumers started after it
   channel_credit credit;          // what limited consumers may have out (qos global=true too)
-  uint64_t next_publish_seq = 0;
   uint64_t next_delivery_tag = 0;
   std::map<uint64_t, unacked_entry> unacked;
   std::map<std::string, consumer_entry> consumers;
-  std::unordered_map<uint64_t, pending_publish> pending;
+  publish_confirms confirms;                   // publish calls waiting for their outcomes
   std::deque<queued_publish> publish_backlog;  // waiting for exchange lookups, in order
   bool resolving = false;
   std::optional<uint64_t> close_after_publishes;  // the client's close, once resolving ends

@@ -26,12 +26,9 @@ void close_channel(self_ptr self, uint16_t id, broker_failure reason) {
   if (i == st.channels.end() || !i->second.open) return;
   auto& ch = i->second;
   for (const auto& q : ch.queues_touched) tell(self, q, close_atom::value, self_handle(self), id);
-  std::vector<std::shared_ptr<channel_state::publish_call>> calls;
-  for (auto& [seq, p] : ch.pending)
-    if (std::find(calls.begin(), calls.end(), p.call) == calls.end()) calls.push_back(p.call);
   auto closed = make_broker_error(
       reply_code::channel_error, "channel " + std::to_string(id) + " closed: " + to_string(reason));
-  for (const auto& call : calls) st.link->reply(call->request, closed, {});
+  for (auto request : ch.confirms.abandon()) st.link->reply(request, closed, {});
   for (const auto& q : ch.publish_backlog) st.link->reply(q.request, closed, {});
   // A close from the client that waited for those publishes is answered now: its channel is
   // gone, whichever side closed it first.

@@ -13,24 +13,13 @@ namespace warren::connection_parts {
 
 namespace {
 
-void finish_publish(self_ptr self, channel_state& ch, uint64_t seq) {
-  auto i = ch.pending.find(seq);
-  if (i == ch.pending.end()) return;
-  auto& p = i->second;
-  if (p.routed_to < 0 || p.acked + p.nacked < p.routed_to) return;
-  publish_outcome outcome = publish_outcome::routed;
-  if (p.routed_to == 0)
-    outcome = p.mandatory ? publish_outcome::returned : publish_outcome::dropped;
-  else if (p.nacked > 0)
-    outcome = publish_outcome::rejected;
-  auto call = p.call;
-  call->outcomes[p.index] = outcome;
-  ch.pending.erase(i);
-  if (--call->remaining == 0)
-    self->state.link->reply(call->request, {}, caf::make_message(std::move(call->outcomes)));
+// Answers the publish calls whose messages all have an outcome now.
+void send_answers(self_ptr self, channel_state& ch) {
+  for (auto& a : ch.confirms.take_answers())
+    self->state.link->reply(a.request, {}, caf::make_message(std::move(a.outcomes)));
 }
 
-void route_run(self_ptr self, uint16_t id, const std::shared_ptr<channel_state::publish_call>& call,
+void route_run(self_ptr self, uint16_t id, const publish_confirms::call_ref& call,
                const caf::actor& exchange, std::vector<message_ptr>& msgs, size_t first,
                size_t last) {
   auto& ch = self->state.channels[id];
@@ -39,8 +28,7 @@ void route_run(self_ptr self, uint16_t id, const std::shared_ptr<channel_state::
   batch.items.reserve(last - first);
   std::vector<uint64_t> seqs;
   for (size_t i = first; i < last; ++i) {
-    auto seq = ++ch.next_publish_seq;
-    ch.pending.emplace(seq, channel_state::pending_publish{call, i, -1, 0, 0, msgs[i]->mandatory});
+    auto seq = ch.confirms.add(call, i, msgs[i]->mandatory);
     batch.items.push_back({msgs[i], seq});
     seqs.push_back(seq);
   }
@@ -49,12 +37,9 @@ void route_run(self_ptr self, uint16_t id, const std::shared_ptr<channel_state::
           [=](std::vector<uint32_t>& counts) {
             auto* c = same_channel(self, id, serial);
             if (c == nullptr) return;
-            for (size_t k = 0; k < seqs.size() && k < counts.size(); ++k) {
-              auto p = c->pending.find(seqs[k]);
-              if (p == c->pending.end()) continue;
-              p->second.routed_to = counts[k];
-              finish_publish(self, *c, seqs[k]);
-            }
+            for (size_t k = 0; k < seqs.size() && k < counts.size(); ++k)
+              c->confirms.routed(seqs[k], counts[k]);
+            send_answers(self, *c);
           },
           [=](caf::error& err) {
             log(log_level::debug, "connection",
@@ -62,13 +47,8 @@ void route_run(self_ptr self, uint16_t id, const std::shared_ptr<channel_state::
             // The exchange went away before routing: nobody took these messages.
             auto* c = same_channel(self, id, serial);
             if (c == nullptr) return;
-            for (auto seq : seqs) {
-              auto p = c->pending.find(seq);
-              if (p == c->pending.end()) continue;
-              p->second.routed_to = 1;
-              p->second.nacked = 1;
-              finish_publish(self, *c, seq);
-            }
+            for (auto seq : seqs) c->confirms.route_failed(seq);
+            send_answers(self, *c);
           });
 }
 
@@ -163,13 +143,11 @@ void drain_publishes(self_ptr self, uint16_t id) {
         return;
       }
     }
-    auto call = std::make_shared<channel_state::publish_call>(channel_state::publish_call{
-        call_req.request, std::vector<publish_outcome>(call_req.msgs.size()),
-        call_req.msgs.size()});
     if (call_req.msgs.empty()) {
-      st.link->reply(call->request, {}, caf::make_message(std::vector<publish_outcome>{}));
+      st.link->reply(call_req.request, {}, caf::make_message(std::vector<publish_outcome>{}));
       continue;
     }
+    auto call = ch.confirms.start(call_req.request, call_req.msgs.size());
     // One batch per run of messages for the same exchange keeps per-exchange order.
     size_t first = 0;
     auto& msgs = call_req.msgs;
@@ -231,18 +209,9 @@ void confirm(self_ptr self, uint16_t id, const std::vector<uint64_t>& acked,
   auto c = self->state.channels.find(id);
   if (c == self->state.channels.end() || !c->second.open) return;
   auto& ch = c->second;
-  for (auto seq : acked) {
-    auto p = ch.pending.find(seq);
-    if (p == ch.pending.end()) continue;
-    ++p->second.acked;
-    finish_publish(self, ch, seq);
-  }
-  for (auto seq : nacked) {
-    auto p = ch.pending.find(seq);
-    if (p == ch.pending.end()) continue;
-    ++p->second.nacked;
-    finish_publish(self, ch, seq);
-  }
+  for (auto seq : acked) ch.confirms.acked(seq);
+  for (auto seq : nacked) ch.confirms.nacked(seq);
+  send_answers(self, ch);
 }
 
 }  // namespace warren::connection_parts
