@@ -23,6 +23,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/channel_credit.hpp"
+#include "actors/delivery_tags.hpp"
 #include "actors/permissions.hpp"
 #include "actors/publish_confirms.hpp"
 
@@ -39,12 +40,8 @@ namespace warren {
 constexpr uint32_t unlimited_consumer_window = 1000;
 
 struct channel_state {
-  struct unacked_entry {
-    caf::actor queue;
-    uint64_t delivery_id;
-    std::string consumer_tag;  // empty for get
-    int64_t delivered_ms = 0;  // steady clock: for the consumer timeout
-  };
+  /// Delivery tags and the deliveries held unacked, with the queue each came from.
+  using tags = delivery_tags<caf::actor>;
   struct consumer_entry {
     caf::actor queue;  // unset until the queue took the consumer
     std::string queue_name;
@@ -65,8 +62,7 @@ struct channel_state {
   bool confirm_mode = false;
   uint32_t default_prefetch = 0;  // qos global=false: for consumers started after it
   channel_credit credit;          // what limited consumers may have out (qos global=true too)
-  uint64_t next_delivery_tag = 0;
-  std::map<uint64_t, unacked_entry> unacked;
+  tags unacked;
   std::map<std::string, consumer_entry> consumers;
   publish_confirms confirms;                   // publish calls waiting for their outcomes
   std::deque<queued_publish> publish_backlog;  // waiting for exchange lookups, in order

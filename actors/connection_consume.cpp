@@ -53,58 +53,25 @@ void consume_failed(self_ptr self, uint64_t request, uint16_t id, uint64_t seria
   fail(self, request, id, err);
 }
 
-// Settles deliveries already taken out of the channel's unacked map with `kind`: one message
-// per queue, and the credit their consumers earned back.
-void settle_entries(self_ptr self, uint16_t id, channel_state& ch,
-                    std::vector<channel_state::unacked_entry> taken, settle_kind kind) {
-  std::map<caf::actor, std::vector<uint64_t>> by_queue;
-  std::map<std::string, uint32_t> by_consumer;
-  for (const auto& e : taken) {
-    by_queue[e.queue].push_back(e.delivery_id);
-    if (!e.consumer_tag.empty()) ++by_consumer[e.consumer_tag];
-  }
+// Settles deliveries taken out of the channel's tags with `kind`: one message per queue, and
+// the credit their consumers earned back.
+void settle_taken(self_ptr self, uint16_t id, channel_state& ch,
+                  const std::vector<channel_state::tags::held>& taken, settle_kind kind) {
+  auto grouped = channel_state::tags::group(taken);
   if (kind == settle_kind::ack) self->state.traffic.acked += taken.size();
-  for (auto& [queue, ids] : by_queue)
+  for (auto& [queue, ids] : grouped.by_queue)
     tell(self, queue, settle_atom::value, self_handle(self), std::move(ids), kind);
-  for (const auto& [consumer, n] : by_consumer)
+  for (const auto& [consumer, n] : grouped.by_consumer)
     grant_all(self, id, ch, ch.credit.settled(consumer, n));
 }
 
 // Settles tag (or everything up to it) with `kind`; false when the tag is not outstanding.
 bool settle(self_ptr self, uint16_t id, channel_state& ch, uint64_t tag, bool multiple,
             settle_kind kind) {
-  std::vector<channel_state::unacked_entry> taken;
-  if (multiple) {
-    auto end = tag == 0 ? ch.unacked.end() : ch.unacked.upper_bound(tag);
-    if (ch.unacked.begin() == end && tag != 0) return false;
-    for (auto i = ch.unacked.begin(); i != end; ++i) taken.push_back(std::move(i->second));
-    ch.unacked.erase(ch.unacked.begin(), end);
-  } else {
-    auto i = ch.unacked.find(tag);
-    if (i == ch.unacked.end()) return false;
-    taken.push_back(std::move(ch.unacked.extract(i).mapped()));
-  }
-  settle_entries(self, id, ch, std::move(taken), kind);
+  auto taken = ch.unacked.take(tag, multiple);
+  if (!taken) return false;
+  settle_taken(self, id, ch, *taken, kind);
   return true;
-}
-
-// Acks each tag; returns the first tag that is not outstanding, if any, having acked the ones
-// before it. A tag twice in one list is unknown the second time: the first took it out.
-std::optional<uint64_t> ack_each(self_ptr self, uint16_t id, channel_state& ch,
-                                 const std::vector<uint64_t>& tags) {
-  std::vector<channel_state::unacked_entry> taken;
-  taken.reserve(tags.size());
-  std::optional<uint64_t> unknown;
-  for (auto tag : tags) {
-    auto i = ch.unacked.find(tag);
-    if (i == ch.unacked.end()) {
-      unknown = tag;
-      break;
-    }
-    taken.push_back(std::move(ch.unacked.extract(i).mapped()));
-  }
-  settle_entries(self, id, ch, std::move(taken), settle_kind::ack);
-  return unknown;
 }
 
 int64_t steady_ms() {
@@ -118,8 +85,8 @@ void watch_timeout(self_ptr self) {
   if (st.consumer_timeout_ms == 0 || st.timeout_check_scheduled) return;
   std::optional<int64_t> oldest;
   for (const auto& [id, ch] : st.channels)
-    if (ch.open && !ch.unacked.empty())  // tags grow with time: the first is the oldest
-      oldest = std::min(oldest.value_or(INT64_MAX), ch.unacked.begin()->second.delivered_ms);
+    if (auto first = ch.unacked.oldest_ms(); ch.open && first)
+      oldest = std::min(oldest.value_or(INT64_MAX), *first);
   if (!oldest) return;
   st.timeout_check_scheduled = true;
   auto delay = std::max<int64_t>(*oldest + st.consumer_timeout_ms - steady_ms(), 1);
@@ -135,9 +102,8 @@ void check_timeouts(self_ptr self) {
   st.timeout_check_scheduled = false;
   auto now = steady_ms();
   for (auto& [id, ch] : st.channels) {
-    if (!ch.open || ch.unacked.empty() ||
-        now - ch.unacked.begin()->second.delivered_ms < st.consumer_timeout_ms)
-      continue;
+    auto first = ch.unacked.oldest_ms();
+    if (!ch.open || !first || now - *first < st.consumer_timeout_ms) continue;
     broker_failure reason{
         reply_code::precondition_failed,
         "delivery acknowledgement on channel " + std::to_string(id) +
@@ -159,10 +125,8 @@ void forward_deliveries(self_ptr self, uint16_t id, channel_state& ch, const std
   out.reserve(batch.size());
   if (!no_ack) ch.credit.delivered(tag, static_cast<uint32_t>(batch.size()));
   for (auto& d : batch) {
-    auto tag_no = ++ch.next_delivery_tag;
-    if (!no_ack)
-      ch.unacked.emplace(tag_no,
-                         channel_state::unacked_entry{queue, d.delivery_id, tag, steady_ms()});
+    auto tag_no = ch.unacked.next();
+    if (!no_ack) ch.unacked.hold(tag_no, {queue, d.delivery_id, tag, steady_ms()});
     self->state.traffic.count_out(d.msg->body.size(), d.redelivered);
     out.push_back({tag_no, d.redelivered, std::move(d.msg), 0});
   }
@@ -200,16 +164,7 @@ void forget_consumer(self_ptr self, uint16_t id, const std::string& tag, bool re
   if (chan == self->state.channels.end() || !chan->second.open) return;
   auto& ch = chan->second;
   drop_consumer(self, id, ch, tag);
-  for (auto i = ch.unacked.begin(); i != ch.unacked.end();) {
-    if (i->second.consumer_tag != tag) {
-      ++i;
-    } else if (requeued) {
-      i = ch.unacked.erase(i);
-    } else {
-      i->second.consumer_tag.clear();  // settled like a get: no credit to give back
-      ++i;
-    }
-  }
+  ch.unacked.forget_consumer(tag, requeued);
 }
 
 // A queue's answer to a get: the message with the channel's next tag, or none.
@@ -229,11 +184,10 @@ void got(self_ptr self, uint64_t request, uint16_t id, bool no_ack, const caf::a
   auto& ch = c->second;
   // Every delivery takes the next tag, acked or not: a tag of 0 means "no message" to some
   // clients.
-  delivery d{++ch.next_delivery_tag, r.delivery.redelivered, r.delivery.msg, r.remaining};
+  delivery d{ch.unacked.next(), r.delivery.redelivered, r.delivery.msg, r.remaining};
   self->state.traffic.count_out(d.msg->body.size(), d.redelivered);
   if (!no_ack) {
-    ch.unacked.emplace(d.tag,
-                       channel_state::unacked_entry{q, r.delivery.delivery_id, {}, steady_ms()});
+    ch.unacked.hold(d.tag, {q, r.delivery.delivery_id, {}, steady_ms()});
     touch_queue(ch, q);
     watch_timeout(self);
   }
@@ -380,7 +334,9 @@ void ack_each_request(self_ptr self, uint64_t request, uint16_t id,
                       const std::vector<uint64_t>& tags) {
   auto* ch = open_channel(self, request, id);
   if (ch == nullptr) return;
-  if (auto unknown = ack_each(self, id, *ch, tags)) {
+  auto [taken, unknown] = ch->unacked.take_each(tags);
+  settle_taken(self, id, *ch, taken, settle_kind::ack);  // the ones before an unknown tag
+  if (unknown) {
     fail(self, request, id, unknown_tag(*unknown, id));
     return;
   }
@@ -390,8 +346,7 @@ void ack_each_request(self_ptr self, uint64_t request, uint16_t id,
 void recover(self_ptr self, uint64_t request, uint16_t id) {
   auto* ch = open_channel(self, request, id);
   if (ch == nullptr) return;
-  if (!ch->unacked.empty())
-    settle(self, id, *ch, ch->unacked.rbegin()->first, true, settle_kind::requeue);
+  if (!ch->unacked.empty()) settle(self, id, *ch, ch->unacked.newest(), true, settle_kind::requeue);
   self->state.link->reply(request, {}, {});
 }
 
