@@ -25,7 +25,8 @@ void close_channel(self_ptr self, uint16_t id, broker_failure reason) {
   auto i = st.channels.find(id);
   if (i == st.channels.end() || !i->second.open) return;
   auto& ch = i->second;
-  for (const auto& q : ch.queues_touched) tell(self, q, close_atom::value, self_handle(self), id);
+  for (const auto& q : ch.queues_touched)
+    tell_queue(self, q, close_atom::value, self_handle(self), id);
   auto closed = make_broker_error(
       reply_code::channel_error, "channel " + std::to_string(id) + " closed: " + to_string(reason));
   for (auto request : ch.confirms.abandon()) st.link->reply(request, closed, {});

@@ -22,7 +22,7 @@ void grant_credit(self_ptr self, uint16_t id, channel_state& ch, const std::stri
     c->second.unsent_credit += n;  // sent once the queue has taken the consumer
     return;
   }
-  tell(self, c->second.queue, credit_atom::value, self_handle(self), id, tag, n);
+  tell_queue(self, c->second.queue, credit_atom::value, self_handle(self), id, tag, n);
 }
 
 }  // namespace
@@ -60,7 +60,7 @@ void settle_taken(self_ptr self, uint16_t id, channel_state& ch,
   auto grouped = channel_state::tags::group(taken);
   if (kind == settle_kind::ack) self->state.traffic.acked += taken.size();
   for (auto& [queue, ids] : grouped.by_queue)
-    tell(self, queue, settle_atom::value, self_handle(self), std::move(ids), kind);
+    tell_queue(self, queue, settle_atom::value, self_handle(self), std::move(ids), kind);
   for (const auto& [consumer, n] : grouped.by_consumer)
     grant_all(self, id, ch, ch.credit.settled(consumer, n));
 }
@@ -139,12 +139,12 @@ void start_consumer(self_ptr self, uint64_t request, uint64_t serial, const caf:
                     const consumer_spec& spec) {
   auto id = spec.channel;
   auto tag = spec.tag;
-  self->request(q, caf::infinite, consume_atom::value, spec)
+  self->request(queue_handle(q), caf::infinite, consume_atom::value, spec)
       .then(
           [=]() {
             auto* c = same_channel(self, id, serial);
             if (c == nullptr) {
-              tell(self, q, cancel_atom::value, self_handle(self), id, tag, true);
+              tell_queue(self, q, cancel_atom::value, self_handle(self), id, tag, true);
               reply_channel_gone(self, request, id);
               return;
             }
@@ -262,8 +262,8 @@ void cancel(self_ptr self, uint64_t request, uint16_t id, const std::string& tag
     forget_consumer(self, id, tag, requeue_unacked);
     self->state.link->reply(request, {}, {});
   };
-  self->request(c->second.queue, caf::infinite, cancel_atom::value, self_handle(self), id, tag,
-                requeue_unacked)
+  self->request(queue_handle(c->second.queue), caf::infinite, cancel_atom::value, self_handle(self),
+                id, tag, requeue_unacked)
       .then([=]() { forget(); }, [=](caf::error&) { forget(); });
 }
 
@@ -312,7 +312,8 @@ void get(self_ptr self, uint64_t request, uint16_t id, const std::string& queue,
                 self_handle(self))
       .then(
           [=](caf::actor& q) {
-            self->request(q, caf::infinite, get_atom::value, self_handle(self), id, no_ack)
+            self->request(queue_handle(q), caf::infinite, get_atom::value, self_handle(self), id,
+                          no_ack)
                 .then([=](get_reply& r) { got(self, request, id, no_ack, q, r); },
                       [=](caf::error& err) { fail(self, request, id, err); });
           },

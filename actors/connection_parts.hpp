@@ -7,6 +7,7 @@
 
 #include "actors/broker_error.hpp"
 #include "actors/connection_actor.hpp"
+#include "actors/queue_protocol.hpp"
 
 #include <caf/send.hpp>
 
@@ -21,11 +22,10 @@ using self_ptr = connection_actor_type::stateful_pointer<connection_state>;
 /// The actor as an untyped handle, as queues and the vhost keep it.
 caf::actor self_handle(self_ptr self);
 
-/// Sends to an untyped actor (a queue) with this actor as the sender: CAF lets typed actors
-/// send() only to typed ones.
+/// Sends to a queue, as this actor; the message is checked against the queue's interface.
 template <class... Ts>
-void tell(self_ptr self, const caf::actor& dest, Ts&&... xs) {
-  caf::send_as(self_handle(self), dest, std::forward<Ts>(xs)...);
+void tell_queue(self_ptr self, const caf::actor& queue, Ts&&... xs) {
+  caf::send_as(self_handle(self), queue_handle(queue), std::forward<Ts>(xs)...);
 }
 
 // --- channels (connection_channels.cpp) --------------------------------------------------------

@@ -115,7 +115,7 @@ std::vector<uint32_t> deliver(self_ptr self, publish_batch& batch, route_sets& s
     }
   }
   for (auto& [id, share] : shares)
-    self->send(share.first, enqueue_atom::value,
+    self->send(queue_handle(share.first), enqueue_atom::value,
                publish_batch{batch.origin, batch.channel, std::move(share.second)});
   return counts;
 }
@@ -133,7 +133,7 @@ std::vector<uint32_t> route_directly(self_ptr self, publish_batch& batch) {
     for (auto q : ids) shares[q].push_back(batch.items[i]);
   }
   for (auto& [queue_id, items] : shares)
-    self->send(st.targets[queue_id], enqueue_atom::value,
+    self->send(queue_handle(st.targets[queue_id]), enqueue_atom::value,
                publish_batch{batch.origin, batch.channel, std::move(items)});
   return counts;
 }

@@ -22,6 +22,7 @@
 #pragma once
 
 #include "actors/protocol.hpp"
+#include "actors/queue_protocol.hpp"
 #include "actors/routing_table.hpp"
 
 #include <caf/actor_addr.hpp>

@@ -1,5 +1,6 @@
 #include "actors/queue_actor.hpp"
 
+#include "actors/connection_protocol.hpp"
 #include "actors/persistence_actor.hpp"
 
 #include "actors/actor_defaults.hpp"
@@ -13,11 +14,24 @@
 #include <map>
 #include <optional>
 
+#include <caf/send.hpp>
+
 namespace warren {
 
 namespace {
 
-using self_ptr = caf::stateful_actor<queue_state>*;
+using self_ptr = queue_actor_type::stateful_pointer<queue_state>;
+
+// To an untyped actor (the vhost), as this actor: CAF lets typed actors send() only to typed ones.
+template <class... Ts>
+void send_untyped(self_ptr self, const caf::actor& dest, Ts&&... xs) {
+  caf::send_as(caf::actor_cast<caf::actor>(self), dest, std::forward<Ts>(xs)...);
+}
+
+// A connection, through the part of its protocol queues use.
+connection_broker_api connection_of(const caf::actor& conn) {
+  return caf::actor_cast<connection_broker_api>(conn);
+}
 
 int64_t now_ms() {
   using namespace std::chrono;
@@ -79,8 +93,17 @@ void send_confirms(self_ptr self, std::vector<queue_state::awaiting_confirm>& do
     (bad ? slot.second : slot.first).push_back(a.publish_seq);
   }
   for (auto& [key, lists] : out)
-    self->send(key.first, confirm_atom::value, key.second, std::move(lists.first),
+    self->send(connection_of(key.first), confirm_atom::value, key.second, std::move(lists.first),
                std::move(lists.second));
+}
+
+// Compacts one segment per message while the store wants it, so publishes and acks get their
+// turn in between.
+void keep_compacting(self_ptr self) {
+  auto& st = self->state;
+  if (!st.store || st.compact_scheduled || !st.store->wants_compaction()) return;
+  st.compact_scheduled = true;
+  self->send(self, compact_atom::value);
 }
 
 void on_sync(self_ptr self) {
@@ -102,10 +125,7 @@ void on_sync(self_ptr self) {
     st.ready.remove_if([&](const auto& e) { return refused.count(e.seq) != 0; });
   }
   send_confirms(self, done, failed);
-  if (st.store->wants_compaction() && !st.compact_scheduled) {
-    st.compact_scheduled = true;
-    self->send(self, compact_atom::value);
-  }
+  keep_compacting(self);
 }
 
 int64_t now_seconds() {
@@ -194,7 +214,8 @@ void dead_letter(self_ptr self, std::vector<message_ptr> msgs, const char* reaso
   std::vector<message_ptr> out;
   out.reserve(msgs.size());
   for (auto& m : msgs) out.push_back(dead_letter_copy(st, *m, reason));
-  self->send(st.vhost_actor, dead_atom::value, *st.limits.dead_letter_exchange, std::move(out));
+  send_untyped(self, st.vhost_actor, dead_atom::value, *st.limits.dead_letter_exchange,
+               std::move(out));
 }
 
 // RabbitMQ's cycle rule: a dead-lettered message that reaches a queue it already died in is
@@ -315,8 +336,8 @@ void dispatch(self_ptr self) {
   for (size_t i = 0; i < n; ++i) {
     if (out[i].empty()) continue;
     const auto& c = st.consumers[i];
-    self->send(c.spec.connection, deliver_atom::value, c.spec.channel, c.spec.tag, c.spec.no_ack,
-               std::move(out[i]));
+    self->send(connection_of(c.spec.connection), deliver_atom::value, c.spec.channel, c.spec.tag,
+               c.spec.no_ack, std::move(out[i]));
   }
   dead_letter(self, std::move(expired_msgs), "expired");
 }
@@ -326,7 +347,8 @@ void after_consumer_left(self_ptr self) {
   auto& st = self->state;
   st.last_used_ms = now_ms();
   if (st.consumers.empty() && st.had_consumer && st.spec.auto_delete)
-    self->send(st.vhost_actor, unused_atom::value, st.spec.name, caf::actor_cast<caf::actor>(self));
+    send_untyped(self, st.vhost_actor, unused_atom::value, st.spec.name,
+                 caf::actor_cast<caf::actor>(self));
   else
     schedule_tick(self);
 }
@@ -368,7 +390,8 @@ void on_tick(self_ptr self) {
   expire_head(self, now);
   if (st.limits.expires_ms && st.consumers.empty() &&
       now - st.last_used_ms >= *st.limits.expires_ms) {
-    self->send(st.vhost_actor, unused_atom::value, st.spec.name, caf::actor_cast<caf::actor>(self));
+    send_untyped(self, st.vhost_actor, unused_atom::value, st.spec.name,
+                 caf::actor_cast<caf::actor>(self));
     return;
   }
   schedule_tick(self);
@@ -405,8 +428,8 @@ void refuse(self_ptr self, publish_batch& batch) {
   for (const auto& item : batch.items)
     if (item.seq != 0) nacked.push_back(item.seq);
   if (batch.origin && !nacked.empty())
-    self->send(batch.origin, confirm_atom::value, batch.channel, std::vector<uint64_t>{},
-               std::move(nacked));
+    self->send(connection_of(batch.origin), confirm_atom::value, batch.channel,
+               std::vector<uint64_t>{}, std::move(nacked));
 }
 
 // Whether one more message of `size` body bytes would break x-max-length or x-max-length-bytes.
@@ -468,7 +491,7 @@ void enqueue(self_ptr self, publish_batch& batch) {
     if (item.seq != 0) acked.push_back(item.seq);
   }
   if (batch.origin && (!acked.empty() || !nacked.empty()))
-    self->send(batch.origin, confirm_atom::value, batch.channel, std::move(acked),
+    self->send(connection_of(batch.origin), confirm_atom::value, batch.channel, std::move(acked),
                std::move(nacked));
   if (cycling > 0)
     log(log_level::warn, "queue",
@@ -524,10 +547,7 @@ void recover(self_ptr self) {
             (report.ignored_files
                  ? ", " + std::to_string(report.ignored_files) + " unknown file(s) left alone"
                  : ""));
-  if (st.store->wants_compaction()) {
-    st.compact_scheduled = true;
-    self->send(self, compact_atom::value);
-  }
+  keep_compacting(self);
 }
 
 queue_info info_of(const queue_state& st) {
@@ -546,11 +566,213 @@ queue_info info_of(const queue_state& st) {
   return info;
 }
 
+// A consumer joins: exclusivity is checked, it goes behind the consumers of its priority.
+caf::result<void> add_consumer(self_ptr self, consumer_spec& spec) {
+  auto& st = self->state;
+  if (!st.unavailable.empty()) return unavailable_error(st);
+  bool exclusive_held = std::any_of(st.consumers.begin(), st.consumers.end(),
+                                    [](const auto& c) { return c.spec.exclusive; });
+  if (exclusive_held)
+    return make_broker_error(reply_code::access_refused,
+                             describe_queue(st) + " has an exclusive consumer");
+  if (spec.exclusive && !st.consumers.empty())
+    return make_broker_error(
+        reply_code::access_refused,
+        "cannot consume exclusively from " + describe_queue(st) + ": it has other consumers");
+  watch(self, spec.connection);
+  auto credit = spec.initial_credit;
+  // Sorted by priority, highest first; a newcomer goes behind its equals.
+  auto at = std::find_if(st.consumers.begin(), st.consumers.end(),
+                         [&](const auto& c) { return c.spec.priority < spec.priority; });
+  st.consumers.insert(at, {++st.next_consumer_key, std::move(spec), credit, 0});
+  st.had_consumer = true;
+  st.last_used_ms = now_ms();
+  // Answer first, then deliver: the consumer's connection learns it consumes before its first
+  // delivery arrives (AMQP clients refuse deliveries for tags they do not know).
+  auto rp = self->make_response_promise<void>();
+  deliver_unit(rp);
+  dispatch(self);
+  return rp;
+}
+
+std::vector<queue_state::consumer>::iterator find_consumer(queue_state& st, const caf::actor& conn,
+                                                           uint16_t channel,
+                                                           const std::string& tag) {
+  return std::find_if(st.consumers.begin(), st.consumers.end(), [&](const auto& c) {
+    return c.spec.connection == conn && c.spec.channel == channel && c.spec.tag == tag;
+  });
+}
+
+// A consumer leaves: its unacked messages are requeued, or (AMQP's basic.cancel) stay with its
+// channel to be settled like gets.
+void cancel_consumer(self_ptr self, const caf::actor& conn, uint16_t channel,
+                     const std::string& tag, bool requeue_unacked) {
+  auto& st = self->state;
+  auto c = find_consumer(st, conn, channel, tag);
+  if (c == st.consumers.end()) return;
+  auto key = c->key;
+  st.consumers.erase(c);
+  std::vector<queue_state::pending_entry> back;
+  for (auto i = st.pending.begin(); i != st.pending.end();) {
+    if (i->second.consumer == key && !requeue_unacked) {
+      i->second.consumer = 0;  // still the channel's to settle, like a get
+      ++i;
+    } else if (i->second.consumer == key) {
+      back.push_back(std::move(i->second));
+      i = st.pending.erase(i);
+    } else {
+      ++i;
+    }
+  }
+  requeue(self, std::move(back));
+  after_consumer_left(self);
+  dispatch(self);
+}
+
+void add_credit(self_ptr self, const caf::actor& conn, uint16_t channel, const std::string& tag,
+                uint32_t n) {
+  auto c = find_consumer(self->state, conn, channel, tag);
+  if (c == self->state.consumers.end()) return;
+  c->credit += n;
+  dispatch(self);
+}
+
+void settle(self_ptr self, const caf::actor& conn, const std::vector<uint64_t>& ids,
+            settle_kind kind) {
+  auto& st = self->state;
+  std::vector<queue_state::pending_entry> back;
+  std::vector<message_ptr> rejected;
+  for (auto id : ids) {
+    auto i = st.pending.find(id);
+    if (i == st.pending.end() || i->second.connection != conn) continue;
+    auto entry = take_pending(st, i);
+    if (kind == settle_kind::requeue) {
+      back.push_back(std::move(entry));
+      continue;
+    }
+    forget(self, entry.seq);
+    if (kind == settle_kind::ack) ++st.traffic.acked;
+    if (kind == settle_kind::reject) rejected.push_back(std::move(entry.msg));
+  }
+  requeue(self, std::move(back));
+  dead_letter(self, std::move(rejected), "rejected");
+  dispatch(self);
+}
+
+caf::result<get_reply> get_one(self_ptr self, const caf::actor& conn, uint16_t channel,
+                               bool no_ack) {
+  auto& st = self->state;
+  if (!st.unavailable.empty()) return unavailable_error(st);
+  st.last_used_ms = now_ms();
+  expire_head(self, st.last_used_ms);
+  get_reply reply;
+  if (st.ready.empty()) return reply;
+  auto entry = st.ready.take_front();
+  reply.found = true;
+  reply.delivery = {++st.next_delivery_id, entry.msg, entry.redelivered != 0};
+  reply.remaining = static_cast<uint32_t>(st.ready.size());
+  st.traffic.count_out(entry.msg->body.size(), entry.redelivered);
+  if (no_ack) {
+    forget(self, entry.seq);
+  } else {
+    mark_delivered(self, entry.seq);
+    watch(self, conn);
+    st.pending.emplace(reply.delivery.delivery_id,
+                       queue_state::pending_entry{std::move(entry.msg), entry.seq, entry.expires_at,
+                                                  conn, 0, channel});
+  }
+  write_delivered_marks(self);
+  schedule_tick(self);
+  return reply;
+}
+
+caf::result<uint32_t> purge(self_ptr self) {
+  auto& st = self->state;
+  if (!st.unavailable.empty()) return unavailable_error(st);
+  auto n = static_cast<uint32_t>(st.ready.size());
+  st.ready.for_each([&](const auto& e) { forget(self, e.seq); });
+  st.ready.clear();
+  return n;
+}
+
+// Deletes the queue (if allowed): consumers are told, the files go, publishes still waiting for
+// a sync are nacked (they are not stored now), and the actor quits.
+caf::result<uint32_t> delete_queue(self_ptr self, bool if_unused, bool if_empty) {
+  auto& st = self->state;
+  if (!st.unavailable.empty()) return unavailable_error(st);
+  if (if_unused && !st.consumers.empty())
+    return make_broker_error(
+        reply_code::precondition_failed,
+        describe_queue(st) + " has " + std::to_string(st.consumers.size()) + " consumer(s)");
+  if (if_empty && !st.ready.empty())
+    return make_broker_error(
+        reply_code::precondition_failed,
+        describe_queue(st) + " has " + std::to_string(st.ready.size()) + " message(s) ready");
+  for (const auto& c : st.consumers)
+    self->send(connection_of(c.spec.connection), cancelled_atom::value, c.spec.channel, c.spec.tag,
+               describe_queue(st) + " was deleted");
+  auto n = static_cast<uint32_t>(st.ready.size());
+  if (st.store) {
+    try {
+      st.store->destroy();
+    } catch (const std::exception& e) {
+      log(log_level::error, "queue", describe_queue(st) + ": " + e.what());
+    }
+    st.store.reset();
+    std::vector<uint64_t> all;
+    for (const auto& a : st.awaiting) all.push_back(a.store_seq);
+    send_confirms(self, st.awaiting, all);
+    st.awaiting.clear();
+  }
+  self->quit();
+  return n;
+}
+
+std::vector<consumer_info> consumers_of(const queue_state& st) {
+  std::vector<consumer_info> out;
+  for (const auto& c : st.consumers)
+    out.push_back({st.vhost, st.spec.name, c.spec.tag, c.spec.channel, c.spec.connection_name,
+                   c.spec.no_ack, c.spec.exclusive, c.spec.prefetch, c.unacked});
+  return out;
+}
+
+lookup_reply lookup(const queue_state& st, const message_id& id) {
+  lookup_reply reply;
+  st.ready.for_each([&](const auto& e) {
+    if (!reply.found && e.msg->id == id)
+      reply = {true, st.spec.name, "ready", {0, e.msg, e.redelivered != 0}};
+  });
+  if (reply.found) return reply;
+  for (const auto& [delivery_id, e] : st.pending)
+    if (e.msg->id == id) return {true, st.spec.name, "unacked", {delivery_id, e.msg, true}};
+  return reply;
+}
+
+void compact(self_ptr self) {
+  auto& st = self->state;
+  st.compact_scheduled = false;
+  if (!st.store) return;
+  st.store->compact_one();
+  keep_compacting(self);
+}
+
+// Opens the queue's files (durable queues) and recovers its messages.
+void open_store(self_ptr self, uint64_t queue_id, const storage_context& storage) {
+  auto& st = self->state;
+  if (!st.spec.durable || st.spec.exclusive || storage.data_dir.empty()) return;
+  st.fsync = storage.fsync;
+  st.store = std::make_unique<persistence::segment_store>(
+      storage.queue_dir(queue_id), quote(st.spec.name) + " (vhost " + quote(st.vhost) + ")",
+      storage.segments, storage.files);
+  recover(self);
+}
+
 }  // namespace
 
-caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vhost,
-                          queue_spec spec, queue_limits limits, caf::actor vhost_actor,
-                          uint64_t queue_id, storage_context storage) {
+queue_actor_type::behavior_type queue_actor(queue_actor_type::stateful_pointer<queue_state> self,
+                                            std::string vhost, queue_spec spec, queue_limits limits,
+                                            caf::actor vhost_actor, uint64_t queue_id,
+                                            storage_context storage) {
   install_actor_defaults(self, "queue");
   auto& st = self->state;
   st.vhost = std::move(vhost);
@@ -559,13 +781,7 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
   st.ready = ready_list(st.limits.max_priority);
   st.vhost_actor = std::move(vhost_actor);
   st.last_used_ms = now_ms();
-  if (st.spec.durable && !st.spec.exclusive && !storage.data_dir.empty()) {
-    st.fsync = storage.fsync;
-    st.store = std::make_unique<persistence::segment_store>(
-        storage.queue_dir(queue_id), quote(st.spec.name) + " (vhost " + quote(st.vhost) + ")",
-        storage.segments, storage.files);
-    recover(self);
-  }
+  open_store(self, queue_id, storage);
   schedule_tick(self);
   self->set_exit_handler([=](caf::exit_msg& msg) {
     // Node shutdown: write what is pending (flag edits, a last batch) before going.
@@ -578,198 +794,34 @@ caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vh
   });
   return {
       [=](enqueue_atom, publish_batch& batch) { enqueue(self, batch); },
-      [=](consume_atom, consumer_spec& spec) -> caf::result<void> {
-        auto& st = self->state;
-        if (!st.unavailable.empty()) return unavailable_error(st);
-        bool exclusive_held = std::any_of(st.consumers.begin(), st.consumers.end(),
-                                          [](const auto& c) { return c.spec.exclusive; });
-        if (exclusive_held)
-          return make_broker_error(reply_code::access_refused,
-                                   describe_queue(st) + " has an exclusive consumer");
-        if (spec.exclusive && !st.consumers.empty())
-          return make_broker_error(
-              reply_code::access_refused,
-              "cannot consume exclusively from " + describe_queue(st) + ": it has other consumers");
-        watch(self, spec.connection);
-        auto credit = spec.initial_credit;
-        // Sorted by priority, highest first; a newcomer goes behind its equals.
-        auto at = std::find_if(st.consumers.begin(), st.consumers.end(),
-                               [&](const auto& c) { return c.spec.priority < spec.priority; });
-        st.consumers.insert(at, {++st.next_consumer_key, std::move(spec), credit, 0});
-        st.had_consumer = true;
-        st.last_used_ms = now_ms();
-        // Answer first, then deliver: the consumer's connection learns it consumes before its
-        // first delivery arrives (AMQP clients refuse deliveries for tags they do not know).
-        auto rp = self->make_response_promise<void>();
-        deliver_unit(rp);
-        dispatch(self);
-        return rp;
-      },
+      [=](consume_atom, consumer_spec& spec) { return add_consumer(self, spec); },
       [=](cancel_atom, const caf::actor& conn, uint16_t channel, const std::string& tag,
-          bool requeue_unacked) {
-        auto& st = self->state;
-        auto c = std::find_if(st.consumers.begin(), st.consumers.end(), [&](const auto& c) {
-          return c.spec.connection == conn && c.spec.channel == channel && c.spec.tag == tag;
-        });
-        if (c == st.consumers.end()) return;
-        auto key = c->key;
-        st.consumers.erase(c);
-        std::vector<queue_state::pending_entry> back;
-        for (auto i = st.pending.begin(); i != st.pending.end();) {
-          if (i->second.consumer == key && !requeue_unacked) {
-            i->second.consumer = 0;  // still the channel's to settle, like a get
-            ++i;
-          } else if (i->second.consumer == key) {
-            back.push_back(std::move(i->second));
-            i = st.pending.erase(i);
-          } else {
-            ++i;
-          }
-        }
-        requeue(self, std::move(back));
-        after_consumer_left(self);
-        dispatch(self);
-      },
+          bool requeue_unacked) { cancel_consumer(self, conn, channel, tag, requeue_unacked); },
       [=](credit_atom, const caf::actor& conn, uint16_t channel, const std::string& tag,
-          uint32_t n) {
-        for (auto& c : self->state.consumers) {
-          if (c.spec.connection == conn && c.spec.channel == channel && c.spec.tag == tag) {
-            c.credit += n;
-            dispatch(self);
-            return;
-          }
-        }
-      },
+          uint32_t n) { add_credit(self, conn, channel, tag, n); },
       [=](settle_atom, const caf::actor& conn, const std::vector<uint64_t>& ids, settle_kind kind) {
-        auto& st = self->state;
-        std::vector<queue_state::pending_entry> back;
-        std::vector<message_ptr> rejected;
-        for (auto id : ids) {
-          auto i = st.pending.find(id);
-          if (i == st.pending.end() || i->second.connection != conn) continue;
-          auto entry = take_pending(st, i);
-          if (kind == settle_kind::requeue) {
-            back.push_back(std::move(entry));
-            continue;
-          }
-          forget(self, entry.seq);
-          if (kind == settle_kind::ack) ++st.traffic.acked;
-          if (kind == settle_kind::reject) rejected.push_back(std::move(entry.msg));
-        }
-        requeue(self, std::move(back));
-        dead_letter(self, std::move(rejected), "rejected");
-        dispatch(self);
+        settle(self, conn, ids, kind);
       },
       [=](close_atom, const caf::actor& conn, uint16_t channel) {
         release(self, conn.address(), channel);
       },
-      [=](get_atom, const caf::actor& conn, uint16_t channel,
-          bool no_ack) -> caf::result<get_reply> {
-        auto& st = self->state;
-        if (!st.unavailable.empty()) return unavailable_error(st);
-        st.last_used_ms = now_ms();
-        expire_head(self, st.last_used_ms);
-        get_reply reply;
-        if (st.ready.empty()) return reply;
-        auto entry = st.ready.take_front();
-        reply.found = true;
-        reply.delivery = {++st.next_delivery_id, entry.msg, entry.redelivered != 0};
-        reply.remaining = static_cast<uint32_t>(st.ready.size());
-        st.traffic.count_out(entry.msg->body.size(), entry.redelivered);
-        if (no_ack) {
-          forget(self, entry.seq);
-        } else {
-          mark_delivered(self, entry.seq);
-          watch(self, conn);
-          st.pending.emplace(reply.delivery.delivery_id,
-                             queue_state::pending_entry{std::move(entry.msg), entry.seq,
-                                                        entry.expires_at, conn, 0, channel});
-        }
-        write_delivered_marks(self);
-        schedule_tick(self);
-        return reply;
+      [=](get_atom, const caf::actor& conn, uint16_t channel, bool no_ack) {
+        return get_one(self, conn, channel, no_ack);
       },
-      [=](purge_atom) -> caf::result<uint32_t> {
-        auto& st = self->state;
-        if (!st.unavailable.empty()) return unavailable_error(st);
-        auto n = static_cast<uint32_t>(st.ready.size());
-        st.ready.for_each([&](const auto& e) { forget(self, e.seq); });
-        st.ready.clear();
-        return n;
-      },
-      [=](delete_atom, bool if_unused, bool if_empty) -> caf::result<uint32_t> {
-        auto& st = self->state;
-        if (!st.unavailable.empty()) return unavailable_error(st);
-        if (if_unused && !st.consumers.empty())
-          return make_broker_error(
-              reply_code::precondition_failed,
-              describe_queue(st) + " has " + std::to_string(st.consumers.size()) + " consumer(s)");
-        if (if_empty && !st.ready.empty())
-          return make_broker_error(
-              reply_code::precondition_failed,
-              describe_queue(st) + " has " + std::to_string(st.ready.size()) + " message(s) ready");
-        for (const auto& c : st.consumers)
-          self->send(c.spec.connection, cancelled_atom::value, c.spec.channel, c.spec.tag,
-                     describe_queue(st) + " was deleted");
-        auto n = static_cast<uint32_t>(st.ready.size());
-        if (st.store) {
-          try {
-            st.store->destroy();
-          } catch (const std::exception& e) {
-            log(log_level::error, "queue", describe_queue(st) + ": " + e.what());
-          }
-          st.store.reset();
-          // Publishes still waiting for a sync are not stored now: negative confirms.
-          std::vector<uint64_t> all;
-          for (const auto& a : st.awaiting) all.push_back(a.store_seq);
-          send_confirms(self, st.awaiting, all);
-          st.awaiting.clear();
-        }
-        self->quit();
-        return n;
+      [=](purge_atom) { return purge(self); },
+      [=](delete_atom, bool if_unused, bool if_empty) {
+        return delete_queue(self, if_unused, if_empty);
       },
       [=](declare_atom) {
         self->state.last_used_ms = now_ms();  // a redeclare counts as use for x-expires
         return info_of(self->state);
       },
       [=](stats_atom) { return info_of(self->state); },
-      [=](consumers_atom) {
-        auto& st = self->state;
-        std::vector<consumer_info> out;
-        for (const auto& c : st.consumers)
-          out.push_back({st.vhost, st.spec.name, c.spec.tag, c.spec.channel, c.spec.connection_name,
-                         c.spec.no_ack, c.spec.exclusive, c.spec.prefetch, c.unacked});
-        return out;
-      },
-      [=](lookup_atom, const message_id& id) {
-        auto& st = self->state;
-        lookup_reply reply;
-        st.ready.for_each([&](const auto& e) {
-          if (!reply.found && e.msg->id == id)
-            reply = {true, st.spec.name, "ready", {0, e.msg, e.redelivered != 0}};
-        });
-        if (reply.found) return reply;
-        for (const auto& [delivery_id, e] : st.pending) {
-          if (e.msg->id == id) {
-            reply = {true, st.spec.name, "unacked", {delivery_id, e.msg, true}};
-            return reply;
-          }
-        }
-        return reply;
-      },
+      [=](consumers_atom) { return consumers_of(self->state); },
+      [=](lookup_atom, const message_id& id) { return lookup(self->state, id); },
       [=](tick_atom) { on_tick(self); },
       [=](sync_atom) { on_sync(self); },
-      [=](compact_atom) {
-        auto& st = self->state;
-        st.compact_scheduled = false;
-        if (!st.store) return;
-        st.store->compact_one();
-        // One segment per message: publishes and acks get their turn in between.
-        if (st.store->wants_compaction()) {
-          st.compact_scheduled = true;
-          self->send(self, compact_atom::value);
-        }
-      },
+      [=](compact_atom) { compact(self); },
   };
 }
 

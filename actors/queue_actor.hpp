@@ -1,6 +1,6 @@
 // Queue actor: owns a queue's ready list, its pending-ack map, its consumers and their credit.
 //
-// Messages (requests answer; the rest are one-way):
+// Messages (requests answer; the rest are one-way), declared as code in queue_protocol.hpp:
 //   (enqueue_atom, publish_batch)            appends; confirms go to batch.origin as
 //                                            (confirm_atom, channel, acked seqs, nacked seqs)
 //   (consume_atom, consumer_spec) -> void    ACCESS_REFUSED if exclusivity clashes
@@ -40,8 +40,8 @@
 // to the network (unlimited / no-ack). So no mailbox grows without bound on a slow consumer.
 #pragma once
 
-#include "actors/protocol.hpp"
 #include "actors/queue_arguments.hpp"
+#include "actors/queue_protocol.hpp"
 #include "actors/ready_list.hpp"
 #include "actors/storage_context.hpp"
 #include "persistence/segment_store.hpp"
@@ -50,6 +50,7 @@
 #include <caf/behavior.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include <deque>
 #include <unordered_map>
@@ -114,8 +115,9 @@ struct queue_state {
 
 /// `storage` is used when the queue is durable (and not exclusive): its messages then live in
 /// storage.queue_dir(queue_id), recovered when the actor starts.
-caf::behavior queue_actor(caf::stateful_actor<queue_state>* self, std::string vhost,
-                          queue_spec spec, queue_limits limits, caf::actor vhost_actor,
-                          uint64_t queue_id, storage_context storage);
+queue_actor_type::behavior_type queue_actor(queue_actor_type::stateful_pointer<queue_state> self,
+                                            std::string vhost, queue_spec spec, queue_limits limits,
+                                            caf::actor vhost_actor, uint64_t queue_id,
+                                            storage_context storage);
 
 }  // namespace warren

@@ -211,7 +211,8 @@ void delete_queue_now(self_ptr self, const std::string& name) {
   auto& st = self->state;
   auto q = st.queues.find(name);
   if (q == st.queues.end()) return;
-  caf::anon_send(q->second.actor, delete_atom::value, false, false);  // no answer wanted
+  caf::anon_send(queue_handle(q->second.actor), delete_atom::value, false,
+                 false);  // no answer wanted
   changes out;
   forget_queue(self, name, out);
   persist_quietly(self, std::move(out));
@@ -307,6 +308,24 @@ caf::result<void> delete_exchange(self_ptr self, const std::string& name, bool i
   return rp;
 }
 
+// Starts a queue's actor (recovering its messages, when durable) and binds it to the default
+// exchange by its own name, as every queue is.
+void start_queue(self_ptr self, const queue_spec& spec, const queue_limits& limits, uint64_t id) {
+  auto& st = self->state;
+  vhost_state::queue_entry entry;
+  entry.spec = spec;
+  entry.id = id;
+  entry.actor = caf::actor_cast<caf::actor>(self->spawn(
+      queue_actor, st.vhost, spec, limits, caf::actor_cast<caf::actor>(self), id, st.storage));
+  self->monitor(entry.actor);
+  binding_spec implicit{"", spec.name, spec.name, {}, false};
+  st.bindings[binding_key(implicit)] = implicit;
+  // anon_send: the exchange answers bind requests, and this one needs no answer.
+  caf::anon_send(st.exchanges[""].actor, bind_atom::value, id, entry.actor, spec.name,
+                 field_table{});
+  st.queues[spec.name] = std::move(entry);
+}
+
 caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool passive,
                                       const caf::actor& requester) {
   auto& st = self->state;
@@ -315,7 +334,7 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
     if (q == st.queues.end()) return no_queue(st, spec.name);
     if (auto err = check_owner(st, q->second, requester)) return err;
     auto rp = self->make_response_promise<queue_info>();
-    self->request(q->second.actor, caf::infinite, stats_atom::value)
+    self->request(queue_handle(q->second.actor), caf::infinite, stats_atom::value)
         .then([=](queue_info& info) mutable { rp.deliver(std::move(info)); },
               [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
     return rp;
@@ -356,7 +375,7 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
     if (!same_table(q.spec.arguments, spec.arguments))
       return invalid(inequivalent_arguments(what, spec.name, st, spec.arguments, q.spec.arguments));
     auto rp = self->make_response_promise<queue_info>();
-    self->request(q.actor, caf::infinite, declare_atom::value)
+    self->request(queue_handle(q.actor), caf::infinite, declare_atom::value)
         .then([=](queue_info& info) mutable { rp.deliver(std::move(info)); },
               [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
     return rp;
@@ -364,25 +383,14 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
   if (st.limits.max_queues >= 0 && st.queues.size() >= static_cast<size_t>(st.limits.max_queues))
     return invalid("cannot declare queue " + quote(spec.name) + ": queue limit in vhost " +
                    quote(st.vhost) + " (" + std::to_string(st.limits.max_queues) + ") is reached");
-  vhost_state::queue_entry entry;
-  entry.spec = spec;
-  entry.id = ++*st.storage.next_queue_id;
-  entry.actor = self->spawn(queue_actor, st.vhost, spec, limits, caf::actor_cast<caf::actor>(self),
-                            entry.id, st.storage);
-  self->monitor(entry.actor);
+  auto id = ++*st.storage.next_queue_id;
+  start_queue(self, spec, limits, id);
   if (spec.exclusive) {
-    entry.owner = requester;
+    st.queues[spec.name].owner = requester;
     self->monitor(requester);
   }
-  // Every queue is bound to the default exchange by its own name.
-  binding_spec implicit{"", spec.name, spec.name, {}, false};
-  st.bindings[binding_key(implicit)] = implicit;
-  // anon_send: the exchange answers bind requests, and this one needs no answer.
-  caf::anon_send(st.exchanges[""].actor, bind_atom::value, entry.id, entry.actor, spec.name,
-                 field_table{});
   changes batch;
-  if (stored(spec)) put_queue(st, spec, entry.id, batch);
-  st.queues[spec.name] = std::move(entry);
+  if (stored(spec)) put_queue(st, spec, id, batch);
   auto rp = self->make_response_promise<queue_info>();
   queue_info fresh;
   fresh.vhost = st.vhost;
@@ -399,7 +407,7 @@ caf::result<uint32_t> delete_queue(self_ptr self, const std::string& name, bool 
   if (auto err = check_owner(st, q->second, requester)) return err;
   auto rp = self->make_response_promise<uint32_t>();
   auto actor = q->second.actor;
-  self->request(actor, caf::infinite, delete_atom::value, if_unused, if_empty)
+  self->request(queue_handle(actor), caf::infinite, delete_atom::value, if_unused, if_empty)
       .then(
           [=](uint32_t dropped) mutable {
             auto i = self->state.queues.find(name);
@@ -503,7 +511,7 @@ changes delete_everything(self_ptr self) {
   for (auto& name : queues) {
     auto& q = st.queues[name];
     self->demonitor(q.actor);
-    caf::anon_send(q.actor, delete_atom::value, false, false);
+    caf::anon_send(queue_handle(q.actor), delete_atom::value, false, false);
     forget_queue(self, name, out);
   }
   std::vector<std::string> exchanges;
@@ -523,17 +531,7 @@ void restore(self_ptr self, vhost_recovery recovered) {
       log(log_level::warn, "vhost",
           "queue " + quote(spec.name) + in_vhost(st) + " has arguments this node refuses (" +
               problem + "); recovered with defaults");
-    vhost_state::queue_entry entry;
-    entry.spec = spec;
-    entry.id = id;
-    entry.actor = self->spawn(queue_actor, st.vhost, spec, limits,
-                              caf::actor_cast<caf::actor>(self), id, st.storage);
-    self->monitor(entry.actor);
-    binding_spec implicit{"", spec.name, spec.name, {}, false};
-    st.bindings[binding_key(implicit)] = implicit;
-    caf::anon_send(st.exchanges[""].actor, bind_atom::value, id, entry.actor, spec.name,
-                   field_table{});
-    st.queues[spec.name] = std::move(entry);
+    start_queue(self, spec, limits, id);
   }
   for (auto& b : recovered.bindings) {
     auto e = st.exchanges.find(b.exchange);
@@ -603,7 +601,7 @@ caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string na
         if (q == st.queues.end()) return no_queue(st, name);
         if (auto err = check_owner(st, q->second, requester)) return err;
         auto rp = self->make_response_promise<uint32_t>();
-        self->request(q->second.actor, caf::infinite, purge_atom::value)
+        self->request(queue_handle(q->second.actor), caf::infinite, purge_atom::value)
             .then([=](uint32_t n) mutable { rp.deliver(n); },
                   [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
         return rp;
@@ -656,7 +654,9 @@ caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string na
         auto rp = self->make_response_promise<std::vector<queue_info>>();
         gather<queue_info>(
             queue_actors(self->state),
-            [=](const caf::actor& q) { return self->request(q, caf::infinite, stats_atom::value); },
+            [=](const caf::actor& q) {
+              return self->request(queue_handle(q), caf::infinite, stats_atom::value);
+            },
             [=](std::vector<queue_info> rows) mutable {
               std::sort(rows.begin(), rows.end(),
                         [](const auto& a, const auto& b) { return a.spec.name < b.spec.name; });
@@ -669,7 +669,7 @@ caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string na
         gather<std::vector<consumer_info>>(
             queue_actors(self->state),
             [=](const caf::actor& q) {
-              return self->request(q, caf::infinite, consumers_atom::value);
+              return self->request(queue_handle(q), caf::infinite, consumers_atom::value);
             },
             [=](std::vector<std::vector<consumer_info>> parts) mutable {
               std::vector<consumer_info> rows;
@@ -683,7 +683,7 @@ caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string na
         gather<lookup_reply>(
             queue_actors(self->state),
             [=](const caf::actor& q) {
-              return self->request(q, caf::infinite, lookup_atom::value, id);
+              return self->request(queue_handle(q), caf::infinite, lookup_atom::value, id);
             },
             [=](std::vector<lookup_reply> replies) mutable {
               lookup_reply answer;
@@ -711,7 +711,9 @@ caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string na
         auto rp = self->make_response_promise<void>();
         gather<queue_info>(
             queue_actors(self->state),
-            [=](const caf::actor& q) { return self->request(q, caf::infinite, stats_atom::value); },
+            [=](const caf::actor& q) {
+              return self->request(queue_handle(q), caf::infinite, stats_atom::value);
+            },
             [=](std::vector<queue_info>) mutable { deliver_unit(rp); });
         return rp;
       },

@@ -29,7 +29,7 @@ struct fixture {
   caf::scoped_actor conn{system};
   caf::scoped_actor vhost{system};
 
-  caf::actor make_queue(field_table args = {}, std::string name = "q") {
+  queue_actor_type make_queue(field_table args = {}, std::string name = "q") {
     queue_spec spec{name, false, false, false, args};
     queue_limits limits;
     BOOST_REQUIRE(parse_queue_arguments(args, limits).empty());
@@ -44,14 +44,14 @@ struct fixture {
     return m;
   }
 
-  void enqueue(const caf::actor& q, std::vector<std::string> bodies, uint64_t first_seq = 0) {
+  void enqueue(const queue_actor_type& q, std::vector<std::string> bodies, uint64_t first_seq = 0) {
     publish_batch batch{caf::actor{conn}, 1, {}};
     uint64_t seq = first_seq;
     for (auto& b : bodies) batch.items.push_back({msg(b), first_seq ? seq++ : 0});
     conn->send(q, enqueue_atom::value, std::move(batch));
   }
 
-  void subscribe(const caf::actor& q, const std::string& tag, uint32_t credit, bool no_ack = false,
+  void subscribe(const queue_actor_type& q, const std::string& tag, uint32_t credit, bool no_ack = false,
                  bool exclusive = false) {
     consumer_spec spec{caf::actor{conn}, "test", 1, tag, no_ack, exclusive, credit, credit};
     conn->request(q, caf::infinite, consume_atom::value, spec)
@@ -69,7 +69,7 @@ struct fixture {
     return out;
   }
 
-  queue_info stats(const caf::actor& q) {
+  queue_info stats(const queue_actor_type& q) {
     queue_info info;
     conn->request(q, caf::infinite, stats_atom::value)
         .receive([&](queue_info& i) { info = i; }, [](caf::error&) { BOOST_FAIL("stats failed"); });
