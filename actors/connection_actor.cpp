@@ -18,8 +18,8 @@ namespace {
 using namespace connection_parts;
 
 void log_in(self_ptr self, uint64_t request) {
-  self->request(self->state.node, caf::infinite, connect_atom::value, self->state.hello,
-                self_handle(self))
+  self->request(node_handle(self->state.node), caf::infinite, connect_atom::value,
+                self->state.hello, self_handle(self))
       .then(
           [=](caf::actor& vhost, const connection_settings& settings,
               const permission_record& permissions) {
@@ -118,7 +118,8 @@ connection_session_api::behavior_type session_behavior(self_ptr self) {
       [=](recover_atom, uint64_t r, uint16_t id) { recover(self, r, id); },
       [=](lookup_atom, uint64_t r, uint16_t id, const message_id& msg_id) {
         if (open_channel(self, r, id))
-          relay<lookup_reply>(self, r, id, self->state.vhost, lookup_atom::value, msg_id);
+          relay<lookup_reply>(self, r, id, vhost_handle(self->state.vhost), lookup_atom::value,
+                              msg_id);
       },
   };
 }

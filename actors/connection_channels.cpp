@@ -165,15 +165,16 @@ void declare_exchange(self_ptr self, uint64_t request, uint16_t id, exchange_spe
                       bool passive) {
   if (open_channel(self, request, id) &&
       (passive || allowed(self, request, id, access_kind::configure, "exchange", spec.name)))
-    relay(self, request, id, self->state.vhost, declare_atom::value, std::move(spec), passive);
+    relay(self, request, id, vhost_handle(self->state.vhost), declare_atom::value, std::move(spec),
+          passive);
 }
 
 void delete_exchange(self_ptr self, uint64_t request, uint16_t id, std::string& name,
                      bool if_unused) {
   if (open_channel(self, request, id) &&
       allowed(self, request, id, access_kind::configure, "exchange", name))
-    relay(self, request, id, self->state.vhost, delete_atom::value, exchanges_atom::value,
-          std::move(name), if_unused);
+    relay(self, request, id, vhost_handle(self->state.vhost), delete_atom::value,
+          exchanges_atom::value, std::move(name), if_unused);
 }
 
 void declare_queue(self_ptr self, uint64_t request, uint16_t id, queue_spec& spec, bool passive) {
@@ -181,31 +182,32 @@ void declare_queue(self_ptr self, uint64_t request, uint16_t id, queue_spec& spe
   auto name = spec.name.empty() ? std::string("amq.gen-") : spec.name;
   if (open_channel(self, request, id) &&
       (passive || allowed(self, request, id, access_kind::configure, "queue", name)))
-    relay<queue_info>(self, request, id, self->state.vhost, declare_atom::value, std::move(spec),
-                      passive, self_handle(self));
+    relay<queue_info>(self, request, id, vhost_handle(self->state.vhost), declare_atom::value,
+                      std::move(spec), passive, self_handle(self));
 }
 
 void delete_queue(self_ptr self, uint64_t request, uint16_t id, std::string& name, bool if_unused,
                   bool if_empty) {
   if (open_channel(self, request, id) &&
       allowed(self, request, id, access_kind::configure, "queue", name))
-    relay<uint32_t>(self, request, id, self->state.vhost, delete_atom::value, queues_atom::value,
-                    std::move(name), if_unused, if_empty, self_handle(self));
+    relay<uint32_t>(self, request, id, vhost_handle(self->state.vhost), delete_atom::value,
+                    queues_atom::value, std::move(name), if_unused, if_empty, self_handle(self));
 }
 
 void purge(self_ptr self, uint64_t request, uint16_t id, std::string& name) {
   if (open_channel(self, request, id) &&
       allowed(self, request, id, access_kind::read, "queue", name))
-    relay<uint32_t>(self, request, id, self->state.vhost, purge_atom::value, std::move(name),
-                    self_handle(self));
+    relay<uint32_t>(self, request, id, vhost_handle(self->state.vhost), purge_atom::value,
+                    std::move(name), self_handle(self));
 }
 
 void bind(self_ptr self, uint64_t request, uint16_t id, binding_spec& b, bool add) {
   if (!open_channel(self, request, id) || !binding_allowed(self, request, id, b)) return;
   if (add)
-    relay(self, request, id, self->state.vhost, bind_atom::value, std::move(b), self_handle(self));
+    relay(self, request, id, vhost_handle(self->state.vhost), bind_atom::value, std::move(b),
+          self_handle(self));
   else
-    relay(self, request, id, self->state.vhost, unbind_atom::value, std::move(b),
+    relay(self, request, id, vhost_handle(self->state.vhost), unbind_atom::value, std::move(b),
           self_handle(self));
 }
 

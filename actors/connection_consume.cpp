@@ -239,8 +239,8 @@ void consume(self_ptr self, uint64_t request, uint16_t id, consume_request& c) {
                      prefetch,
                      initial,
                      c.priority};
-  self->request(self->state.vhost, caf::infinite, find_atom::value, queues_atom::value, c.queue,
-                self_handle(self))
+  self->request(vhost_handle(self->state.vhost), caf::infinite, find_atom::value,
+                queues_atom::value, c.queue, self_handle(self))
       .then([=](caf::actor& q) { start_consumer(self, request, serial, q, spec); },
             [=](caf::error& err) { consume_failed(self, request, id, serial, tag, err); });
 }
@@ -308,8 +308,8 @@ void get(self_ptr self, uint64_t request, uint16_t id, const std::string& queue,
   if (!open_channel(self, request, id) ||
       !allowed(self, request, id, access_kind::read, "queue", queue))
     return;
-  self->request(self->state.vhost, caf::infinite, find_atom::value, queues_atom::value, queue,
-                self_handle(self))
+  self->request(vhost_handle(self->state.vhost), caf::infinite, find_atom::value,
+                queues_atom::value, queue, self_handle(self))
       .then(
           [=](caf::actor& q) {
             self->request(queue_handle(q), caf::infinite, get_atom::value, self_handle(self), id,

@@ -7,7 +7,9 @@
 
 #include "actors/broker_error.hpp"
 #include "actors/connection_actor.hpp"
+#include "actors/node_protocol.hpp"
 #include "actors/queue_protocol.hpp"
+#include "actors/vhost_protocol.hpp"
 
 #include <caf/send.hpp>
 

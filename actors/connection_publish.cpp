@@ -82,7 +82,8 @@ void resolve_exchanges(self_ptr self, uint16_t id, std::vector<std::string> name
   auto left = std::make_shared<size_t>(names.size());
   auto missing = std::make_shared<std::vector<caf::error>>();
   for (const auto& name : names) {
-    self->request(self->state.vhost, caf::infinite, find_atom::value, exchanges_atom::value, name)
+    self->request(vhost_handle(self->state.vhost), caf::infinite, find_atom::value,
+                  exchanges_atom::value, name)
         .then(
             [=](caf::actor& exchange, bool internal) {
               self->monitor(exchange);

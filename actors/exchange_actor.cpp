@@ -1,5 +1,7 @@
 #include "actors/exchange_actor.hpp"
 
+#include "actors/vhost_protocol.hpp"
+
 #include "actors/actor_defaults.hpp"
 
 #include "core/log.hpp"
@@ -10,7 +12,7 @@ namespace warren {
 
 namespace {
 
-using self_ptr = caf::stateful_actor<exchange_state>*;
+using self_ptr = exchange_actor_type::stateful_pointer<exchange_state>;
 using path_t = std::vector<caf::actor_addr>;
 
 bool on_path(const path_t& path, const caf::actor& a) {
@@ -35,7 +37,7 @@ void ask_downstream(self_ptr self, const caf::actor& target, const std::vector<m
   subset.reserve(indices.size());
   for (auto i : indices) subset.push_back(msgs[i]);
   ++acc->left;
-  self->request(target, caf::infinite, route_atom::value, std::move(subset), path)
+  self->request(exchange_handle(target), caf::infinite, route_atom::value, std::move(subset), path)
       .then(
           [=](route_sets& got) {
             for (size_t k = 0; k < got.size() && k < indices.size(); ++k) {
@@ -56,7 +58,8 @@ void via_alternate(self_ptr self, const std::vector<message_ptr>& msgs, std::vec
   };
   if (st.alternate_actor) return forward(st.alternate_actor);
   ++acc->left;
-  self->request(st.vhost, caf::infinite, find_atom::value, exchanges_atom::value, *st.alternate)
+  self->request(vhost_handle(st.vhost), caf::infinite, find_atom::value, exchanges_atom::value,
+                *st.alternate)
       .then(
           [=](caf::actor& ae, bool) {
             self->state.alternate_actor = ae;
@@ -175,8 +178,9 @@ std::optional<std::string> alternate_exchange_of(const exchange_spec& spec) {
   return v->s;
 }
 
-caf::behavior exchange_actor(caf::stateful_actor<exchange_state>* self, exchange_spec spec,
-                             caf::actor vhost) {
+exchange_actor_type::behavior_type exchange_actor(
+    exchange_actor_type::stateful_pointer<exchange_state> self, exchange_spec spec,
+    caf::actor vhost) {
   install_actor_defaults(self, "exchange");
   auto& st = self->state;
   st.table = routing_table(spec.type);

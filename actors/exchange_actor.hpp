@@ -1,6 +1,6 @@
 // Exchange actor: owns one exchange's bindings and routes publish batches to queue actors.
 //
-// Messages:
+// Messages (declared as code in exchange_protocol.hpp):
 //   (bind_atom, target id, target actor, key, args) -> bool    added (false: already bound)
 //   (unbind_atom, target id, key, args)             -> bool    removed (false: was not bound)
 //   (unbind_q_atom, target id)                      -> void    the queue or exchange is gone
@@ -21,7 +21,7 @@
 // other exchanges is asynchronous; batches still reach their queues in the order they came.
 #pragma once
 
-#include "actors/protocol.hpp"
+#include "actors/exchange_protocol.hpp"
 #include "actors/queue_protocol.hpp"
 #include "actors/routing_table.hpp"
 
@@ -29,6 +29,7 @@
 #include <caf/behavior.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
 #include <deque>
@@ -42,20 +43,6 @@ constexpr uint64_t exchange_id_bit = uint64_t{1} << 63;
 
 inline bool is_exchange_id(uint64_t id) {
   return (id & exchange_id_bit) != 0;
-}
-
-/// A queue a message reaches.
-struct route_target {
-  uint64_t id = 0;
-  caf::actor queue;
-};
-
-/// Per message of a batch: the queues it reaches.
-using route_sets = std::vector<std::vector<route_target>>;
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, route_target& x) {
-  return f(x.id, x.queue);
 }
 
 struct exchange_state {
@@ -81,7 +68,8 @@ struct exchange_state {
 /// The "alternate-exchange" argument of `spec`, if set to a name.
 std::optional<std::string> alternate_exchange_of(const exchange_spec& spec);
 
-caf::behavior exchange_actor(caf::stateful_actor<exchange_state>* self, exchange_spec spec,
-                             caf::actor vhost);
+exchange_actor_type::behavior_type exchange_actor(
+    exchange_actor_type::stateful_pointer<exchange_state> self, exchange_spec spec,
+    caf::actor vhost);
 
 }  // namespace warren

@@ -1,11 +1,13 @@
 #include "actors/node_actor.hpp"
 #include "actors/node_definitions.hpp"
+#include "actors/node_parts.hpp"
 #include "actors/permissions.hpp"
 #include "actors/users.hpp"
 
 #include "actors/actor_defaults.hpp"
 
 #include "actors/broker_error.hpp"
+#include "actors/connection_protocol.hpp"
 #include "actors/gather.hpp"
 #include "actors/persistence_actor.hpp"
 #include "actors/resource_alarm.hpp"
@@ -20,22 +22,9 @@
 
 namespace warren {
 
-namespace {
+std::string check_login(const node_state& st, const client_hello& hello);
 
-using self_ptr = caf::stateful_actor<node_state>*;
-
-void spawn_vhost(self_ptr self, const std::string& name, vhost_recovery recovered) {
-  auto vhost = self->spawn(vhost_actor, name, self->state.storage, std::move(recovered));
-  if (auto l = self->state.limits_of.find(name); l != self->state.limits_of.end())
-    self->send(vhost, settings_atom::value, l->second);
-  self->state.vhosts[name] = vhost;
-}
-
-persistence::meta_mutation vhost_record(const std::string& name, bool erase,
-                                        const vhost_limits& limits = {}) {
-  return {persistence::meta_table::vhosts, persistence::vhost_key(name),
-          erase ? std::string() : persistence::encode_vhost(name, limits), erase};
-}
+namespace node_parts {
 
 persistence::meta_mutation user_change(const user_record& u, bool erase) {
   return {persistence::meta_table::users, persistence::user_key(u.name),
@@ -47,21 +36,6 @@ persistence::meta_mutation permission_change(const permission_record& p, bool er
           erase ? std::string() : persistence::encode_permission(p), erase};
 }
 
-// Drops the permissions whose (user, vhost) key matches, adding their erasure to `batch`.
-template <class Match>
-void forget_permissions(node_state& st, std::vector<persistence::meta_mutation>& batch,
-                        Match match) {
-  for (auto p = st.permissions.begin(); p != st.permissions.end();) {
-    if (!match(p->first)) {
-      ++p;
-      continue;
-    }
-    batch.push_back(permission_change(p->second, true));
-    p = st.permissions.erase(p);
-  }
-}
-
-// The asking connection's user, or empty.
 std::string requester(self_ptr self) {
   auto& st = self->state;
   auto sender = self->current_sender();
@@ -70,7 +44,6 @@ std::string requester(self_ptr self) {
   return c == st.connection_user.end() ? std::string() : c->second;
 }
 
-// Stores `batch` and answers once it is committed.
 caf::result<void> store(self_ptr self, std::vector<persistence::meta_mutation> batch) {
   auto rp = self->make_response_promise<void>();
   warren::persist(self, self->state.storage.persistence, std::move(batch),
@@ -81,6 +54,34 @@ caf::result<void> store(self_ptr self, std::vector<persistence::meta_mutation> b
                       deliver_unit(rp);
                   });
   return rp;
+}
+
+caf::error require_admin(self_ptr self, const char* what) {
+  auto& st = self->state;
+  auto u = st.users.find(requester(self));
+  if (u != st.users.end() && has_tag(u->second, "administrator")) return {};
+  return make_broker_error(reply_code::access_refused,
+                           std::string(what) + " needs a user tagged administrator");
+}
+
+}  // namespace node_parts
+
+namespace {
+
+using namespace node_parts;
+
+void spawn_vhost(self_ptr self, const std::string& name, vhost_recovery recovered) {
+  auto vhost = caf::actor_cast<caf::actor>(
+      self->spawn(vhost_actor, name, self->state.storage, std::move(recovered)));
+  if (auto l = self->state.limits_of.find(name); l != self->state.limits_of.end())
+    self->send(vhost_handle(vhost), settings_atom::value, l->second);
+  self->state.vhosts[name] = vhost;
+}
+
+persistence::meta_mutation vhost_record(const std::string& name, bool erase,
+                                        const vhost_limits& limits = {}) {
+  return {persistence::meta_table::vhosts, persistence::vhost_key(name),
+          erase ? std::string() : persistence::encode_vhost(name, limits), erase};
 }
 
 // The vhosts whose statistics the asker may see: every one for users tagged administrator or
@@ -109,15 +110,6 @@ void keep_visible(std::vector<Row>& rows, const std::function<bool(const std::st
       rows.end());
 }
 
-// ACCESS_REFUSED unless the asking connection's user is tagged administrator.
-caf::error require_admin(self_ptr self, const char* what) {
-  auto& st = self->state;
-  auto u = st.users.find(requester(self));
-  if (u != st.users.end() && has_tag(u->second, "administrator")) return {};
-  return make_broker_error(reply_code::access_refused,
-                           std::string(what) + " needs a user tagged administrator");
-}
-
 // Why a connection to `vhost` is refused by the vhost's connection limit, or empty.
 std::string check_vhost_connections(const node_state& st, const std::string& vhost) {
   auto l = st.limits_of.find(vhost);
@@ -142,7 +134,7 @@ void all_queues(self_ptr self, Done done) {
   gather<std::vector<queue_info>>(
       vhosts,
       [=](const caf::actor& v) {
-        return self->request(v, caf::infinite, list_atom::value, queues_atom::value);
+        return self->request(vhost_handle(v), caf::infinite, list_atom::value, queues_atom::value);
       },
       [=](std::vector<std::vector<queue_info>> parts) mutable {
         std::vector<queue_info> rows;
@@ -157,7 +149,10 @@ void all_connections(self_ptr self, Done done) {
   for (const auto& [addr, conn] : self->state.connections) conns.push_back(conn);
   gather<connection_info>(
       conns,
-      [=](const caf::actor& c) { return self->request(c, caf::infinite, stats_atom::value); },
+      [=](const caf::actor& c) {
+        return self->request(caf::actor_cast<connection_broker_api>(c), caf::infinite,
+                             stats_atom::value);
+      },
       std::move(done));
 }
 
@@ -198,7 +193,7 @@ std::vector<persistence::meta_mutation> apply_definitions(self_ptr self, const d
   for (const auto& v : defs.vhosts) {
     st.limits_of[v.name] = v.limits;
     if (auto existing = st.vhosts.find(v.name); existing != st.vhosts.end())
-      self->send(existing->second, settings_atom::value, v.limits);
+      self->send(vhost_handle(existing->second), settings_atom::value, v.limits);
     else
       spawn_vhost(self, v.name, {});  // which hands it its limits
     batch.push_back(vhost_record(v.name, false, v.limits));
@@ -208,6 +203,214 @@ std::vector<persistence::meta_mutation> apply_definitions(self_ptr self, const d
     batch.push_back(permission_change(p, false));
   }
   return batch;
+}
+
+caf::result<caf::actor, connection_settings, permission_record> connect(self_ptr self,
+                                                                        client_hello& hello,
+                                                                        caf::actor& conn) {
+  auto& st = self->state;
+  if (auto refused = check_login(st, hello); !refused.empty())
+    return make_broker_error(reply_code::access_refused, refused);
+  auto rights = st.permissions.find({hello.user, hello.vhost});
+  if (st.vhosts.count(hello.vhost) != 0 && rights == st.permissions.end())
+    return make_broker_error(reply_code::not_allowed, "access to vhost " + quote(hello.vhost) +
+                                                          " refused for user " + quote(hello.user));
+  if (auto refused = check_vhost_connections(st, hello.vhost); !refused.empty())
+    return make_broker_error(reply_code::not_allowed, refused);
+  if (st.settings.max_connections != 0 && st.connections.size() >= st.settings.max_connections)
+    return make_broker_error(reply_code::not_allowed,
+                             "connection refused: the node's connection limit (" +
+                                 std::to_string(st.settings.max_connections) + ") is reached");
+  auto v = st.vhosts.find(hello.vhost);
+  if (v == st.vhosts.end())
+    return make_broker_error(reply_code::not_found, "no vhost " + quote(hello.vhost));
+  self->monitor(conn);
+  st.connections[conn.address()] = conn;
+  st.connection_vhost[conn.address()] = hello.vhost;
+  st.connection_user[conn.address()] = hello.user;
+  if (st.alarm)
+    caf::send_as(caf::actor_cast<caf::actor>(self), st.alarm, subscribe_atom::value, conn);
+  log(log_level::debug, "node",
+      "connection " + quote(hello.client_name) + " from " + hello.peer + " to vhost " +
+          quote(hello.vhost));
+  return {v->second, st.settings, rights->second};
+}
+
+caf::result<void> add_vhost(self_ptr self, const std::string& name) {
+  if (auto err = require_admin(self, "adding a vhost")) return err;
+  if (auto problem = check_name("vhost name", name); !problem.empty())
+    return make_broker_error(reply_code::precondition_failed, problem);
+  if (self->state.vhosts.count(name) != 0) return caf::unit;
+  spawn_vhost(self, name, {});
+  log(log_level::info, "node", "vhost " + quote(name) + " added");
+  // Its creator may use it, as with RabbitMQ's management interface.
+  permission_record all{requester(self), name, ".*", ".*", ".*"};
+  self->state.permissions[{all.user, name}] = all;
+  return store(self, {vhost_record(name, false), permission_change(all, false)});
+}
+
+// Stops the vhost (its queues' messages and its records go), then forgets its permissions.
+caf::result<void> delete_vhost(self_ptr self, const std::string& name) {
+  if (auto err = require_admin(self, "deleting a vhost")) return err;
+  auto v = self->state.vhosts.find(name);
+  if (v == self->state.vhosts.end())
+    return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
+  auto vhost = v->second;
+  self->state.vhosts.erase(v);
+  auto rp = self->make_response_promise<void>();
+  auto finish = [=](const caf::error& err) mutable {
+    if (err) {
+      rp.deliver(err);
+      return;
+    }
+    std::vector<persistence::meta_mutation> batch{vhost_record(name, true)};
+    forget_permissions(self->state, batch, [&](const auto& key) { return key.second == name; });
+    persist(self, std::move(batch), [=](const caf::error& err) mutable {
+      if (err) {
+        rp.deliver(err);
+        return;
+      }
+      log(log_level::info, "node", "vhost " + quote(name) + " deleted");
+      deliver_unit(rp);
+    });
+  };
+  self->request(vhost_handle(vhost), caf::infinite, shutdown_atom::value)
+      .then([=]() mutable { finish(caf::error{}); }, [=](caf::error& err) mutable { finish(err); });
+  return rp;
+}
+
+caf::result<void> set_vhost_limits(self_ptr self, const std::string& name,
+                                   const vhost_limits& limits) {
+  if (auto err = require_admin(self, "setting vhost limits")) return err;
+  auto v = self->state.vhosts.find(name);
+  if (v == self->state.vhosts.end())
+    return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
+  self->state.limits_of[name] = limits;
+  self->send(vhost_handle(v->second), settings_atom::value, limits);
+  return store(self, {vhost_record(name, false, limits)});
+}
+
+caf::result<vhost_limits> vhost_limits_of(self_ptr self, const std::string& name) {
+  if (self->state.vhosts.count(name) == 0)
+    return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
+  auto l = self->state.limits_of.find(name);
+  return l == self->state.limits_of.end() ? vhost_limits{} : l->second;
+}
+
+std::vector<std::string> vhost_names(const node_state& st) {
+  std::vector<std::string> names;
+  for (const auto& [name, vhost] : st.vhosts) names.push_back(name);
+  return names;
+}
+
+caf::typed_response_promise<std::vector<queue_info>> list_queues(self_ptr self) {
+  auto rp = self->make_response_promise<std::vector<queue_info>>();
+  all_queues(self, [=](std::vector<queue_info> rows) mutable { rp.deliver(std::move(rows)); });
+  return rp;
+}
+
+caf::typed_response_promise<std::vector<connection_info>> list_connections(self_ptr self) {
+  auto visible = visible_vhosts(self);
+  auto rp = self->make_response_promise<std::vector<connection_info>>();
+  all_connections(self, [=](std::vector<connection_info> rows) mutable {
+    keep_visible(rows, visible);
+    rp.deliver(std::move(rows));
+  });
+  return rp;
+}
+
+caf::typed_response_promise<node_stats_info> node_stats(self_ptr self) {
+  // Before the promise: making it takes the sender out of the current message.
+  auto visible = visible_vhosts(self);
+  auto rp = self->make_response_promise<node_stats_info>();
+  all_queues(self, [=](std::vector<queue_info> queues) mutable {
+    all_connections(self, [=](std::vector<connection_info> conns) mutable {
+      node_stats_info info;
+      info.uptime_ms = static_cast<uint64_t>(now_ms() - self->state.started_ms);
+      info.rss_bytes = resident_bytes();
+      keep_visible(queues, visible);
+      keep_visible(conns, visible);
+      info.queues = std::move(queues);
+      info.connections = std::move(conns);
+      rp.deliver(std::move(info));
+    });
+  });
+  return rp;
+}
+
+// Answered once every vhost's queues have recovered.
+caf::typed_response_promise<void> when_ready(self_ptr self) {
+  auto rp = self->make_response_promise<void>();
+  std::vector<caf::actor> vhosts;
+  for (const auto& [name, vhost] : self->state.vhosts) vhosts.push_back(vhost);
+  await_all(
+      vhosts,
+      [=](const caf::actor& v) {
+        return self->request(vhost_handle(v), caf::infinite, ready_atom::value);
+      },
+      [=]() mutable { deliver_unit(rp); });
+  return rp;
+}
+
+caf::result<definitions> export_definitions(self_ptr self) {
+  if (auto err = require_admin(self, "exporting definitions")) return err;
+  auto rp = self->make_response_promise<definitions>();
+  collect_definitions(self, [=](definitions defs) mutable { rp.deliver(std::move(defs)); });
+  return rp;
+}
+
+// Users, vhosts and permissions first (stored), then the topology inside the vhosts.
+caf::result<void> import_definitions(self_ptr self, const definitions& defs) {
+  if (auto err = require_admin(self, "importing definitions")) return err;
+  if (auto problem = check_definitions(self->state, defs); !problem.empty())
+    return make_broker_error(reply_code::precondition_failed,
+                             "definitions not imported: " + problem);
+  auto rp = self->make_response_promise<void>();
+  persist(self, apply_definitions(self, defs), [=](const caf::error& err) mutable {
+    if (err) {
+      rp.deliver(err);
+      return;
+    }
+    declare_topology(self, defs, [=](caf::error err) mutable {
+      if (err) {
+        rp.deliver(err);
+        return;
+      }
+      log(log_level::info, "node",
+          "definitions imported: " + std::to_string(defs.users.size()) + " users, " +
+              std::to_string(defs.vhosts.size()) + " vhosts, " +
+              std::to_string(defs.exchanges.size()) + " exchanges, " +
+              std::to_string(defs.queues.size()) + " queues, " +
+              std::to_string(defs.bindings.size()) + " bindings");
+      deliver_unit(rp);
+    });
+  });
+  return rp;
+}
+
+// A new data directory starts with the vhost "/"; a data dir without users (new, or from before
+// users were stored) gets RabbitMQ's guest, allowed everything in every vhost.
+void first_start(self_ptr self, bool fresh) {
+  if (fresh) {
+    spawn_vhost(self, "/", {});
+    persist(self, {vhost_record("/", false)}, [](const caf::error& err) {
+      if (err)
+        log(log_level::error, "node", "could not store vhost '/': " + to_string(describe(err)));
+    });
+  }
+  if (!self->state.users.empty()) return;
+  user_record guest{"guest", hash_password("guest"), {"administrator"}};
+  self->state.users[guest.name] = guest;
+  std::vector<persistence::meta_mutation> batch{user_change(guest, false)};
+  for (const auto& [name, vhost] : self->state.vhosts) {
+    permission_record all{"guest", name, ".*", ".*", ".*"};
+    self->state.permissions[{"guest", name}] = all;
+    batch.push_back(permission_change(all, false));
+  }
+  persist(self, std::move(batch), [](const caf::error& err) {
+    if (err)
+      log(log_level::error, "node", "could not store user 'guest': " + to_string(describe(err)));
+  });
 }
 
 }  // namespace
@@ -223,36 +426,14 @@ std::string check_login(const node_state& st, const client_hello& hello) {
   return {};
 }
 
-caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context storage,
-                         persistence::metadata_contents contents) {
+node_actor_type::behavior_type node_actor(node_self self, storage_context storage,
+                                          persistence::metadata_contents contents) {
   install_actor_defaults(self, "node");
   self->state.storage = std::move(storage);
   self->state.started_ms = now_ms();
   bool fresh = contents.fresh;
   restore(self, std::move(contents));
-  if (fresh) {
-    // A new data directory starts with the default vhost.
-    spawn_vhost(self, "/", {});
-    persist(self, {vhost_record("/", false)}, [](const caf::error& err) {
-      if (err)
-        log(log_level::error, "node", "could not store vhost '/': " + to_string(describe(err)));
-    });
-  }
-  if (self->state.users.empty()) {
-    // A data dir without users (new, or from before users were stored) gets RabbitMQ's guest.
-    user_record guest{"guest", hash_password("guest"), {"administrator"}};
-    self->state.users[guest.name] = guest;
-    std::vector<persistence::meta_mutation> batch{user_change(guest, false)};
-    for (const auto& [name, vhost] : self->state.vhosts) {
-      permission_record all{"guest", name, ".*", ".*", ".*"};
-      self->state.permissions[{"guest", name}] = all;
-      batch.push_back(permission_change(all, false));
-    }
-    persist(self, std::move(batch), [](const caf::error& err) {
-      if (err)
-        log(log_level::error, "node", "could not store user 'guest': " + to_string(describe(err)));
-    });
-  }
+  first_start(self, fresh);
   self->set_down_handler([=](caf::down_msg& dm) {
     self->state.connections.erase(dm.source);
     self->state.connection_vhost.erase(dm.source);
@@ -262,259 +443,41 @@ caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context 
     for (auto& [name, vhost] : self->state.vhosts) self->send_exit(vhost, msg.reason);
     self->quit(msg.reason);
   });
+  using text = const std::string&;
   return {
-      [=](connect_atom, client_hello& hello,
-          caf::actor& conn) -> caf::result<caf::actor, connection_settings, permission_record> {
-        auto& st = self->state;
-        if (auto refused = check_login(st, hello); !refused.empty())
-          return make_broker_error(reply_code::access_refused, refused);
-        auto rights = st.permissions.find({hello.user, hello.vhost});
-        if (st.vhosts.count(hello.vhost) != 0 && rights == st.permissions.end())
-          return make_broker_error(
-              reply_code::not_allowed,
-              "access to vhost " + quote(hello.vhost) + " refused for user " + quote(hello.user));
-        if (auto refused = check_vhost_connections(st, hello.vhost); !refused.empty())
-          return make_broker_error(reply_code::not_allowed, refused);
-        if (st.settings.max_connections != 0 &&
-            st.connections.size() >= st.settings.max_connections)
-          return make_broker_error(reply_code::not_allowed,
-                                   "connection refused: the node's connection limit (" +
-                                       std::to_string(st.settings.max_connections) +
-                                       ") is reached");
-        auto v = st.vhosts.find(hello.vhost);
-        if (v == st.vhosts.end())
-          return make_broker_error(reply_code::not_found, "no vhost " + quote(hello.vhost));
-        self->monitor(conn);
-        st.connections[conn.address()] = conn;
-        st.connection_vhost[conn.address()] = hello.vhost;
-        st.connection_user[conn.address()] = hello.user;
-        if (st.alarm) self->send(st.alarm, subscribe_atom::value, conn);
-        log(log_level::debug, "node",
-            "connection " + quote(hello.client_name) + " from " + hello.peer + " to vhost " +
-                quote(hello.vhost));
-        return {v->second, st.settings, rights->second};
+      [=](connect_atom, client_hello& hello, caf::actor& conn) {
+        return connect(self, hello, conn);
       },
       [=](alarm_atom, const caf::actor& alarm) { self->state.alarm = alarm; },
       [=](settings_atom, const connection_settings& settings) { self->state.settings = settings; },
-      [=](declare_atom, user_atom, const std::string& name, const std::string& password,
-          const std::vector<std::string>& tags) -> caf::result<void> {
-        if (auto err = require_admin(self, "adding a user")) return err;
-        if (auto problem = check_name("user name", name); !problem.empty())
-          return make_broker_error(reply_code::precondition_failed, problem);
-        if (password.empty())
-          return make_broker_error(reply_code::precondition_failed,
-                                   "user " + quote(name) + " needs a password");
-        if (self->state.users.count(name) != 0)
-          return make_broker_error(reply_code::precondition_failed,
-                                   "user " + quote(name) + " already exists");
-        user_record u{name, hash_password(password), tags};
-        self->state.users[name] = u;
-        log(log_level::info, "node", "user " + quote(name) + " added");
-        return store(self, {user_change(u, false)});
+      [=](ready_atom) { return when_ready(self); },
+      [=](declare_atom, user_atom, text name, text password, const std::vector<std::string>& tags) {
+        return add_user(self, name, password, tags);
       },
-      [=](settings_atom, user_atom, const std::string& name,
-          const std::string& password) -> caf::result<void> {
-        if (auto err = require_admin(self, "changing a password")) return err;
-        auto u = self->state.users.find(name);
-        if (u == self->state.users.end())
-          return make_broker_error(reply_code::not_found, "no user " + quote(name));
-        if (password.empty())
-          return make_broker_error(reply_code::precondition_failed,
-                                   "user " + quote(name) + " needs a password");
-        u->second.password_hash = hash_password(password);
-        return store(self, {user_change(u->second, false)});
+      [=](settings_atom, user_atom, text name, text password) {
+        return change_password(self, name, password);
       },
-      [=](delete_atom, user_atom, const std::string& name) -> caf::result<void> {
-        if (auto err = require_admin(self, "deleting a user")) return err;
-        auto u = self->state.users.find(name);
-        if (u == self->state.users.end())
-          return make_broker_error(reply_code::not_found, "no user " + quote(name));
-        auto gone = u->second;
-        self->state.users.erase(u);
-        std::vector<persistence::meta_mutation> batch{user_change(gone, true)};
-        forget_permissions(self->state, batch, [&](const auto& key) { return key.first == name; });
-        log(log_level::info, "node", "user " + quote(name) + " deleted");
-        return store(self, std::move(batch));
+      [=](delete_atom, user_atom, text name) { return delete_user(self, name); },
+      [=](list_atom, user_atom) { return list_users(self); },
+      [=](declare_atom, permission_atom, const permission_record& p) {
+        return set_permissions(self, p);
       },
-      [=](list_atom, user_atom) -> caf::result<std::vector<user_record>> {
-        if (auto err = require_admin(self, "listing users")) return err;
-        std::vector<user_record> out;
-        for (const auto& [name, u] : self->state.users) out.push_back({name, {}, u.tags});
-        return out;
+      [=](delete_atom, permission_atom, text user, text vhost) {
+        return clear_permissions(self, user, vhost);
       },
-      [=](declare_atom, permission_atom, permission_record& p) -> caf::result<void> {
-        if (auto err = require_admin(self, "setting permissions")) return err;
-        if (self->state.users.count(p.user) == 0)
-          return make_broker_error(reply_code::not_found, "no user " + quote(p.user));
-        if (self->state.vhosts.count(p.vhost) == 0)
-          return make_broker_error(reply_code::not_found, "no vhost " + quote(p.vhost));
-        for (const auto* pattern : {&p.configure, &p.write, &p.read})
-          if (auto problem = check_permission_pattern(*pattern); !problem.empty())
-            return make_broker_error(reply_code::precondition_failed, problem);
-        self->state.permissions[{p.user, p.vhost}] = p;
-        return store(self, {permission_change(p, false)});
+      [=](list_atom, permission_atom) { return list_permissions(self); },
+      [=](declare_atom, vhost_atom, text name) { return add_vhost(self, name); },
+      [=](delete_atom, vhost_atom, text name) { return delete_vhost(self, name); },
+      [=](list_atom, vhost_atom) { return vhost_names(self->state); },
+      [=](settings_atom, vhost_atom, text name, const vhost_limits& limits) {
+        return set_vhost_limits(self, name, limits);
       },
-      [=](delete_atom, permission_atom, const std::string& user,
-          const std::string& vhost) -> caf::result<void> {
-        if (auto err = require_admin(self, "clearing permissions")) return err;
-        auto p = self->state.permissions.find({user, vhost});
-        if (p == self->state.permissions.end()) return caf::unit;
-        auto gone = p->second;
-        self->state.permissions.erase(p);
-        return store(self, {permission_change(gone, true)});
-      },
-      [=](list_atom, permission_atom) -> caf::result<std::vector<permission_record>> {
-        if (auto err = require_admin(self, "listing permissions")) return err;
-        std::vector<permission_record> out;
-        for (const auto& [key, p] : self->state.permissions) out.push_back(p);
-        return out;
-      },
-      [=](declare_atom, vhost_atom, const std::string& name) -> caf::result<void> {
-        if (auto err = require_admin(self, "adding a vhost")) return err;
-        if (auto problem = check_name("vhost name", name); !problem.empty())
-          return make_broker_error(reply_code::precondition_failed, problem);
-        if (self->state.vhosts.count(name) != 0) return caf::unit;
-        spawn_vhost(self, name, {});
-        log(log_level::info, "node", "vhost " + quote(name) + " added");
-        // Its creator may use it, as with RabbitMQ's management interface.
-        permission_record all{requester(self), name, ".*", ".*", ".*"};
-        self->state.permissions[{all.user, name}] = all;
-        return store(self, {vhost_record(name, false), permission_change(all, false)});
-      },
-      [=](delete_atom, vhost_atom, const std::string& name) -> caf::result<void> {
-        if (auto err = require_admin(self, "deleting a vhost")) return err;
-        auto v = self->state.vhosts.find(name);
-        if (v == self->state.vhosts.end())
-          return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
-        auto vhost = v->second;
-        self->state.vhosts.erase(v);
-        auto rp = self->make_response_promise<void>();
-        auto finish = [=](const caf::error& err) mutable {
-          if (err) {
-            rp.deliver(err);
-            return;
-          }
-          std::vector<persistence::meta_mutation> batch{vhost_record(name, true)};
-          forget_permissions(self->state, batch,
-                             [&](const auto& key) { return key.second == name; });
-          persist(self, std::move(batch), [=](const caf::error& err) mutable {
-            if (err) {
-              rp.deliver(err);
-              return;
-            }
-            log(log_level::info, "node", "vhost " + quote(name) + " deleted");
-            deliver_unit(rp);
-          });
-        };
-        self->request(vhost, caf::infinite, shutdown_atom::value)
-            .then([=]() mutable { finish(caf::error{}); },
-                  [=](caf::error& err) mutable { finish(err); });
-        return rp;
-      },
-      [=](list_atom, queues_atom) {
-        auto rp = self->make_response_promise<std::vector<queue_info>>();
-        all_queues(self,
-                   [=](std::vector<queue_info> rows) mutable { rp.deliver(std::move(rows)); });
-        return rp;
-      },
-      [=](stats_atom) {
-        // Before the promise: making it takes the sender out of the current message.
-        auto visible = visible_vhosts(self);
-        auto rp = self->make_response_promise<node_stats_info>();
-        all_queues(self, [=](std::vector<queue_info> queues) mutable {
-          all_connections(self, [=](std::vector<connection_info> conns) mutable {
-            node_stats_info info;
-            info.uptime_ms = static_cast<uint64_t>(now_ms() - self->state.started_ms);
-            info.rss_bytes = resident_bytes();
-            keep_visible(queues, visible);
-            keep_visible(conns, visible);
-            info.queues = std::move(queues);
-            info.connections = std::move(conns);
-            rp.deliver(std::move(info));
-          });
-        });
-        return rp;
-      },
-      [=](ready_atom) {
-        auto rp = self->make_response_promise<void>();
-        std::vector<caf::actor> vhosts;
-        for (const auto& [name, vhost] : self->state.vhosts) vhosts.push_back(vhost);
-        await_all(
-            vhosts,
-            [=](const caf::actor& v) { return self->request(v, caf::infinite, ready_atom::value); },
-            [=]() mutable { deliver_unit(rp); });
-        return rp;
-      },
-      [=](settings_atom, vhost_atom, const std::string& name,
-          const vhost_limits& limits) -> caf::result<void> {
-        if (auto err = require_admin(self, "setting vhost limits")) return err;
-        auto v = self->state.vhosts.find(name);
-        if (v == self->state.vhosts.end())
-          return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
-        self->state.limits_of[name] = limits;
-        self->send(v->second, settings_atom::value, limits);
-        auto rp = self->make_response_promise<void>();
-        persist(self, {vhost_record(name, false, limits)}, [=](const caf::error& err) mutable {
-          if (err)
-            rp.deliver(err);
-          else
-            deliver_unit(rp);
-        });
-        return rp;
-      },
-      [=](settings_atom, vhost_atom, const std::string& name) -> caf::result<vhost_limits> {
-        if (self->state.vhosts.count(name) == 0)
-          return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
-        auto l = self->state.limits_of.find(name);
-        return l == self->state.limits_of.end() ? vhost_limits{} : l->second;
-      },
-      [=](export_atom) -> caf::result<definitions> {
-        if (auto err = require_admin(self, "exporting definitions")) return err;
-        auto rp = self->make_response_promise<definitions>();
-        collect_definitions(self, [=](definitions defs) mutable { rp.deliver(std::move(defs)); });
-        return rp;
-      },
-      [=](import_atom, const definitions& defs) -> caf::result<void> {
-        if (auto err = require_admin(self, "importing definitions")) return err;
-        if (auto problem = check_definitions(self->state, defs); !problem.empty())
-          return make_broker_error(reply_code::precondition_failed,
-                                   "definitions not imported: " + problem);
-        auto rp = self->make_response_promise<void>();
-        persist(self, apply_definitions(self, defs), [=](const caf::error& err) mutable {
-          if (err) {
-            rp.deliver(err);
-            return;
-          }
-          declare_topology(self, defs, [=](caf::error err) mutable {
-            if (err) {
-              rp.deliver(err);
-              return;
-            }
-            log(log_level::info, "node",
-                "definitions imported: " + std::to_string(defs.users.size()) + " users, " +
-                    std::to_string(defs.vhosts.size()) + " vhosts, " +
-                    std::to_string(defs.exchanges.size()) + " exchanges, " +
-                    std::to_string(defs.queues.size()) + " queues, " +
-                    std::to_string(defs.bindings.size()) + " bindings");
-            deliver_unit(rp);
-          });
-        });
-        return rp;
-      },
-      [=](list_atom, vhost_atom) {
-        std::vector<std::string> names;
-        for (const auto& [name, vhost] : self->state.vhosts) names.push_back(name);
-        return names;
-      },
-      [=](list_atom, conns_atom) {
-        auto visible = visible_vhosts(self);
-        auto rp = self->make_response_promise<std::vector<connection_info>>();
-        all_connections(self, [=](std::vector<connection_info> rows) mutable {
-          keep_visible(rows, visible);
-          rp.deliver(std::move(rows));
-        });
-        return rp;
-      },
+      [=](settings_atom, vhost_atom, text name) { return vhost_limits_of(self, name); },
+      [=](export_atom) { return export_definitions(self); },
+      [=](import_atom, const definitions& defs) { return import_definitions(self, defs); },
+      [=](list_atom, queues_atom) { return list_queues(self); },
+      [=](list_atom, conns_atom) { return list_connections(self); },
+      [=](stats_atom) { return node_stats(self); },
   };
 }
 

@@ -1,5 +1,6 @@
 // Node actor: the root of one broker process. Owns the vhosts and the user table, admits
-// connections, and answers node-wide listings.
+// connections, and answers node-wide listings. Its messages, declared as code in
+// node_protocol.hpp:
 //
 //   (connect_atom, client_hello, connection actor)
 //       -> (vhost actor, connection_settings, permission_record of the user in that vhost)
@@ -27,7 +28,7 @@
 //                                                       uptime and memory
 #pragma once
 
-#include "actors/protocol.hpp"
+#include "actors/node_protocol.hpp"
 #include "actors/storage_context.hpp"
 #include "persistence/lmdb_store.hpp"
 
@@ -35,6 +36,7 @@
 #include <caf/behavior.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include <map>
 #include <unordered_map>
@@ -58,7 +60,9 @@ struct node_state {
 };
 
 /// `contents` is what the metadata store held at start-up; a fresh store gets the vhost "/".
-caf::behavior node_actor(caf::stateful_actor<node_state>* self, storage_context storage,
-                         persistence::metadata_contents contents);
+using node_self = node_actor_type::stateful_pointer<node_state>;
+
+node_actor_type::behavior_type node_actor(node_self self, storage_context storage,
+                                          persistence::metadata_contents contents);
 
 }  // namespace warren

@@ -1,5 +1,7 @@
 #include "actors/node_definitions.hpp"
 
+#include "actors/vhost_protocol.hpp"
+
 #include "actors/gather.hpp"
 #include "actors/permissions.hpp"
 #include "actors/users.hpp"
@@ -70,7 +72,9 @@ template <class Row, class Atom>
 void list_all(node_self self, Atom what, std::function<void(std::vector<std::vector<Row>>)> done) {
   gather<std::vector<Row>>(
       vhost_actors(self->state),
-      [=](const caf::actor& v) { return self->request(v, caf::infinite, list_atom::value, what); },
+      [=](const caf::actor& v) {
+        return self->request(vhost_handle(v), caf::infinite, list_atom::value, what);
+      },
       std::move(done));
 }
 
@@ -177,7 +181,9 @@ void declare_topology(node_self self, const definitions& defs,
       if (e) return acc->done(std::move(e));
     acc->done(caf::error{});
   };
-  auto vhost_of = [self](const std::string& name) { return self->state.vhosts.at(name); };
+  auto vhost_of = [self](const std::string& name) {
+    return vhost_handle(self->state.vhosts.at(name));
+  };
   auto me = caf::actor_cast<caf::actor>(self);
   size_t step = 0;
   for (const auto& [vhost, e] : defs.exchanges) {

@@ -9,8 +9,6 @@
 
 namespace warren {
 
-using node_self = caf::stateful_actor<node_state>*;
-
 /// Collects the node's definitions: its users (with hashes), vhosts with limits and permissions,
 /// and from every vhost actor the durable exchanges (not the built-in ones), the durable
 /// non-exclusive queues and the bindings between what is exported (built-in sources included).

@@ -22,7 +22,7 @@ namespace warren {
 
 namespace {
 
-using self_ptr = caf::stateful_actor<vhost_state>*;
+using self_ptr = vhost_actor_type::stateful_pointer<vhost_state>;
 
 std::string in_vhost(const vhost_state& st) {
   return " in vhost " + quote(st.vhost);
@@ -143,7 +143,8 @@ std::vector<caf::actor> queue_actors(const vhost_state& st) {
 
 void add_exchange(self_ptr self, exchange_spec spec, bool builtin) {
   auto& st = self->state;
-  auto actor = self->spawn(exchange_actor, spec, caf::actor_cast<caf::actor>(self));
+  auto actor = caf::actor_cast<caf::actor>(
+      self->spawn(exchange_actor, spec, caf::actor_cast<caf::actor>(self)));
   auto name = spec.name;
   st.exchanges[name] = {std::move(spec), std::move(actor), builtin,
                         exchange_id_bit | ++st.next_exchange_id};
@@ -177,7 +178,7 @@ void remove_exchange(self_ptr self, const std::string& name, changes& out) {
     }
     if (to_it)
       if (auto source = st.exchanges.find(b.exchange); source != st.exchanges.end())
-        self->send(source->second.actor, unbind_q_atom::value, id);
+        self->send(exchange_handle(source->second.actor), unbind_q_atom::value, id);
     if (stored(st, b)) erase(meta_table::bindings, persistence::binding_key(st.vhost, b), out);
     i = st.bindings.erase(i);
   }
@@ -198,7 +199,7 @@ void forget_queue(self_ptr self, const std::string& name, changes& out) {
     if (leads_to(b, name, false)) gone.push_back(b);
   for (const auto& b : gone) {
     if (auto e = st.exchanges.find(b.exchange); e != st.exchanges.end())
-      self->send(e->second.actor, unbind_q_atom::value, id);
+      self->send(exchange_handle(e->second.actor), unbind_q_atom::value, id);
     drop_binding(self, b, out);
   }
   if (stored(q->second.spec))
@@ -321,8 +322,8 @@ void start_queue(self_ptr self, const queue_spec& spec, const queue_limits& limi
   binding_spec implicit{"", spec.name, spec.name, {}, false};
   st.bindings[binding_key(implicit)] = implicit;
   // anon_send: the exchange answers bind requests, and this one needs no answer.
-  caf::anon_send(st.exchanges[""].actor, bind_atom::value, id, entry.actor, spec.name,
-                 field_table{});
+  caf::anon_send(exchange_handle(st.exchanges[""].actor), bind_atom::value, id, entry.actor,
+                 spec.name, field_table{});
   st.queues[spec.name] = std::move(entry);
 }
 
@@ -466,8 +467,8 @@ caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& request
   changes batch;
   if (stored(st, b)) put_binding(st, b, batch);
   auto rp = self->make_response_promise<void>();
-  self->request(st.exchanges[b.exchange].actor, caf::infinite, bind_atom::value, target.id,
-                target.actor, b.key, b.arguments)
+  self->request(exchange_handle(st.exchanges[b.exchange].actor), caf::infinite, bind_atom::value,
+                target.id, target.actor, b.key, b.arguments)
       .then([=](bool) mutable { reply_after(self, batch, rp); },
             [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
   return rp;
@@ -483,7 +484,8 @@ caf::result<void> unbind(self_ptr self, binding_spec& b, const caf::actor& reque
   auto exchange = st.exchanges[b.exchange].actor;
   changes batch;
   drop_binding(self, b, batch);  // may delete an auto-delete exchange
-  self->request(exchange, caf::infinite, unbind_atom::value, target.id, b.key, b.arguments)
+  self->request(exchange_handle(exchange), caf::infinite, unbind_atom::value, target.id, b.key,
+                b.arguments)
       .then([=](bool) mutable { reply_after(self, batch, rp); },
             [=](caf::error&) mutable { reply_after(self, batch, rp); });
   return rp;
@@ -548,38 +550,175 @@ void restore(self_ptr self, vhost_recovery recovered) {
       continue;
     }
     st.bindings[binding_key(b)] = b;
-    caf::anon_send(e->second.actor, bind_atom::value, target.id, target.actor, b.key, b.arguments);
+    caf::anon_send(exchange_handle(e->second.actor), bind_atom::value, target.id, target.actor,
+                   b.key, b.arguments);
   }
 }
 
-}  // namespace
+caf::result<uint32_t> purge(self_ptr self, const std::string& name, const caf::actor& requester) {
+  auto& st = self->state;
+  auto q = st.queues.find(name);
+  if (q == st.queues.end()) return no_queue(st, name);
+  if (auto err = check_owner(st, q->second, requester)) return err;
+  auto rp = self->make_response_promise<uint32_t>();
+  self->request(queue_handle(q->second.actor), caf::infinite, purge_atom::value)
+      .then([=](uint32_t n) mutable { rp.deliver(n); },
+            [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
 
-caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string name,
-                          storage_context storage, vhost_recovery recovered) {
-  install_actor_defaults(self, "vhost");
-  self->state.vhost = std::move(name);
-  self->state.storage = std::move(storage);
+caf::result<caf::actor, bool> find_exchange(self_ptr self, const std::string& name) {
+  auto& st = self->state;
+  auto e = st.exchanges.find(name);
+  if (e == st.exchanges.end()) return no_exchange(st, name);
+  return {e->second.actor, e->second.spec.internal};
+}
+
+caf::result<caf::actor> find_queue(self_ptr self, const std::string& name,
+                                   const caf::actor& requester) {
+  auto& st = self->state;
+  auto q = st.queues.find(name);
+  if (q == st.queues.end()) return no_queue(st, name);
+  if (auto err = check_owner(st, q->second, requester)) return err;
+  return q->second.actor;
+}
+
+// Dead letters from a queue go through their exchange; a missing one drops them, as RabbitMQ.
+void dead_letter(self_ptr self, const std::string& exchange, std::vector<message_ptr>& msgs) {
+  auto& st = self->state;
+  auto e = st.exchanges.find(exchange);
+  if (e == st.exchanges.end()) return;
+  publish_batch batch;
+  for (auto& m : msgs) batch.items.push_back({std::move(m), 0});
+  caf::anon_send(exchange_handle(e->second.actor), publish_atom::value, std::move(batch));
+}
+
+// A queue that should go (auto-delete, x-expires), unless it was replaced meanwhile.
+void queue_unused(self_ptr self, const std::string& name, const caf::actor& queue) {
+  auto q = self->state.queues.find(name);
+  if (q != self->state.queues.end() && q->second.actor == queue) delete_queue_now(self, name);
+}
+
+std::vector<exchange_info> list_exchanges(const vhost_state& st) {
+  std::vector<exchange_info> out;
+  for (const auto& [name, e] : st.exchanges) out.push_back({st.vhost, e.spec});
+  return out;
+}
+
+std::vector<binding_info> list_bindings(const vhost_state& st) {
+  std::vector<binding_info> out;
+  for (const auto& [key, b] : st.bindings) out.push_back({st.vhost, b});
+  return out;
+}
+
+// Asks every queue for its statistics; `done` gets them in queue name order.
+template <class Done>
+void gather_stats(self_ptr self, Done done) {
+  gather<queue_info>(
+      queue_actors(self->state),
+      [=](const caf::actor& q) {
+        return self->request(queue_handle(q), caf::infinite, stats_atom::value);
+      },
+      [=](std::vector<queue_info> rows) mutable {
+        std::sort(rows.begin(), rows.end(),
+                  [](const auto& a, const auto& b) { return a.spec.name < b.spec.name; });
+        done(std::move(rows));
+      });
+}
+
+caf::typed_response_promise<std::vector<queue_info>> list_queues(self_ptr self) {
+  auto rp = self->make_response_promise<std::vector<queue_info>>();
+  gather_stats(self, [=](std::vector<queue_info> rows) mutable { rp.deliver(std::move(rows)); });
+  return rp;
+}
+
+caf::typed_response_promise<std::vector<consumer_info>> list_consumers(self_ptr self) {
+  auto rp = self->make_response_promise<std::vector<consumer_info>>();
+  gather<std::vector<consumer_info>>(
+      queue_actors(self->state),
+      [=](const caf::actor& q) {
+        return self->request(queue_handle(q), caf::infinite, consumers_atom::value);
+      },
+      [=](std::vector<std::vector<consumer_info>> parts) mutable {
+        std::vector<consumer_info> rows;
+        for (auto& p : parts) rows.insert(rows.end(), p.begin(), p.end());
+        rp.deliver(std::move(rows));
+      });
+  return rp;
+}
+
+caf::typed_response_promise<lookup_reply> lookup(self_ptr self, const message_id& id) {
+  auto rp = self->make_response_promise<lookup_reply>();
+  gather<lookup_reply>(
+      queue_actors(self->state),
+      [=](const caf::actor& q) {
+        return self->request(queue_handle(q), caf::infinite, lookup_atom::value, id);
+      },
+      [=](std::vector<lookup_reply> replies) mutable {
+        lookup_reply answer;
+        for (auto& r : replies)
+          if (r.found) answer = std::move(r);
+        rp.deliver(std::move(answer));
+      });
+  return rp;
+}
+
+// The vhost is being deleted: answered once its records are gone, then it stops.
+caf::typed_response_promise<void> shut_down(self_ptr self) {
+  auto rp = self->make_response_promise<void>();
+  persist(self, delete_everything(self), [=](const caf::error& err) mutable {
+    if (err)
+      rp.deliver(err);
+    else
+      deliver_unit(rp);
+    self->quit();
+  });
+  return rp;
+}
+
+// Answered once every queue has recovered (queues recover before their first message).
+caf::typed_response_promise<void> when_ready(self_ptr self) {
+  auto rp = self->make_response_promise<void>();
+  gather_stats(self, [=](std::vector<queue_info>) mutable { deliver_unit(rp); });
+  return rp;
+}
+
+void on_down(self_ptr self, const caf::down_msg& dm) {
+  auto& st = self->state;
+  std::vector<std::string> gone;
+  for (const auto& [qname, q] : st.queues) {
+    // An exclusive queue's connection closed, or a queue actor stopped on its own.
+    if ((q.owner && q.owner.address() == dm.source) || q.actor.address() == dm.source)
+      gone.push_back(qname);
+  }
+  for (const auto& qname : gone) delete_queue_now(self, qname);
+}
+
+void add_builtin_exchanges(self_ptr self) {
   add_exchange(self, {"", exchange_type::direct, true, false, false, {}}, true);
   add_exchange(self, {"amq.direct", exchange_type::direct, true, false, false, {}}, true);
   add_exchange(self, {"amq.fanout", exchange_type::fanout, true, false, false, {}}, true);
   add_exchange(self, {"amq.topic", exchange_type::topic, true, false, false, {}}, true);
   add_exchange(self, {"amq.headers", exchange_type::headers, true, false, false, {}}, true);
   add_exchange(self, {"amq.match", exchange_type::headers, true, false, false, {}}, true);
+}
+
+}  // namespace
+
+vhost_actor_type::behavior_type vhost_actor(vhost_actor_type::stateful_pointer<vhost_state> self,
+                                            std::string name, storage_context storage,
+                                            vhost_recovery recovered) {
+  install_actor_defaults(self, "vhost");
+  self->state.vhost = std::move(name);
+  self->state.storage = std::move(storage);
+  add_builtin_exchanges(self);
   restore(self, std::move(recovered));
-  self->set_down_handler([=](caf::down_msg& dm) {
-    auto& st = self->state;
-    std::vector<std::string> gone;
-    for (const auto& [qname, q] : st.queues) {
-      // An exclusive queue's connection closed, or a queue actor stopped on its own.
-      if ((q.owner && q.owner.address() == dm.source) || q.actor.address() == dm.source)
-        gone.push_back(qname);
-    }
-    for (const auto& qname : gone) delete_queue_now(self, qname);
-  });
+  self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
   self->set_exit_handler([=](caf::exit_msg& msg) {
     stop_everything(self);
     self->quit(msg.reason);
   });
+  using requester_t = const caf::actor&;
   return {
       [=](declare_atom, exchange_spec& spec, bool passive) {
         return declare_exchange(self, spec, passive);
@@ -587,136 +726,38 @@ caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string na
       [=](delete_atom, exchanges_atom, const std::string& name, bool if_unused) {
         return delete_exchange(self, name, if_unused);
       },
-      [=](declare_atom, queue_spec& spec, bool passive, const caf::actor& requester) {
+      [=](declare_atom, queue_spec& spec, bool passive, requester_t requester) {
         return declare_queue(self, spec, passive, requester);
       },
       [=](delete_atom, queues_atom, const std::string& name, bool if_unused, bool if_empty,
-          const caf::actor& requester) {
+          requester_t requester) {
         return delete_queue(self, name, if_unused, if_empty, requester);
       },
-      [=](purge_atom, const std::string& name,
-          const caf::actor& requester) -> caf::result<uint32_t> {
-        auto& st = self->state;
-        auto q = st.queues.find(name);
-        if (q == st.queues.end()) return no_queue(st, name);
-        if (auto err = check_owner(st, q->second, requester)) return err;
-        auto rp = self->make_response_promise<uint32_t>();
-        self->request(queue_handle(q->second.actor), caf::infinite, purge_atom::value)
-            .then([=](uint32_t n) mutable { rp.deliver(n); },
-                  [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
-        return rp;
+      [=](purge_atom, const std::string& name, requester_t requester) {
+        return purge(self, name, requester);
       },
-      [=](bind_atom, binding_spec& b, const caf::actor& requester) {
-        return bind(self, b, requester);
-      },
-      [=](unbind_atom, binding_spec& b, const caf::actor& requester) {
+      [=](bind_atom, binding_spec& b, requester_t requester) { return bind(self, b, requester); },
+      [=](unbind_atom, binding_spec& b, requester_t requester) {
         return unbind(self, b, requester);
       },
-      [=](find_atom, exchanges_atom, const std::string& name) -> caf::result<caf::actor, bool> {
-        auto& st = self->state;
-        auto e = st.exchanges.find(name);
-        if (e == st.exchanges.end()) return no_exchange(st, name);
-        return {e->second.actor, e->second.spec.internal};
+      [=](find_atom, exchanges_atom, const std::string& name) { return find_exchange(self, name); },
+      [=](find_atom, queues_atom, const std::string& name, requester_t requester) {
+        return find_queue(self, name, requester);
       },
-      [=](find_atom, queues_atom, const std::string& name,
-          const caf::actor& requester) -> caf::result<caf::actor> {
-        auto& st = self->state;
-        auto q = st.queues.find(name);
-        if (q == st.queues.end()) return no_queue(st, name);
-        if (auto err = check_owner(st, q->second, requester)) return err;
-        return q->second.actor;
+      [=](list_atom, exchanges_atom) { return list_exchanges(self->state); },
+      [=](list_atom, bindings_atom) { return list_bindings(self->state); },
+      [=](list_atom, queues_atom) { return list_queues(self); },
+      [=](list_atom, consumers_atom) { return list_consumers(self); },
+      [=](lookup_atom, const message_id& id) { return lookup(self, id); },
+      [=](dead_atom, const std::string& exchange, std::vector<message_ptr>& msgs) {
+        dead_letter(self, exchange, msgs);
+      },
+      [=](unused_atom, const std::string& name, requester_t queue) {
+        queue_unused(self, name, queue);
       },
       [=](settings_atom, const vhost_limits& limits) { self->state.limits = limits; },
-      [=](dead_atom, const std::string& exchange, std::vector<message_ptr>& msgs) {
-        auto& st = self->state;
-        auto e = st.exchanges.find(exchange);
-        if (e == st.exchanges.end()) return;  // a missing dead-letter exchange drops, as RabbitMQ
-        publish_batch batch;
-        for (auto& m : msgs) batch.items.push_back({std::move(m), 0});
-        caf::anon_send(e->second.actor, publish_atom::value, std::move(batch));  // no answer wanted
-      },
-      [=](unused_atom, const std::string& name, const caf::actor& queue) {
-        auto q = self->state.queues.find(name);
-        if (q != self->state.queues.end() && q->second.actor == queue) delete_queue_now(self, name);
-      },
-      [=](list_atom, exchanges_atom) {
-        std::vector<exchange_info> out;
-        for (const auto& [name, e] : self->state.exchanges)
-          out.push_back({self->state.vhost, e.spec});
-        return out;
-      },
-      [=](list_atom, bindings_atom) {
-        std::vector<binding_info> out;
-        for (const auto& [key, b] : self->state.bindings) out.push_back({self->state.vhost, b});
-        return out;
-      },
-      [=](list_atom, queues_atom) {
-        auto rp = self->make_response_promise<std::vector<queue_info>>();
-        gather<queue_info>(
-            queue_actors(self->state),
-            [=](const caf::actor& q) {
-              return self->request(queue_handle(q), caf::infinite, stats_atom::value);
-            },
-            [=](std::vector<queue_info> rows) mutable {
-              std::sort(rows.begin(), rows.end(),
-                        [](const auto& a, const auto& b) { return a.spec.name < b.spec.name; });
-              rp.deliver(std::move(rows));
-            });
-        return rp;
-      },
-      [=](list_atom, consumers_atom) {
-        auto rp = self->make_response_promise<std::vector<consumer_info>>();
-        gather<std::vector<consumer_info>>(
-            queue_actors(self->state),
-            [=](const caf::actor& q) {
-              return self->request(queue_handle(q), caf::infinite, consumers_atom::value);
-            },
-            [=](std::vector<std::vector<consumer_info>> parts) mutable {
-              std::vector<consumer_info> rows;
-              for (auto& p : parts) rows.insert(rows.end(), p.begin(), p.end());
-              rp.deliver(std::move(rows));
-            });
-        return rp;
-      },
-      [=](lookup_atom, const message_id& id) {
-        auto rp = self->make_response_promise<lookup_reply>();
-        gather<lookup_reply>(
-            queue_actors(self->state),
-            [=](const caf::actor& q) {
-              return self->request(queue_handle(q), caf::infinite, lookup_atom::value, id);
-            },
-            [=](std::vector<lookup_reply> replies) mutable {
-              lookup_reply answer;
-              for (auto& r : replies)
-                if (r.found) answer = std::move(r);
-              rp.deliver(std::move(answer));
-            });
-        return rp;
-      },
-      [=](shutdown_atom) {
-        // The vhost is being deleted: answer once its records are gone, then stop.
-        auto rp = self->make_response_promise<void>();
-        persist(self, delete_everything(self), [=](const caf::error& err) mutable {
-          if (err)
-            rp.deliver(err);
-          else
-            deliver_unit(rp);
-          self->quit();
-        });
-        return rp;
-      },
-      [=](ready_atom) {
-        // Answers once every queue has finished recovering (queues recover before their first
-        // message).
-        auto rp = self->make_response_promise<void>();
-        gather<queue_info>(
-            queue_actors(self->state),
-            [=](const caf::actor& q) {
-              return self->request(queue_handle(q), caf::infinite, stats_atom::value);
-            },
-            [=](std::vector<queue_info>) mutable { deliver_unit(rp); });
-        return rp;
-      },
+      [=](shutdown_atom) { return shut_down(self); },
+      [=](ready_atom) { return when_ready(self); },
   };
 }
 

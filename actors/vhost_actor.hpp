@@ -2,8 +2,8 @@
 // the bindings, and serializes declare / delete / bind so metadata stays consistent. Exchanges
 // and queues it spawns live as long as it does.
 //
-// Requests (from connection actors; `requester` is the asking connection, used for exclusive
-// queues):
+// Requests (declared as code in vhost_protocol.hpp; from connection actors; `requester` is the
+// asking connection, used for exclusive queues):
 //   (declare_atom, exchange_spec, passive)                       -> void
 //   (delete_atom, exchanges_atom, name, if_unused)               -> void
 //   (declare_atom, queue_spec, passive, requester)               -> queue_info
@@ -23,13 +23,14 @@
 // Durable declarations are answered after the persistence actor committed them.
 #pragma once
 
-#include "actors/protocol.hpp"
 #include "actors/storage_context.hpp"
+#include "actors/vhost_protocol.hpp"
 
 #include <caf/actor_addr.hpp>
 #include <caf/behavior.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include <map>
 #include <unordered_map>
@@ -69,7 +70,8 @@ struct vhost_state {
   static inline const char* name = "vhost";
 };
 
-caf::behavior vhost_actor(caf::stateful_actor<vhost_state>* self, std::string name,
-                          storage_context storage, vhost_recovery recovered);
+vhost_actor_type::behavior_type vhost_actor(vhost_actor_type::stateful_pointer<vhost_state> self,
+                                            std::string name, storage_context storage,
+                                            vhost_recovery recovered);
 
 }  // namespace warren

@@ -278,7 +278,7 @@ int main(int argc, char** argv) {
   caf::anon_send(node, warren::settings_atom::value, opt.settings);
   opt.limits.max_message_bytes = opt.settings.max_message_bytes;
   opt.limits.channel_max = opt.settings.channel_max;
-  front_doors doors(system, node, alarm);
+  front_doors doors(system, caf::actor_cast<caf::actor>(node), alarm);
   uint16_t port = 0;
   try {
     port = doors.start(opt);
@@ -293,7 +293,7 @@ int main(int argc, char** argv) {
   warren::log(warren::log_level::info, "node",
               "warren-node ready on " + opt.bind + ":" + std::to_string(port));
 
-  warren::node_stats stats(system, node, opt.stats_interval);
+  warren::node_stats stats(system, caf::actor_cast<caf::actor>(node), opt.stats_interval);
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   warren::log(warren::log_level::info, "node",

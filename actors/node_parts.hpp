@@ -1,0 +1,54 @@
+// The node actor's parts, shared by node_actor.cpp (logins, vhosts, listings, definitions) and
+// node_users.cpp (users and permissions); nothing else includes this.
+#pragma once
+
+#include "actors/node_actor.hpp"
+#include "persistence/metadata_codec.hpp"
+
+#include <caf/error.hpp>
+
+#include <string>
+#include <vector>
+
+namespace warren::node_parts {
+
+using self_ptr = node_self;
+
+/// The asking connection's user, or empty (the node's own askers).
+std::string requester(self_ptr self);
+/// ACCESS_REFUSED unless the asking connection's user is tagged administrator.
+caf::error require_admin(self_ptr self, const char* what);
+/// Stores `batch`; the promise is answered once it is committed.
+caf::result<void> store(self_ptr self, std::vector<persistence::meta_mutation> batch);
+
+persistence::meta_mutation user_change(const user_record& u, bool erase);
+persistence::meta_mutation permission_change(const permission_record& p, bool erase);
+
+/// Drops the permissions whose (user, vhost) key matches, adding their erasure to `batch`.
+template <class Match>
+void forget_permissions(node_state& st, std::vector<persistence::meta_mutation>& batch,
+                        Match match) {
+  for (auto p = st.permissions.begin(); p != st.permissions.end();) {
+    if (!match(p->first)) {
+      ++p;
+      continue;
+    }
+    batch.push_back(permission_change(p->second, true));
+    p = st.permissions.erase(p);
+  }
+}
+
+// --- users and permissions (node_users.cpp), each for administrators --------------------------
+
+caf::result<void> add_user(self_ptr self, const std::string& name, const std::string& password,
+                           const std::vector<std::string>& tags);
+caf::result<void> change_password(self_ptr self, const std::string& name,
+                                  const std::string& password);
+caf::result<void> delete_user(self_ptr self, const std::string& name);
+caf::result<std::vector<user_record>> list_users(self_ptr self);
+caf::result<void> set_permissions(self_ptr self, const permission_record& p);
+caf::result<void> clear_permissions(self_ptr self, const std::string& user,
+                                    const std::string& vhost);
+caf::result<std::vector<permission_record>> list_permissions(self_ptr self);
+
+}  // namespace warren::node_parts

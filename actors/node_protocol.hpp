@@ -1,0 +1,49 @@
+// The node actor's interface, declared once as CAF typed_actor signatures (node_actor.hpp
+// describes each message). Senders that hold the node as caf::actor go through node_handle() so
+// that a request it does not take, or a reply of the wrong type, fails to compile.
+#pragma once
+
+#include "actors/protocol.hpp"
+
+#include <caf/actor_cast.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <string>
+#include <vector>
+
+namespace warren {
+
+using node_actor_type = caf::typed_actor<
+    // logging in: the vhost, the node's settings and the user's permissions there
+    caf::replies_to<connect_atom, client_hello, caf::actor>::with<caf::actor, connection_settings,
+                                                                  permission_record>,
+    // from warren-node at start-up
+    caf::reacts_to<alarm_atom, caf::actor>, caf::reacts_to<settings_atom, connection_settings>,
+    caf::reacts_to<ready_atom>,
+    // users and permissions (administrators)
+    caf::reacts_to<declare_atom, user_atom, std::string, std::string, std::vector<std::string>>,
+    caf::reacts_to<settings_atom, user_atom, std::string, std::string>,
+    caf::reacts_to<delete_atom, user_atom, std::string>,
+    caf::replies_to<list_atom, user_atom>::with<std::vector<user_record>>,
+    caf::reacts_to<declare_atom, permission_atom, permission_record>,
+    caf::reacts_to<delete_atom, permission_atom, std::string, std::string>,
+    caf::replies_to<list_atom, permission_atom>::with<std::vector<permission_record>>,
+    // vhosts
+    caf::reacts_to<declare_atom, vhost_atom, std::string>,
+    caf::reacts_to<delete_atom, vhost_atom, std::string>,
+    caf::replies_to<list_atom, vhost_atom>::with<std::vector<std::string>>,
+    caf::reacts_to<settings_atom, vhost_atom, std::string, vhost_limits>,
+    caf::replies_to<settings_atom, vhost_atom, std::string>::with<vhost_limits>,
+    // definitions
+    caf::replies_to<export_atom>::with<definitions>, caf::reacts_to<import_atom, definitions>,
+    // listings and statistics, node-wide
+    caf::replies_to<list_atom, queues_atom>::with<std::vector<queue_info>>,
+    caf::replies_to<list_atom, conns_atom>::with<std::vector<connection_info>>,
+    caf::replies_to<stats_atom>::with<node_stats_info>>;
+
+/// The typed view of the node actor held as caf::actor.
+inline node_actor_type node_handle(const caf::actor& node) {
+  return caf::actor_cast<node_actor_type>(node);
+}
+
+}  // namespace warren
