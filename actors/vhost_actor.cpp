@@ -1,5 +1,8 @@
 #include "actors/vhost_actor.hpp"
 
+#include "actors/equivalence.hpp"
+#include "actors/vhost_records.hpp"
+
 #include "actors/actor_defaults.hpp"
 
 #include "actors/broker_error.hpp"
@@ -40,16 +43,10 @@ caf::error invalid(const std::string& problem) {
   return make_broker_error(reply_code::precondition_failed, problem);
 }
 
-using changes = std::vector<persistence::meta_mutation>;
-using persistence::meta_table;
+using namespace vhost_records;
 
-// What survives a restart: durable exchanges, durable non-exclusive queues, and bindings
-// between two of those.
-bool stored(const queue_spec& q) {
-  return q.durable && !q.exclusive;
-}
-
-bool stored(const vhost_state& st, const binding_spec& b) {
+// Bindings survive a restart between a durable exchange and a durable exchange or a stored queue.
+bool binding_stored(const vhost_state& st, const binding_spec& b) {
   auto e = st.exchanges.find(b.exchange);
   if (b.exchange.empty() || e == st.exchanges.end() || !e->second.spec.durable) return false;
   if (b.to_exchange) {
@@ -58,25 +55,6 @@ bool stored(const vhost_state& st, const binding_spec& b) {
   }
   auto q = st.queues.find(b.destination);
   return q != st.queues.end() && stored(q->second.spec);
-}
-
-void put_exchange(const vhost_state& st, const exchange_spec& e, changes& out) {
-  out.push_back({meta_table::exchanges, persistence::exchange_key(st.vhost, e.name),
-                 persistence::encode_exchange({st.vhost, e}), false});
-}
-
-void put_queue(const vhost_state& st, const queue_spec& q, uint64_t id, changes& out) {
-  out.push_back({meta_table::queues, persistence::queue_key(st.vhost, q.name),
-                 persistence::encode_queue({st.vhost, q, id}), false});
-}
-
-void put_binding(const vhost_state& st, const binding_spec& b, changes& out) {
-  out.push_back({meta_table::bindings, persistence::binding_key(st.vhost, b),
-                 persistence::encode_binding({st.vhost, b}), false});
-}
-
-void erase(meta_table table, std::string key, changes& out) {
-  out.push_back({table, std::move(key), {}, true});
 }
 
 template <class Done>
@@ -112,29 +90,6 @@ caf::error check_owner(const vhost_state& st, const vhost_state::queue_entry& q,
   return {};
 }
 
-template <class T>
-std::string inequivalent(const char* what, const std::string& name, const vhost_state& st,
-                         const char* field, const T& received, const T& current) {
-  return std::string("inequivalent arg '") + field + "' for " + what + " " + quote(name) +
-         in_vhost(st) + ": received '" + received + "' but current is '" + current + "'";
-}
-
-const char* yes_no(bool b) {
-  return b ? "true" : "false";
-}
-
-// RabbitMQ's wording, naming the first argument that differs: "inequivalent arg
-// 'x-message-ttl' for queue 'q' in vhost '/': received '2000' but current is '1000'".
-std::string inequivalent_arguments(const char* what, const std::string& name, const vhost_state& st,
-                                   const field_table& received, const field_table& current) {
-  auto key = first_difference(received, current);
-  auto text = [&](const field_table& t) {
-    const auto* v = find_field(t, key);
-    return v == nullptr ? std::string("none") : to_string(*v);
-  };
-  return inequivalent(what, name, st, key.c_str(), text(received), text(current));
-}
-
 std::vector<caf::actor> queue_actors(const vhost_state& st) {
   std::vector<caf::actor> out;
   for (const auto& [name, q] : st.queues) out.push_back(q.actor);
@@ -155,7 +110,7 @@ void remove_exchange(self_ptr self, const std::string& name, changes& out);
 // Forgets the binding and, for an auto-delete exchange left without bindings, the exchange.
 void drop_binding(self_ptr self, const binding_spec& b, changes& out) {
   auto& st = self->state;
-  if (stored(st, b)) erase(meta_table::bindings, persistence::binding_key(st.vhost, b), out);
+  if (binding_stored(st, b)) erase_binding(st.vhost, b, out);
   st.bindings.erase(binding_key(b));
   auto e = st.exchanges.find(b.exchange);
   if (e == st.exchanges.end() || !e->second.spec.auto_delete) return;
@@ -179,11 +134,10 @@ void remove_exchange(self_ptr self, const std::string& name, changes& out) {
     if (to_it)
       if (auto source = st.exchanges.find(b.exchange); source != st.exchanges.end())
         self->send(exchange_handle(source->second.actor), unbind_q_atom::value, id);
-    if (stored(st, b)) erase(meta_table::bindings, persistence::binding_key(st.vhost, b), out);
+    if (binding_stored(st, b)) erase_binding(st.vhost, b, out);
     i = st.bindings.erase(i);
   }
-  if (e->second.spec.durable)
-    erase(meta_table::exchanges, persistence::exchange_key(st.vhost, name), out);
+  if (e->second.spec.durable) erase_exchange(st.vhost, name, out);
   self->send_exit(e->second.actor, caf::exit_reason::user_shutdown);
   st.exchanges.erase(e);
 }
@@ -202,8 +156,7 @@ void forget_queue(self_ptr self, const std::string& name, changes& out) {
       self->send(exchange_handle(e->second.actor), unbind_q_atom::value, id);
     drop_binding(self, b, out);
   }
-  if (stored(q->second.spec))
-    erase(meta_table::queues, persistence::queue_key(st.vhost, name), out);
+  if (stored(q->second.spec)) erase_queue(st.vhost, name, out);
   st.queues.erase(q);
 }
 
@@ -264,28 +217,13 @@ caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool pass
     add_exchange(self, spec, false);
     if (!spec.durable) return caf::unit;
     changes batch;
-    put_exchange(st, spec, batch);
+    put_exchange(st.vhost, spec, batch);
     auto rp = self->make_response_promise<void>();
     reply_after(self, std::move(batch), rp);
     return rp;
   }
-  const auto& cur = existing->second.spec;
-  const char* what = "exchange";
-  if (cur.type != spec.type)
-    return invalid(inequivalent(what, spec.name, st, "type", std::string(to_string(spec.type)),
-                                std::string(to_string(cur.type))));
-  if (cur.durable != spec.durable)
-    return invalid(inequivalent(what, spec.name, st, "durable", std::string(yes_no(spec.durable)),
-                                std::string(yes_no(cur.durable))));
-  if (cur.auto_delete != spec.auto_delete)
-    return invalid(inequivalent(what, spec.name, st, "auto_delete",
-                                std::string(yes_no(spec.auto_delete)),
-                                std::string(yes_no(cur.auto_delete))));
-  if (cur.internal != spec.internal)
-    return invalid(inequivalent(what, spec.name, st, "internal", std::string(yes_no(spec.internal)),
-                                std::string(yes_no(cur.internal))));
-  if (!same_table(cur.arguments, spec.arguments))
-    return invalid(inequivalent_arguments(what, spec.name, st, spec.arguments, cur.arguments));
+  if (auto m = exchange_mismatch(st.vhost, existing->second.spec, spec); !m.empty())
+    return invalid(m);
   return caf::unit;
 }
 
@@ -361,20 +299,7 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
   if (existing != st.queues.end()) {
     auto& q = existing->second;
     if (auto err = check_owner(st, q, requester)) return err;
-    const char* what = "queue";
-    if (q.spec.durable != spec.durable)
-      return invalid(inequivalent(what, spec.name, st, "durable", std::string(yes_no(spec.durable)),
-                                  std::string(yes_no(q.spec.durable))));
-    if (q.spec.exclusive != spec.exclusive)
-      return invalid(inequivalent(what, spec.name, st, "exclusive",
-                                  std::string(yes_no(spec.exclusive)),
-                                  std::string(yes_no(q.spec.exclusive))));
-    if (q.spec.auto_delete != spec.auto_delete)
-      return invalid(inequivalent(what, spec.name, st, "auto_delete",
-                                  std::string(yes_no(spec.auto_delete)),
-                                  std::string(yes_no(q.spec.auto_delete))));
-    if (!same_table(q.spec.arguments, spec.arguments))
-      return invalid(inequivalent_arguments(what, spec.name, st, spec.arguments, q.spec.arguments));
+    if (auto m = queue_mismatch(st.vhost, q.spec, spec); !m.empty()) return invalid(m);
     auto rp = self->make_response_promise<queue_info>();
     self->request(queue_handle(q.actor), caf::infinite, declare_atom::value)
         .then([=](queue_info& info) mutable { rp.deliver(std::move(info)); },
@@ -391,7 +316,7 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
     self->monitor(requester);
   }
   changes batch;
-  if (stored(spec)) put_queue(st, spec, id, batch);
+  if (stored(spec)) put_queue(st.vhost, spec, id, batch);
   auto rp = self->make_response_promise<queue_info>();
   queue_info fresh;
   fresh.vhost = st.vhost;
@@ -465,7 +390,7 @@ caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& request
   if (st.bindings.count(key) != 0) return caf::unit;
   st.bindings[key] = b;
   changes batch;
-  if (stored(st, b)) put_binding(st, b, batch);
+  if (binding_stored(st, b)) put_binding(st.vhost, b, batch);
   auto rp = self->make_response_promise<void>();
   self->request(exchange_handle(st.exchanges[b.exchange].actor), caf::infinite, bind_atom::value,
                 target.id, target.actor, b.key, b.arguments)

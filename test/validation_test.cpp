@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "actors/broker_error.hpp"
+#include "actors/equivalence.hpp"
 #include "actors/queue_arguments.hpp"
 #include "actors/users.hpp"
 #include "core/message_id.hpp"
@@ -239,6 +240,53 @@ BOOST_AUTO_TEST_CASE(fresh_hashes_are_salted_differently) {
   BOOST_TEST(a != b);
   BOOST_TEST(warren::password_matches(a, "same"));
   BOOST_TEST(warren::password_matches(b, "same"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(equivalence)
+
+BOOST_AUTO_TEST_CASE(the_same_declaration_is_equivalent) {
+  queue_spec q{"q", true, false, false, {{"x-message-ttl", field_value::of_int(1000)}}};
+  BOOST_TEST(queue_mismatch("/", q, q).empty());
+  exchange_spec e{"e", exchange_type::topic, true, false, false, {}};
+  BOOST_TEST(exchange_mismatch("/", e, e).empty());
+}
+
+BOOST_AUTO_TEST_CASE(the_first_differing_property_is_named_as_rabbitmq_does) {
+  queue_spec current{"q", true, false, false, {}};
+  auto asked = current;
+  asked.durable = false;
+  asked.auto_delete = true;  // also differs, but durable comes first
+  BOOST_TEST(queue_mismatch("/", current, asked) ==
+             "inequivalent arg 'durable' for queue 'q' in vhost '/': received 'false' but "
+             "current is 'true'");
+  exchange_spec e{"e", exchange_type::topic, true, false, false, {}};
+  auto other = e;
+  other.type = exchange_type::fanout;
+  BOOST_TEST(exchange_mismatch("v", e, other) ==
+             "inequivalent arg 'type' for exchange 'e' in vhost 'v': received 'fanout' but "
+             "current is 'topic'");
+  other = e;
+  other.internal = true;
+  BOOST_TEST(exchange_mismatch("v", e, other).find("'internal'") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(arguments_are_compared_as_tables_naming_the_first_key_that_differs) {
+  queue_spec current{"q", true, false, false,
+                     {{"x-max-length", field_value::of_int(10)},
+                      {"x-message-ttl", field_value::of_int(1000)}}};
+  auto reordered = current;
+  std::swap(reordered.arguments[0], reordered.arguments[1]);
+  BOOST_TEST(queue_mismatch("/", current, reordered).empty());
+  auto asked = current;
+  asked.arguments[1].value = field_value::of_int(2000);
+  BOOST_TEST(queue_mismatch("/", current, asked) ==
+             "inequivalent arg 'x-message-ttl' for queue 'q' in vhost '/': received '2000' but "
+             "current is '1000'");
+  asked.arguments.pop_back();
+  BOOST_TEST(queue_mismatch("/", current, asked).find("received 'none' but current is '1000'") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
