@@ -166,10 +166,9 @@ void closes_after_publishes(self_ptr self, uint16_t id) {
   auto& st = self->state;
   auto c = st.channels.find(id);
   if (c != st.channels.end() && !c->second.resolving && c->second.close_after_publishes) {
-    auto request = *c->second.close_after_publishes;
+    // close_channel answers the waiting close itself, after failing unconfirmed publishes.
     close_channel(self, id, {reply_code::channel_error, "closed by the client"});
     st.channels.erase(id);
-    if (request != 0) st.link->reply(request, {}, {});
   }
   if (!st.close_after_publishes) return;
   if (std::any_of(st.channels.begin(), st.channels.end(),
