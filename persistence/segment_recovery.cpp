@@ -119,7 +119,7 @@ std::vector<recovered_message> segment_store::recover(recovery_report& report) {
 
 // What one segment's mark file says: acked and delivered sequence numbers, and whether any of
 // it was lost (then every message of the segment may have been delivered).
-struct segment_marks {
+struct segment_store::segment_marks {
   std::unordered_set<uint64_t> acked, delivered;
   bool unsure = false;
 };
@@ -138,6 +138,24 @@ void segment_store::recover_segment(uint64_t first, uint64_t limit, bool last, b
   }
   segment seg;
   seg.first_seq = first;
+  auto scan = scan_records(first, limit, last, data, seg, report);
+  auto marks = read_marks(first, limit, has_marks, seg, report);
+  take_records(first, data, scan, marks, seg, out, report);
+  auto& kept = segments_[first] = seg;
+  if (kept.valid == 0 && !kept.damaged) {
+    drop_segment(first);
+    ++report.removed_segments;
+  } else if (compactable(kept)) {
+    candidates_.push_back(first);
+  }
+}
+
+// The segment's intact records; damage is reported, and a record torn at the end of the newest
+// segment (a crash while writing it) is cut away, since nothing after it can be lost.
+format::scan_result segment_store::scan_records(uint64_t first, uint64_t limit, bool last,
+                                                std::string& data, segment& seg,
+                                                recovery_report& report) {
+  auto path = seg_path(first);
   if (auto problem = format::check_file_header(data, file_kind::segment, first); !problem.empty()) {
     report_damage(path, 0, format::file_header_size, problem.c_str());
     ++report.damaged_spans;
@@ -151,7 +169,6 @@ void segment_store::recover_segment(uint64_t first, uint64_t limit, bool last, b
   for (size_t n = 0; n < scan.damaged.size(); ++n) {
     const auto& d = scan.damaged[n];
     if (last && scan.torn_tail && n + 1 == scan.damaged.size() && truncate_file(path, d.offset)) {
-      // A write torn by a crash at the end of the newest segment: nothing after it to lose.
       log(log_level::warn, "storage",
           "queue " + label_ + ": " + path + ": torn record at offset " + std::to_string(d.offset) +
               ", " + std::to_string(d.bytes) + " byte(s) truncated");
@@ -165,60 +182,74 @@ void segment_store::recover_segment(uint64_t first, uint64_t limit, bool last, b
     seg.damaged = true;
   }
   seg.size = data.size();
+  return scan;
+}
 
+// The segment's marks; a missing or damaged mark file makes them unsure (every message comes
+// back marked redelivered), and a mark torn at its end is cut away.
+segment_store::segment_marks segment_store::read_marks(uint64_t first, uint64_t limit,
+                                                       bool has_marks, segment& seg,
+                                                       recovery_report& report) {
   segment_marks marks;
+  auto ack = ack_path(first);
   if (!has_marks) {
     marks.unsure = true;
+    ++report.unsure_marks;
     log(log_level::warn, "storage",
-        "queue " + label_ + ": " + ack_path(first) +
+        "queue " + label_ + ": " + ack +
             " is missing: every message of the segment comes back, marked redelivered");
-  } else {
-    auto ack = ack_path(first);
-    auto mdata = read_or_throw(ack);
-    if (auto problem = format::check_file_header(mdata, file_kind::marks, first);
-        !problem.empty()) {
-      report_damage(ack, 0, std::min(mdata.size(), format::file_header_size), problem.c_str());
-      marks.unsure = true;
+    return marks;
+  }
+  auto mdata = read_or_throw(ack);
+  if (auto problem = format::check_file_header(mdata, file_kind::marks, first); !problem.empty()) {
+    report_damage(ack, 0, std::min(mdata.size(), format::file_header_size), problem.c_str());
+    marks.unsure = true;
+  }
+  auto mscan = format::scan_frames(mdata, format::file_header_size, [](std::string_view p) {
+    return format::decode_marks(p, [](format::mark, uint64_t) {});
+  });
+  for (const auto& f : mscan.frames)
+    format::decode_marks(
+        std::string_view(mdata).substr(f.offset + format::frame_header_size, f.length),
+        [&](format::mark kind, uint64_t seq) {
+          if (seq < first || seq >= limit) return;
+          max_seq_ = std::max(max_seq_, seq);
+          (kind == format::mark::acked ? marks.acked : marks.delivered).insert(seq);
+        });
+  for (size_t n = 0; n < mscan.damaged.size(); ++n) {
+    const auto& d = mscan.damaged[n];
+    marks.unsure = true;
+    if (mscan.torn_tail && n + 1 == mscan.damaged.size() && truncate_file(ack, d.offset)) {
+      log(log_level::warn, "storage",
+          "queue " + label_ + ": " + ack + ": torn mark at offset " + std::to_string(d.offset) +
+              ", " + std::to_string(d.bytes) + " byte(s) truncated");
+      mdata.resize(d.offset);
+      continue;
     }
-    auto mscan = format::scan_frames(mdata, format::file_header_size, [](std::string_view p) {
-      return format::decode_marks(p, [](format::mark, uint64_t) {});
-    });
-    for (const auto& f : mscan.frames)
-      format::decode_marks(
-          std::string_view(mdata).substr(f.offset + format::frame_header_size, f.length),
-          [&](format::mark kind, uint64_t seq) {
-            if (seq < first || seq >= limit) return;
-            max_seq_ = std::max(max_seq_, seq);
-            (kind == format::mark::acked ? marks.acked : marks.delivered).insert(seq);
-          });
-    for (size_t n = 0; n < mscan.damaged.size(); ++n) {
-      const auto& d = mscan.damaged[n];
-      marks.unsure = true;
-      if (mscan.torn_tail && n + 1 == mscan.damaged.size() && truncate_file(ack, d.offset)) {
-        log(log_level::warn, "storage",
-            "queue " + label_ + ": " + ack + ": torn mark at offset " + std::to_string(d.offset) +
-                ", " + std::to_string(d.bytes) + " byte(s) truncated");
-        mdata.resize(d.offset);
-        continue;
-      }
-      report_damage(ack, d.offset, d.bytes, "damaged marks");
-    }
-    seg.marks_size = mdata.size();
-    if (mdata.size() < format::file_header_size) {
-      // Shorter than its header, so it holds no mark: the first new mark starts it anew.
-      ::unlink(ack.c_str());
-      seg.marks_size = 0;
-    }
+    report_damage(ack, d.offset, d.bytes, "damaged marks");
+  }
+  seg.marks_size = mdata.size();
+  if (mdata.size() < format::file_header_size) {
+    // Shorter than its header, so it holds no mark: the first new mark starts it anew.
+    ::unlink(ack.c_str());
+    seg.marks_size = 0;
   }
   if (marks.unsure) {
     ++report.unsure_marks;
-    if (has_marks)
-      log(log_level::warn, "storage",
-          "queue " + label_ + ": marks of " + path +
-              " are damaged: its messages come back marked redelivered, and acked ones may "
-              "come back");
+    log(log_level::warn, "storage",
+        "queue " + label_ + ": marks of " + seg_path(first) +
+            " are damaged: its messages come back marked redelivered, and acked ones may "
+            "come back");
   }
+  return marks;
+}
 
+// The messages of the segment that are not acked, indexed; undecodable records are reported.
+void segment_store::take_records(uint64_t first, const std::string& data,
+                                 const format::scan_result& scan, const segment_marks& marks,
+                                 segment& seg, std::vector<recovered_message>& out,
+                                 recovery_report& report) {
+  auto path = seg_path(first);
   for (const auto& f : scan.frames) {
     auto payload = std::string_view(data).substr(f.offset + format::frame_header_size, f.length);
     ++report.records;
@@ -242,13 +273,6 @@ void segment_store::recover_segment(uint64_t first, uint64_t limit, bool last, b
       pending_marks_.push_back({seq, first, false});
     ++seg.valid;
     out.push_back(std::move(r));
-  }
-  auto& kept = segments_[first] = seg;
-  if (kept.valid == 0 && !kept.damaged) {
-    drop_segment(first);
-    ++report.removed_segments;
-  } else if (compactable(kept)) {
-    candidates_.push_back(first);
   }
 }
 

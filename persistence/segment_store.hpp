@@ -28,6 +28,7 @@
 
 #include "core/message.hpp"
 #include "persistence/file_cache.hpp"
+#include "persistence/segment_format.hpp"
 
 #include <cstdint>
 #include <map>
@@ -162,6 +163,14 @@ class segment_store {
   listing list_folder(recovery_report& report);
   void recover_segment(uint64_t first, uint64_t limit, bool last, bool has_marks,
                        std::vector<recovered_message>& out, recovery_report& report);
+  struct segment_marks;
+  format::scan_result scan_records(uint64_t first, uint64_t limit, bool last, std::string& data,
+                                   segment& seg, recovery_report& report);
+  segment_marks read_marks(uint64_t first, uint64_t limit, bool has_marks, segment& seg,
+                           recovery_report& report);
+  void take_records(uint64_t first, const std::string& data, const format::scan_result& scan,
+                    const segment_marks& marks, segment& seg, std::vector<recovered_message>& out,
+                    recovery_report& report);
   void report_damage(const std::string& file, uint64_t offset, uint64_t bytes, const char* what);
 
   std::string dir_;
