@@ -226,6 +226,112 @@ void add_options(CLI::App& app, options& o) {
   app.add_flag("--json", o.json, "print the summary as one JSON object");
 }
 
+// The time of a run: all of it, and up to the last confirm and the last delivery (rates are
+// taken over those).
+struct run_times {
+  double elapsed, publish_s, receive_s;
+};
+
+// Deliveries expected once publishing ends: fanout copies to every queue.
+uint64_t expected_deliveries(const options& o, const stats& s) {
+  uint64_t routed = s.confirmed.load();
+  if (o.consumers == 0) return 0;
+  if (o.exchange_type == "fanout") return routed * o.queues;
+  if (o.exchange_type == "topic") return routed * 4;  // every key matches one group of four
+  return routed;
+}
+
+// One progress line on stderr: rates over the last second and its latency percentiles.
+struct progress {
+  uint64_t sent = 0, confirmed = 0, received = 0, idle_seconds = 0;
+
+  void report(int second, stats& s) {
+    std::vector<uint32_t> lat;
+    {
+      std::lock_guard<std::mutex> guard(s.mutex);
+      lat.swap(s.interval_latency);
+      s.all_latency.insert(s.all_latency.end(), lat.begin(), lat.end());
+    }
+    uint64_t now_sent = s.sent, now_confirmed = s.confirmed + s.refused, now_received = s.received;
+    std::fprintf(stderr,
+                 "%4ds  sent %8llu/s  confirmed %8llu/s  received %8llu/s  latency p50 %.2f ms "
+                 "p99 %.2f ms\n",
+                 second, (unsigned long long)(now_sent - sent),
+                 (unsigned long long)(now_confirmed - confirmed),
+                 (unsigned long long)(now_received - received), percentile(lat, 0.5),
+                 percentile(lat, 0.99));
+    idle_seconds = now_received == received ? idle_seconds + 1 : 0;
+    sent = now_sent, confirmed = now_confirmed, received = now_received;
+  }
+};
+
+// Runs producers and consumers until the count or time is reached and the deliveries are in
+// (or stop coming for 3 s).
+run_times drive(const options& o, stats& s) {
+  std::atomic<bool> producers_stop{false}, consumers_stop{false};
+  std::vector<std::thread> consumers, producers;
+  for (unsigned i = 0; i < o.consumers; ++i)
+    consumers.emplace_back([&, i] { consume(o, i, consumers_stop, s); });
+  auto start = clock_type::now();
+  int64_t start_ns = now_ns();
+  for (unsigned i = 0; i < o.producers; ++i) {
+    uint64_t quota = o.count == 0 ? 0 : o.count / o.producers + (i < o.count % o.producers);
+    producers.emplace_back([&, i, quota] { produce(o, i, quota, producers_stop, s); });
+  }
+  progress p;
+  bool publishing = true;
+  for (int second = 1;; ++second) {
+    std::this_thread::sleep_until(start + std::chrono::seconds(second));
+    if (o.time > 0 && second >= o.time) producers_stop = true;
+    p.report(second, s);
+    if (publishing && (producers_stop || (o.count > 0 && p.confirmed >= o.count))) {
+      producers_stop = true;
+      for (auto& t : producers) t.join();
+      publishing = false;
+    }
+    if (!publishing && (s.received >= expected_deliveries(o, s) || p.idle_seconds >= 3)) break;
+  }
+  auto elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
+  auto span = [&](int64_t last_ns) {
+    return last_ns > start_ns ? static_cast<double>(last_ns - start_ns) / 1e9 : elapsed;
+  };
+  run_times t{elapsed, span(s.last_confirm_ns), span(s.last_receive_ns)};
+  consumers_stop = true;
+  for (auto& c : consumers) c.join();
+  return t;
+}
+
+void print_summary(const options& o, stats& s, const run_times& t) {
+  std::vector<uint32_t> all;
+  {
+    std::lock_guard<std::mutex> guard(s.mutex);
+    all = s.all_latency;
+    all.insert(all.end(), s.interval_latency.begin(), s.interval_latency.end());
+  }
+  double max_ms = all.empty() ? 0 : *std::max_element(all.begin(), all.end()) / 1000.0;
+  if (!o.json) {
+    std::printf("sent %.0f msgs/s, confirmed %.0f msgs/s (%.2f s), received %.0f msgs/s (%.2f s)\n",
+                s.sent / t.publish_s, s.confirmed / t.publish_s, t.publish_s,
+                s.received / t.receive_s, t.receive_s);
+    std::printf("latency p50 %.3f ms, p95 %.3f ms, p99 %.3f ms, max %.3f ms\n",
+                percentile(all, 0.5), percentile(all, 0.95), percentile(all, 0.99), max_ms);
+    return;
+  }
+  nlohmann::json summary{{"sent_per_s", s.sent / t.publish_s},
+                         {"confirmed_per_s", s.confirmed / t.publish_s},
+                         {"received_per_s", s.received / t.receive_s},
+                         {"p50_ms", percentile(all, 0.50)},
+                         {"p95_ms", percentile(all, 0.95)},
+                         {"p99_ms", percentile(all, 0.99)},
+                         {"max_ms", max_ms},
+                         {"sent", s.sent.load()},
+                         {"confirmed", s.confirmed.load()},
+                         {"refused", s.refused.load()},
+                         {"received", s.received.load()},
+                         {"seconds", t.elapsed}};
+  std::cout << summary.dump() << '\n';
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -247,91 +353,9 @@ int main(int argc, char** argv) {
   stats s;
   try {
     setup(o);
-    std::atomic<bool> producers_stop{false}, consumers_stop{false};
-    std::vector<std::thread> consumers, producers;
-    for (unsigned i = 0; i < o.consumers; ++i)
-      consumers.emplace_back([&, i] { consume(o, i, consumers_stop, s); });
-    auto start = clock_type::now();
-    int64_t start_ns = now_ns();
-    for (unsigned i = 0; i < o.producers; ++i) {
-      uint64_t quota = o.count == 0 ? 0 : o.count / o.producers + (i < o.count % o.producers);
-      producers.emplace_back([&, i, quota] { produce(o, i, quota, producers_stop, s); });
-    }
-    // Deliveries expected once publishing ends: fanout copies to every queue.
-    auto expected = [&] {
-      uint64_t routed = s.confirmed.load();
-      if (o.consumers == 0) return uint64_t{0};
-      if (o.exchange_type == "fanout") return routed * o.queues;
-      if (o.exchange_type == "topic") return routed * 4;  // every key matches one group of four
-      return routed;
-    };
-    uint64_t last_sent = 0, last_confirmed = 0, last_received = 0, idle_seconds = 0;
-    bool publishing = true;
-    for (int second = 1;; ++second) {
-      std::this_thread::sleep_until(start + std::chrono::seconds(second));
-      if (o.time > 0 && second >= o.time) producers_stop = true;
-      std::vector<uint32_t> lat;
-      {
-        std::lock_guard<std::mutex> guard(s.mutex);
-        lat.swap(s.interval_latency);
-        s.all_latency.insert(s.all_latency.end(), lat.begin(), lat.end());
-      }
-      uint64_t sent = s.sent, confirmed = s.confirmed + s.refused, received = s.received;
-      std::fprintf(stderr,
-                   "%4ds  sent %8llu/s  confirmed %8llu/s  received %8llu/s  latency p50 %.2f ms "
-                   "p99 %.2f ms\n",
-                   second, (unsigned long long)(sent - last_sent),
-                   (unsigned long long)(confirmed - last_confirmed),
-                   (unsigned long long)(received - last_received), percentile(lat, 0.5),
-                   percentile(lat, 0.99));
-      idle_seconds = received == last_received ? idle_seconds + 1 : 0;
-      last_sent = sent, last_confirmed = confirmed, last_received = received;
-      if (publishing && (producers_stop || (o.count > 0 && confirmed >= o.count))) {
-        producers_stop = true;
-        for (auto& t : producers) t.join();
-        publishing = false;
-      }
-      if (!publishing && (s.received >= expected() || idle_seconds >= 3)) break;
-    }
-    auto elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
-    auto span = [&](int64_t last_ns) {
-      return last_ns > start_ns ? static_cast<double>(last_ns - start_ns) / 1e9 : elapsed;
-    };
-    double publish_s = span(s.last_confirm_ns), receive_s = span(s.last_receive_ns);
-    consumers_stop = true;
-    for (auto& t : consumers) t.join();
+    auto times = drive(o, s);
     if (!o.keep) teardown(o);
-    std::vector<uint32_t> all;
-    {
-      std::lock_guard<std::mutex> guard(s.mutex);
-      all = s.all_latency;
-      all.insert(all.end(), s.interval_latency.begin(), s.interval_latency.end());
-    }
-    // Sends and confirms are rated over the time to the last confirm, receipts to the last
-    // delivery.
-    double max_ms = all.empty() ? 0 : *std::max_element(all.begin(), all.end()) / 1000.0;
-    nlohmann::json summary{{"sent_per_s", s.sent / publish_s},
-                           {"confirmed_per_s", s.confirmed / publish_s},
-                           {"received_per_s", s.received / receive_s},
-                           {"p50_ms", percentile(all, 0.50)},
-                           {"p95_ms", percentile(all, 0.95)},
-                           {"p99_ms", percentile(all, 0.99)},
-                           {"max_ms", max_ms},
-                           {"sent", s.sent.load()},
-                           {"confirmed", s.confirmed.load()},
-                           {"refused", s.refused.load()},
-                           {"received", s.received.load()},
-                           {"seconds", elapsed}};
-    if (o.json) {
-      std::cout << summary.dump() << '\n';
-    } else {
-      std::printf(
-          "sent %.0f msgs/s, confirmed %.0f msgs/s (%.2f s), received %.0f msgs/s (%.2f s)\n",
-          s.sent / publish_s, s.confirmed / publish_s, publish_s, s.received / receive_s,
-          receive_s);
-      std::printf("latency p50 %.3f ms, p95 %.3f ms, p99 %.3f ms, max %.3f ms\n",
-                  percentile(all, 0.5), percentile(all, 0.95), percentile(all, 0.99), max_ms);
-    }
+    print_summary(o, s, times);
   } catch (const error& e) {
     std::cerr << "error: " << e.code() << ": " << e.text() << '\n';
     return 1;

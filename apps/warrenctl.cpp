@@ -239,6 +239,92 @@ CLI::Option* add_connect_options(CLI::App& app, connect_options& connect) {
   return port;
 }
 
+// The commands that move messages or read the node's state: publish, get, consume, lookup, list
+// and stats.
+struct messaging_commands {
+  std::string exchange, queue, key, message_id_text, what;
+  std::vector<std::string> headers;
+  std::optional<std::string> body;
+  bool persistent = false, mandatory = false, no_ack = false, requeue = false;
+  size_t count = 0;
+  uint32_t prefetch = 1000;
+  double timeout = 0;
+  warrenctl::stats_options stats_opt;
+  CLI::App *publish_cmd, *get_cmd, *consume_cmd, *list_cmd, *lookup_cmd, *stats_cmd;
+
+  explicit messaging_commands(CLI::App& app) {
+    publish_cmd =
+        app.add_subcommand("publish", "publish --body, or one message per line of standard input");
+    publish_cmd->add_option("EXCHANGE", exchange)->required();
+    publish_cmd->add_option("ROUTING_KEY", key)->required();
+    publish_cmd->add_option("--body", body, "message body");
+    publish_cmd->add_flag("--persistent", persistent);
+    publish_cmd->add_option("--header", headers, "K=V header");
+    publish_cmd->add_flag("--mandatory", mandatory);
+
+    get_cmd = app.add_subcommand("get", "fetch messages; acks them unless told otherwise");
+    get_cmd->add_option("QUEUE", queue)->required();
+    get_cmd->add_option("--count", count, "how many (default 1)");
+    auto* get_no_ack = get_cmd->add_flag("--no-ack", no_ack);
+    get_cmd->add_flag("--requeue", requeue, "put them back afterwards")->excludes(get_no_ack);
+
+    consume_cmd = app.add_subcommand("consume", "subscribe and print messages, acking each");
+    consume_cmd->add_option("QUEUE", queue)->required();
+    consume_cmd->add_option("--count", count, "stop after N messages");
+    consume_cmd->add_option("--prefetch", prefetch, "unacked messages in flight")
+        ->capture_default_str();
+    consume_cmd->add_flag("--no-ack", no_ack);
+    consume_cmd->add_option("--timeout", timeout, "stop after SECONDS without a message");
+
+    list_cmd =
+        app.add_subcommand("list", "list vhosts|exchanges|queues|bindings|consumers|connections");
+    list_cmd->add_option("WHAT", what)
+        ->required()
+        ->check(CLI::IsMember(
+            {"vhosts", "exchanges", "queues", "bindings", "consumers", "connections"}));
+
+    lookup_cmd = app.add_subcommand("lookup", "find a message still held by a queue");
+    lookup_cmd->add_option("MESSAGE_ID", message_id_text)->required();
+
+    stats_cmd = app.add_subcommand("stats", "rates per queue and connection between two readings");
+    stats_cmd->add_option("--interval", stats_opt.interval_seconds, "seconds between readings")
+        ->capture_default_str()
+        ->check(CLI::Range(0.1, 3600.0));
+    stats_cmd->add_flag("--watch", stats_opt.watch, "print a report every interval until stopped");
+    stats_cmd->add_option("--reports", stats_opt.reports, "with --watch: stop after N reports");
+  }
+
+  // Carries out `cmd` if it is one of these; nothing when it is not.
+  std::optional<int> run(CLI::App* cmd, connection& conn, const options& opt) {
+    if (cmd == stats_cmd) {
+      stats_opt.json = opt.json;
+      warrenctl::run_stats(conn, stats_opt);
+      return 0;
+    }
+    if (cmd == list_cmd) {
+      list(conn, opt.json);
+      return 0;
+    }
+    if (cmd != publish_cmd && cmd != get_cmd && cmd != consume_cmd && cmd != lookup_cmd)
+      return std::nullopt;
+    auto ch = conn.open_channel();
+    if (cmd == publish_cmd)
+      return publish(*ch, exchange, key, body, persistent, headers, mandatory, opt.json);
+    if (cmd == get_cmd) return get(*ch, queue, count == 0 ? 1 : count, no_ack, requeue, opt.json);
+    if (cmd == consume_cmd) return consume(*ch, queue, count, prefetch, no_ack, timeout, opt.json);
+    return lookup(*ch, message_id_text, opt.connect.vhost, opt.json);
+  }
+
+  void list(connection& conn, bool json) {
+    if (what == "vhosts") warrenctl::print_list(conn.list_vhosts(), json);
+    if (what == "exchanges") warrenctl::print_list(conn.list_exchanges(), json);
+    if (what == "queues") warrenctl::print_list(conn.list_queues(), json);
+    if (what == "bindings") warrenctl::print_list(conn.list_bindings(), json);
+    if (what == "consumers") warrenctl::print_list(conn.list_consumers(), json);
+    if (what == "connections") warrenctl::print_list(conn.list_connections(), json);
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -248,61 +334,10 @@ int main(int argc, char** argv) {
   auto* port_option = add_connect_options(app, opt.connect);
   app.add_flag("--json", opt.json, "machine-readable output");
   app.require_subcommand(1);
-
-  std::string exchange, queue, key, message_id_text, what;
-  std::vector<std::string> headers;
-  std::optional<std::string> body;
-  bool persistent = false, mandatory = false, no_ack = false, requeue = false;
-  size_t count = 0;
-  uint32_t prefetch = 1000;
-  double timeout = 0;
-
   warrenctl::topology_commands topology(app);
-  auto* publish_cmd =
-      app.add_subcommand("publish", "publish --body, or one message per line of standard input");
-  publish_cmd->add_option("EXCHANGE", exchange)->required();
-  publish_cmd->add_option("ROUTING_KEY", key)->required();
-  publish_cmd->add_option("--body", body, "message body");
-  publish_cmd->add_flag("--persistent", persistent);
-  publish_cmd->add_option("--header", headers, "K=V header");
-  publish_cmd->add_flag("--mandatory", mandatory);
-
-  auto* get_cmd = app.add_subcommand("get", "fetch messages; acks them unless told otherwise");
-  get_cmd->add_option("QUEUE", queue)->required();
-  get_cmd->add_option("--count", count, "how many (default 1)");
-  auto* get_no_ack = get_cmd->add_flag("--no-ack", no_ack);
-  get_cmd->add_flag("--requeue", requeue, "put them back afterwards")->excludes(get_no_ack);
-
-  auto* consume_cmd = app.add_subcommand("consume", "subscribe and print messages, acking each");
-  consume_cmd->add_option("QUEUE", queue)->required();
-  consume_cmd->add_option("--count", count, "stop after N messages");
-  consume_cmd->add_option("--prefetch", prefetch, "unacked messages in flight")
-      ->capture_default_str();
-  consume_cmd->add_flag("--no-ack", no_ack);
-  consume_cmd->add_option("--timeout", timeout, "stop after SECONDS without a message");
-
-  auto* list_cmd =
-      app.add_subcommand("list", "list vhosts|exchanges|queues|bindings|consumers|connections");
-  list_cmd->add_option("WHAT", what)
-      ->required()
-      ->check(
-          CLI::IsMember({"vhosts", "exchanges", "queues", "bindings", "consumers", "connections"}));
-
+  messaging_commands messaging(app);
   warrenctl::admin_commands admin(app);
   warrenctl::definitions_commands definitions(app);
-
-  auto* lookup_cmd = app.add_subcommand("lookup", "find a message still held by a queue");
-  lookup_cmd->add_option("MESSAGE_ID", message_id_text)->required();
-
-  warrenctl::stats_options stats_opt;
-  auto* stats_cmd =
-      app.add_subcommand("stats", "rates per queue and connection between two readings");
-  stats_cmd->add_option("--interval", stats_opt.interval_seconds, "seconds between readings")
-      ->capture_default_str()
-      ->check(CLI::Range(0.1, 3600.0));
-  stats_cmd->add_flag("--watch", stats_opt.watch, "print a report every interval until stopped");
-  stats_cmd->add_option("--reports", stats_opt.reports, "with --watch: stop after N reports");
-
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -316,30 +351,9 @@ int main(int argc, char** argv) {
     auto conn = connection::open(opt.connect);
     auto cmd = app.get_subcommands().front();
     if (topology.run(cmd, *conn, opt.json) || admin.run(cmd, *conn, opt.json) ||
-        definitions.run(cmd, *conn)) {
-      // carried out by the unit of its group
-    } else if (cmd == stats_cmd) {
-      stats_opt.json = opt.json;
-      warrenctl::run_stats(*conn, stats_opt);
-    } else if (cmd == list_cmd) {
-      if (what == "vhosts") warrenctl::print_list(conn->list_vhosts(), opt.json);
-      if (what == "exchanges") warrenctl::print_list(conn->list_exchanges(), opt.json);
-      if (what == "queues") warrenctl::print_list(conn->list_queues(), opt.json);
-      if (what == "bindings") warrenctl::print_list(conn->list_bindings(), opt.json);
-      if (what == "consumers") warrenctl::print_list(conn->list_consumers(), opt.json);
-      if (what == "connections") warrenctl::print_list(conn->list_connections(), opt.json);
-    } else {
-      auto ch = conn->open_channel();
-      if (cmd == publish_cmd) {
-        return publish(*ch, exchange, key, body, persistent, headers, mandatory, opt.json);
-      } else if (cmd == get_cmd) {
-        return get(*ch, queue, count == 0 ? 1 : count, no_ack, requeue, opt.json);
-      } else if (cmd == consume_cmd) {
-        return consume(*ch, queue, count, prefetch, no_ack, timeout, opt.json);
-      } else if (cmd == lookup_cmd) {
-        return lookup(*ch, message_id_text, opt.connect.vhost, opt.json);
-      }
-    }
+        definitions.run(cmd, *conn))
+      return 0;
+    return messaging.run(cmd, *conn, opt).value_or(0);
   } catch (const usage_error& e) {
     std::cerr << "error: " << e.what() << '\n';
     return 2;
@@ -350,5 +364,4 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << e.what() << '\n';
     return 1;
   }
-  return 0;
 }
