@@ -229,7 +229,7 @@ caf::result<caf::actor, connection_settings, permission_record> connect(self_ptr
   st.connection_vhost[conn.address()] = hello.vhost;
   st.connection_user[conn.address()] = hello.user;
   if (st.alarm)
-    caf::send_as(caf::actor_cast<caf::actor>(self), st.alarm, subscribe_atom::value, conn);
+    self->send(caf::actor_cast<resource_alarm_type>(st.alarm), subscribe_atom::value, conn);
   log(log_level::debug, "node",
       "connection " + quote(hello.client_name) + " from " + hello.peer + " to vhost " +
           quote(hello.vhost));

@@ -6,8 +6,9 @@
 
 namespace warren {
 
-caf::behavior persistence_actor(caf::stateful_actor<persistence_state>* self,
-                                std::shared_ptr<persistence::lmdb_store> store) {
+persistence_actor_type::behavior_type persistence_actor(
+    persistence_actor_type::stateful_pointer<persistence_state> self,
+    std::shared_ptr<persistence::lmdb_store> store) {
   install_actor_defaults(self, "persistence");
   self->state.store = std::move(store);
   return {

@@ -14,6 +14,8 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/response_promise.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
 #include <memory>
@@ -22,6 +24,11 @@ namespace warren {
 
 using persist_atom = caf::atom_constant<caf::atom("persist")>;
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
+
+/// Its interface: batches of metadata changes, answered once committed; flush is its own.
+using persistence_actor_type =
+    caf::typed_actor<caf::reacts_to<persist_atom, std::vector<persistence::meta_mutation>>,
+                     caf::reacts_to<flush_atom>>;
 
 struct persistence_state {
   std::shared_ptr<persistence::lmdb_store> store;
@@ -42,7 +49,8 @@ void persist(Self* self, const caf::actor& store, std::vector<persistence::meta_
     done(caf::error{});
     return;
   }
-  self->request(store, caf::infinite, persist_atom::value, std::move(batch))
+  self->request(caf::actor_cast<persistence_actor_type>(store), caf::infinite, persist_atom::value,
+                std::move(batch))
       .then([=]() mutable { done(caf::error{}); }, [=](caf::error& err) mutable { done(err); });
 }
 
@@ -51,7 +59,8 @@ inline void deliver_unit(caf::typed_response_promise<void>& rp) {
   static_cast<caf::response_promise&>(rp).deliver(caf::unit);
 }
 
-caf::behavior persistence_actor(caf::stateful_actor<persistence_state>* self,
-                                std::shared_ptr<persistence::lmdb_store> store);
+persistence_actor_type::behavior_type persistence_actor(
+    persistence_actor_type::stateful_pointer<persistence_state> self,
+    std::shared_ptr<persistence::lmdb_store> store);
 
 }  // namespace warren

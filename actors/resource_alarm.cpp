@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+
+#include <caf/send.hpp>
 #include <chrono>
 #include <fstream>
 
@@ -14,7 +16,7 @@ namespace warren {
 
 namespace {
 
-using self_ptr = caf::stateful_actor<resource_alarm_state>*;
+using self_ptr = resource_alarm_type::stateful_pointer<resource_alarm_state>;
 
 constexpr auto check_interval = std::chrono::seconds(1);
 
@@ -41,6 +43,12 @@ std::string alarm_reason(const resource_limits& limits) {
   return {};
 }
 
+// Subscribers are connections and the AMQP door's relay actors, which take no other message
+// from here: sent untyped (CAF lets typed actors send() only to typed ones).
+void tell(self_ptr self, const caf::actor& subscriber, bool blocked, const std::string& reason) {
+  caf::send_as(caf::actor_cast<caf::actor>(self), subscriber, blocked_atom::value, blocked, reason);
+}
+
 void check(self_ptr self) {
   auto& st = self->state;
   auto reason = alarm_reason(st.limits);
@@ -52,7 +60,7 @@ void check(self_ptr self) {
       log(log_level::warn, "alarm", reason + "; publishers are held back");
     else
       log(log_level::info, "alarm", "resources are back under their limits; publishers resume");
-    for (const auto& s : st.subscribers) self->send(s, blocked_atom::value, blocked, reason);
+    for (const auto& s : st.subscribers) tell(self, s, blocked, reason);
   }
   self->delayed_send(self, check_interval, tick_atom::value);
 }
@@ -77,8 +85,8 @@ resource_limits make_resource_limits(double memory_fraction, uint64_t disk_free_
   return limits;
 }
 
-caf::behavior resource_alarm(caf::stateful_actor<resource_alarm_state>* self,
-                             resource_limits limits) {
+resource_alarm_type::behavior_type resource_alarm(
+    resource_alarm_type::stateful_pointer<resource_alarm_state> self, resource_limits limits) {
   install_actor_defaults(self, "resource_alarm");
   self->state.limits = std::move(limits);
   self->set_down_handler([=](caf::down_msg& dm) {
@@ -93,7 +101,7 @@ caf::behavior resource_alarm(caf::stateful_actor<resource_alarm_state>* self,
       [=](subscribe_atom, const caf::actor& subscriber) {
         self->monitor(subscriber);
         self->state.subscribers.push_back(subscriber);
-        self->send(subscriber, blocked_atom::value, self->state.blocked, self->state.reason);
+        tell(self, subscriber, self->state.blocked, self->state.reason);
       },
   };
 }

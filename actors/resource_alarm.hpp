@@ -12,6 +12,8 @@
 #include <caf/behavior.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include <string>
 #include <vector>
@@ -28,6 +30,10 @@ struct resource_limits {
 resource_limits make_resource_limits(double memory_fraction, uint64_t disk_free_bytes,
                                      std::string data_dir);
 
+/// Its interface: subscriptions, and its own once-a-second check.
+using resource_alarm_type =
+    caf::typed_actor<caf::reacts_to<subscribe_atom, caf::actor>, caf::reacts_to<tick_atom>>;
+
 struct resource_alarm_state {
   resource_limits limits;
   bool blocked = false;
@@ -36,8 +42,8 @@ struct resource_alarm_state {
   static inline const char* name = "resource_alarm";
 };
 
-caf::behavior resource_alarm(caf::stateful_actor<resource_alarm_state>* self,
-                             resource_limits limits);
+resource_alarm_type::behavior_type resource_alarm(
+    resource_alarm_type::stateful_pointer<resource_alarm_state> self, resource_limits limits);
 
 /// Resident set size of this process (0 where /proc cannot be read).
 uint64_t resident_bytes();

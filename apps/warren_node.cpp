@@ -262,7 +262,8 @@ int main(int argc, char** argv) {
   cfg.set("scheduler.max-threads", opt.workers);
   warren::register_message_types(cfg);
   caf::actor_system system{cfg};
-  storage.persistence = system.spawn(warren::persistence_actor, metadata);
+  storage.persistence =
+      caf::actor_cast<caf::actor>(system.spawn(warren::persistence_actor, metadata));
   auto node = system.spawn(warren::node_actor, storage, std::move(contents));
   {
     // Queues recover their messages before the node says it is ready.
@@ -274,11 +275,11 @@ int main(int argc, char** argv) {
   auto alarm = system.spawn(warren::resource_alarm,
                             warren::make_resource_limits(opt.memory_high_watermark,
                                                          opt.disk_free_limit, storage.data_dir));
-  caf::anon_send(node, warren::alarm_atom::value, alarm);
+  caf::anon_send(node, warren::alarm_atom::value, caf::actor_cast<caf::actor>(alarm));
   caf::anon_send(node, warren::settings_atom::value, opt.settings);
   opt.limits.max_message_bytes = opt.settings.max_message_bytes;
   opt.limits.channel_max = opt.settings.channel_max;
-  front_doors doors(system, caf::actor_cast<caf::actor>(node), alarm);
+  front_doors doors(system, caf::actor_cast<caf::actor>(node), caf::actor_cast<caf::actor>(alarm));
   uint16_t port = 0;
   try {
     port = doors.start(opt);

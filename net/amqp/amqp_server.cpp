@@ -1,5 +1,7 @@
 #include "net/amqp/amqp_server.hpp"
 
+#include "actors/resource_alarm.hpp"
+
 #include "actors/protocol.hpp"
 #include "net/amqp/amqp_session.hpp"
 
@@ -45,7 +47,9 @@ uint16_t amqp_server::start(const std::string& bind_address, uint16_t port,
         std::shared_ptr<void> relay(nullptr, [relay_actor](void*) {
           caf::anon_send_exit(relay_actor, caf::exit_reason::user_shutdown);
         });
-        if (alarm_) caf::anon_send(alarm_, subscribe_atom::value, relay_actor);
+        if (alarm_)
+          caf::anon_send(caf::actor_cast<resource_alarm_type>(alarm_), subscribe_atom::value,
+                         relay_actor);
         return [config, relay](kj::Own<kj::AsyncIoStream> stream, const net::peer_address& peer) {
           return serve(kj::mv(stream), peer.name, peer.loopback, *config);
         };
