@@ -255,47 +255,17 @@ void requeue(self_ptr self, std::vector<queue_state::pending_entry> entries) {
   for (auto& e : entries) st.ready.push_front({std::move(e.msg), e.seq, true, e.expires_at});
 }
 
-queue_state::consumer* find_consumer(queue_state& st, uint64_t key) {
-  for (auto& c : st.consumers)
-    if (c.key == key) return &c;
-  return nullptr;
-}
-
 // Takes a pending entry out, keeping its consumer's unacked count true.
 queue_state::pending_entry take_pending(
     queue_state& st, std::unordered_map<uint64_t, queue_state::pending_entry>::iterator i) {
   auto entry = std::move(i->second);
   st.pending.erase(i);
-  if (auto* c = find_consumer(st, entry.consumer); c != nullptr && c->unacked > 0) --c->unacked;
+  if (auto* c = st.consumers.find(entry.consumer); c != nullptr && c->unacked > 0) --c->unacked;
   return entry;
 }
 
-// The consumer the next message goes to: among those with credit, the highest priority, in
-// turn among equals (consumers are kept sorted by priority); only the first of all under
-// single active consumer.
-std::optional<size_t> pick_consumer(queue_state& st) {
-  const size_t n = st.consumers.size();
-  if (st.limits.single_active_consumer) {
-    if (n > 0 && st.consumers[0].credit > 0) return 0;
-    return std::nullopt;
-  }
-  for (size_t begin = 0; begin < n;) {
-    size_t end = begin + 1;
-    while (end < n && st.consumers[end].spec.priority == st.consumers[begin].spec.priority) ++end;
-    const size_t group = end - begin;
-    for (size_t k = 0; k < group; ++k) {
-      size_t idx = begin + (st.round_robin + k) % group;
-      if (st.consumers[idx].credit == 0) continue;
-      st.round_robin += k + 1;
-      return idx;
-    }
-    begin = end;
-  }
-  return std::nullopt;
-}
-
 // Hands `entry` to consumer `c`, adding it to `out`.
-void hand_out(self_ptr self, queue_state::consumer& c, queue_state::ready_entry&& entry,
+void hand_out(self_ptr self, consumer_set::consumer& c, queue_state::ready_entry&& entry,
               std::vector<queued_delivery>& out) {
   auto& st = self->state;
   --c.credit;
@@ -317,25 +287,25 @@ void dispatch(self_ptr self) {
   auto& st = self->state;
   if (st.consumers.empty() || st.ready.empty()) return;
   auto now = now_ms();
-  const size_t n = st.consumers.size();
-  std::vector<std::vector<queued_delivery>> out(n);
+  const auto& all = st.consumers.all();
+  std::vector<std::vector<queued_delivery>> out(all.size());
   std::vector<message_ptr> expired_msgs;
   while (!st.ready.empty()) {
-    auto idx = pick_consumer(st);
-    if (!idx) break;
+    auto* c = st.consumers.pick(st.limits.single_active_consumer);
+    if (c == nullptr) break;
     auto entry = st.ready.take_front();
     if (expired(entry.expires_at, now)) {
       forget(self, entry.seq);
       expired_msgs.push_back(std::move(entry.msg));
-      --st.round_robin;  // this consumer did not get a message; keep its turn
+      st.consumers.give_turn_back();
       continue;
     }
-    hand_out(self, st.consumers[*idx], std::move(entry), out[*idx]);
+    hand_out(self, *c, std::move(entry), out[static_cast<size_t>(c - all.data())]);
   }
   write_delivered_marks(self);
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < all.size(); ++i) {
     if (out[i].empty()) continue;
-    const auto& c = st.consumers[i];
+    const auto& c = all[i];
     self->send(connection_of(c.spec.connection), deliver_atom::value, c.spec.channel, c.spec.tag,
                c.spec.no_ack, std::move(out[i]));
   }
@@ -374,12 +344,7 @@ void release(self_ptr self, const caf::actor_addr& connection, std::optional<uin
     }
   }
   requeue(self, std::move(back));
-  size_t before = st.consumers.size();
-  st.consumers.erase(
-      std::remove_if(st.consumers.begin(), st.consumers.end(),
-                     [&](const auto& c) { return matches(c.spec.connection, c.spec.channel); }),
-      st.consumers.end());
-  if (st.consumers.size() != before) after_consumer_left(self);
+  if (st.consumers.remove_all(connection, channel) > 0) after_consumer_left(self);
   dispatch(self);
 }
 
@@ -570,9 +535,7 @@ queue_info info_of(const queue_state& st) {
 caf::result<void> add_consumer(self_ptr self, consumer_spec& spec) {
   auto& st = self->state;
   if (!st.unavailable.empty()) return unavailable_error(st);
-  bool exclusive_held = std::any_of(st.consumers.begin(), st.consumers.end(),
-                                    [](const auto& c) { return c.spec.exclusive; });
-  if (exclusive_held)
+  if (st.consumers.any_exclusive())
     return make_broker_error(reply_code::access_refused,
                              describe_queue(st) + " has an exclusive consumer");
   if (spec.exclusive && !st.consumers.empty())
@@ -580,11 +543,7 @@ caf::result<void> add_consumer(self_ptr self, consumer_spec& spec) {
         reply_code::access_refused,
         "cannot consume exclusively from " + describe_queue(st) + ": it has other consumers");
   watch(self, spec.connection);
-  auto credit = spec.initial_credit;
-  // Sorted by priority, highest first; a newcomer goes behind its equals.
-  auto at = std::find_if(st.consumers.begin(), st.consumers.end(),
-                         [&](const auto& c) { return c.spec.priority < spec.priority; });
-  st.consumers.insert(at, {++st.next_consumer_key, std::move(spec), credit, 0});
+  st.consumers.add(std::move(spec));
   st.had_consumer = true;
   st.last_used_ms = now_ms();
   // Answer first, then deliver: the consumer's connection learns it consumes before its first
@@ -595,23 +554,14 @@ caf::result<void> add_consumer(self_ptr self, consumer_spec& spec) {
   return rp;
 }
 
-std::vector<queue_state::consumer>::iterator find_consumer(queue_state& st, const caf::actor& conn,
-                                                           uint16_t channel,
-                                                           const std::string& tag) {
-  return std::find_if(st.consumers.begin(), st.consumers.end(), [&](const auto& c) {
-    return c.spec.connection == conn && c.spec.channel == channel && c.spec.tag == tag;
-  });
-}
-
 // A consumer leaves: its unacked messages are requeued, or (AMQP's basic.cancel) stay with its
 // channel to be settled like gets.
 void cancel_consumer(self_ptr self, const caf::actor& conn, uint16_t channel,
                      const std::string& tag, bool requeue_unacked) {
   auto& st = self->state;
-  auto c = find_consumer(st, conn, channel, tag);
-  if (c == st.consumers.end()) return;
-  auto key = c->key;
-  st.consumers.erase(c);
+  auto removed = st.consumers.remove(conn, channel, tag);
+  if (!removed) return;
+  auto key = *removed;
   std::vector<queue_state::pending_entry> back;
   for (auto i = st.pending.begin(); i != st.pending.end();) {
     if (i->second.consumer == key && !requeue_unacked) {
@@ -631,8 +581,8 @@ void cancel_consumer(self_ptr self, const caf::actor& conn, uint16_t channel,
 
 void add_credit(self_ptr self, const caf::actor& conn, uint16_t channel, const std::string& tag,
                 uint32_t n) {
-  auto c = find_consumer(self->state, conn, channel, tag);
-  if (c == self->state.consumers.end()) return;
+  auto* c = self->state.consumers.find(conn, channel, tag);
+  if (c == nullptr) return;
   c->credit += n;
   dispatch(self);
 }
@@ -708,7 +658,7 @@ caf::result<uint32_t> delete_queue(self_ptr self, bool if_unused, bool if_empty)
     return make_broker_error(
         reply_code::precondition_failed,
         describe_queue(st) + " has " + std::to_string(st.ready.size()) + " message(s) ready");
-  for (const auto& c : st.consumers)
+  for (const auto& c : st.consumers.all())
     self->send(connection_of(c.spec.connection), cancelled_atom::value, c.spec.channel, c.spec.tag,
                describe_queue(st) + " was deleted");
   auto n = static_cast<uint32_t>(st.ready.size());
@@ -730,7 +680,7 @@ caf::result<uint32_t> delete_queue(self_ptr self, bool if_unused, bool if_empty)
 
 std::vector<consumer_info> consumers_of(const queue_state& st) {
   std::vector<consumer_info> out;
-  for (const auto& c : st.consumers)
+  for (const auto& c : st.consumers.all())
     out.push_back({st.vhost, st.spec.name, c.spec.tag, c.spec.channel, c.spec.connection_name,
                    c.spec.no_ack, c.spec.exclusive, c.spec.prefetch, c.unacked});
   return out;

@@ -40,6 +40,7 @@
 // to the network (unlimited / no-ack). So no mailbox grows without bound on a slow consumer.
 #pragma once
 
+#include "actors/consumer_set.hpp"
 #include "actors/queue_arguments.hpp"
 #include "actors/queue_protocol.hpp"
 #include "actors/ready_list.hpp"
@@ -68,12 +69,6 @@ struct queue_state {
     uint64_t consumer;  // consumer key, 0 for get
     uint16_t channel;
   };
-  struct consumer {
-    uint64_t key;
-    consumer_spec spec;
-    uint32_t credit;
-    uint32_t unacked;
-  };
 
   std::string vhost;
   queue_spec spec;
@@ -82,11 +77,9 @@ struct queue_state {
 
   ready_list ready;
   std::unordered_map<uint64_t, pending_entry> pending;
-  std::vector<consumer> consumers;
-  size_t round_robin = 0;
+  consumer_set consumers;
   uint64_t next_seq = 0;
   uint64_t next_delivery_id = 0;
-  uint64_t next_consumer_key = 0;
   bool had_consumer = false;
   bool tick_scheduled = false;
   int64_t last_used_ms = 0;
