@@ -255,12 +255,12 @@ void requeue(self_ptr self, std::vector<queue_state::pending_entry> entries) {
   for (auto& e : entries) st.ready.push_front({std::move(e.msg), e.seq, true, e.expires_at});
 }
 
-// Takes a pending entry out, keeping its consumer's unacked count true.
-queue_state::pending_entry take_pending(
-    queue_state& st, std::unordered_map<uint64_t, queue_state::pending_entry>::iterator i) {
-  auto entry = std::move(i->second);
-  st.pending.erase(i);
-  if (auto* c = st.consumers.find(entry.consumer); c != nullptr && c->unacked > 0) --c->unacked;
+// Takes hand-out `id` out if `conn` holds it, keeping its consumer's unacked count true.
+std::optional<queue_state::pending_entry> take_pending(queue_state& st, uint64_t id,
+                                                       const caf::actor& conn) {
+  auto entry = st.pending.take(id, conn);
+  if (!entry) return entry;
+  if (auto* c = st.consumers.find(entry->consumer); c != nullptr && c->unacked > 0) --c->unacked;
   return entry;
 }
 
@@ -269,13 +269,13 @@ void hand_out(self_ptr self, consumer_set::consumer& c, queue_state::ready_entry
               std::vector<queued_delivery>& out) {
   auto& st = self->state;
   --c.credit;
-  auto id = ++st.next_delivery_id;
+  auto id = st.pending.next_id();
   if (c.spec.no_ack) {
     forget(self, entry.seq);
   } else {
     mark_delivered(self, entry.seq);
-    st.pending.emplace(id, queue_state::pending_entry{entry.msg, entry.seq, entry.expires_at,
-                                                      c.spec.connection, c.key, c.spec.channel});
+    st.pending.hold(
+        id, {entry.msg, entry.seq, entry.expires_at, c.spec.connection, c.key, c.spec.channel});
     ++c.unacked;
   }
   st.traffic.count_out(entry.msg->body.size(), entry.redelivered);
@@ -334,16 +334,7 @@ void release(self_ptr self, const caf::actor_addr& connection, std::optional<uin
   auto matches = [&](const caf::actor& conn, uint16_t ch) {
     return conn.address() == connection && (!channel || *channel == ch);
   };
-  std::vector<queue_state::pending_entry> back;
-  for (auto i = st.pending.begin(); i != st.pending.end();) {
-    if (matches(i->second.connection, i->second.channel)) {
-      back.push_back(std::move(i->second));
-      i = st.pending.erase(i);
-    } else {
-      ++i;
-    }
-  }
-  requeue(self, std::move(back));
+  requeue(self, st.pending.take_all_if(matches));
   if (st.consumers.remove_all(connection, channel) > 0) after_consumer_left(self);
   dispatch(self);
 }
@@ -562,19 +553,7 @@ void cancel_consumer(self_ptr self, const caf::actor& conn, uint16_t channel,
   auto removed = st.consumers.remove(conn, channel, tag);
   if (!removed) return;
   auto key = *removed;
-  std::vector<queue_state::pending_entry> back;
-  for (auto i = st.pending.begin(); i != st.pending.end();) {
-    if (i->second.consumer == key && !requeue_unacked) {
-      i->second.consumer = 0;  // still the channel's to settle, like a get
-      ++i;
-    } else if (i->second.consumer == key) {
-      back.push_back(std::move(i->second));
-      i = st.pending.erase(i);
-    } else {
-      ++i;
-    }
-  }
-  requeue(self, std::move(back));
+  requeue(self, st.pending.consumer_left(key, requeue_unacked));
   after_consumer_left(self);
   dispatch(self);
 }
@@ -593,9 +572,9 @@ void settle(self_ptr self, const caf::actor& conn, const std::vector<uint64_t>& 
   std::vector<queue_state::pending_entry> back;
   std::vector<message_ptr> rejected;
   for (auto id : ids) {
-    auto i = st.pending.find(id);
-    if (i == st.pending.end() || i->second.connection != conn) continue;
-    auto entry = take_pending(st, i);
+    auto taken = take_pending(st, id, conn);
+    if (!taken) continue;
+    auto& entry = *taken;
     if (kind == settle_kind::requeue) {
       back.push_back(std::move(entry));
       continue;
@@ -619,7 +598,7 @@ caf::result<get_reply> get_one(self_ptr self, const caf::actor& conn, uint16_t c
   if (st.ready.empty()) return reply;
   auto entry = st.ready.take_front();
   reply.found = true;
-  reply.delivery = {++st.next_delivery_id, entry.msg, entry.redelivered != 0};
+  reply.delivery = {st.pending.next_id(), entry.msg, entry.redelivered != 0};
   reply.remaining = static_cast<uint32_t>(st.ready.size());
   st.traffic.count_out(entry.msg->body.size(), entry.redelivered);
   if (no_ack) {
@@ -627,9 +606,8 @@ caf::result<get_reply> get_one(self_ptr self, const caf::actor& conn, uint16_t c
   } else {
     mark_delivered(self, entry.seq);
     watch(self, conn);
-    st.pending.emplace(reply.delivery.delivery_id,
-                       queue_state::pending_entry{std::move(entry.msg), entry.seq, entry.expires_at,
-                                                  conn, 0, channel});
+    st.pending.hold(reply.delivery.delivery_id,
+                    {std::move(entry.msg), entry.seq, entry.expires_at, conn, 0, channel});
   }
   write_delivered_marks(self);
   schedule_tick(self);
@@ -693,8 +671,8 @@ lookup_reply lookup(const queue_state& st, const message_id& id) {
       reply = {true, st.spec.name, "ready", {0, e.msg, e.redelivered != 0}};
   });
   if (reply.found) return reply;
-  for (const auto& [delivery_id, e] : st.pending)
-    if (e.msg->id == id) return {true, st.spec.name, "unacked", {delivery_id, e.msg, true}};
+  if (auto held = st.pending.find_message(id))
+    return {true, st.spec.name, "unacked", {held->first, held->second->msg, true}};
   return reply;
 }
 

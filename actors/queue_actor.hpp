@@ -41,6 +41,7 @@
 #pragma once
 
 #include "actors/consumer_set.hpp"
+#include "actors/pending_acks.hpp"
 #include "actors/queue_arguments.hpp"
 #include "actors/queue_protocol.hpp"
 #include "actors/ready_list.hpp"
@@ -61,14 +62,7 @@ namespace warren {
 
 struct queue_state {
   using ready_entry = ready_list::entry;
-  struct pending_entry {
-    message_ptr msg;
-    uint64_t seq;
-    int64_t expires_at;
-    caf::actor connection;
-    uint64_t consumer;  // consumer key, 0 for get
-    uint16_t channel;
-  };
+  using pending_entry = pending_acks<caf::actor>::entry;
 
   std::string vhost;
   queue_spec spec;
@@ -76,10 +70,9 @@ struct queue_state {
   caf::actor vhost_actor;
 
   ready_list ready;
-  std::unordered_map<uint64_t, pending_entry> pending;
+  pending_acks<caf::actor> pending;  // handed out, not settled yet
   consumer_set consumers;
   uint64_t next_seq = 0;
-  uint64_t next_delivery_id = 0;
   bool had_consumer = false;
   bool tick_scheduled = false;
   int64_t last_used_ms = 0;
