@@ -20,34 +20,30 @@ property flag(const char* name, bool received, bool current) {
   return {name, yes_no(received), yes_no(current)};
 }
 
-// The first key whose value differs between the tables, with both values ("none" if absent).
-property arguments(const field_table& received, const field_table& current) {
-  auto key = first_difference(received, current);
-  auto text = [&](const field_table& t) {
-    const auto* v = find_field(t, key);
-    return v == nullptr ? std::string("none") : to_string(*v);
-  };
-  return {"", text(received), text(current)};
+std::string complaint(const char* what, const std::string& name, const std::string& vhost,
+                      const property& p) {
+  return std::string("inequivalent arg '") + p.name + "' for " + what + " " + quote(name) +
+         " in vhost " + quote(vhost) + ": received '" + p.received + "' but current is '" +
+         p.current + "'";
 }
 
 std::string first_mismatch(const char* what, const std::string& name, const std::string& vhost,
                            std::initializer_list<property> props) {
   for (const auto& p : props)
-    if (p.received != p.current)
-      return std::string("inequivalent arg '") + p.name + "' for " + what + " " + quote(name) +
-             " in vhost " + quote(vhost) + ": received '" + p.received + "' but current is '" +
-             p.current + "'";
+    if (p.received != p.current) return complaint(what, name, vhost, p);
   return {};
 }
 
-std::string arguments_mismatch(const char* what, const std::string& name,
-                               const std::string& vhost, const field_table& received,
-                               const field_table& current) {
+std::string arguments_mismatch(const char* what, const std::string& name, const std::string& vhost,
+                               const field_table& received, const field_table& current) {
   if (same_table(received, current)) return {};
+  // Tables that differ are refused even when the values print alike (1 as a byte and as a long).
   auto key = first_difference(received, current);
-  auto p = arguments(received, current);
-  p.name = key.c_str();
-  return first_mismatch(what, name, vhost, {p});
+  auto text = [&](const field_table& t) {
+    const auto* v = find_field(t, key);
+    return v == nullptr ? std::string("none") : to_string(*v);
+  };
+  return complaint(what, name, vhost, {key.c_str(), text(received), text(current)});
 }
 
 }  // namespace

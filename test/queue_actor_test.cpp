@@ -51,8 +51,8 @@ struct fixture {
     conn->send(q, enqueue_atom::value, std::move(batch));
   }
 
-  void subscribe(const queue_actor_type& q, const std::string& tag, uint32_t credit, bool no_ack = false,
-                 bool exclusive = false) {
+  void subscribe(const queue_actor_type& q, const std::string& tag, uint32_t credit,
+                 bool no_ack = false, bool exclusive = false) {
     consumer_spec spec{caf::actor{conn}, "test", 1, tag, no_ack, exclusive, credit, credit};
     conn->request(q, caf::infinite, consume_atom::value, spec)
         .receive([] {}, [](caf::error& e) { BOOST_FAIL(to_string(describe(e))); });

@@ -273,9 +273,12 @@ BOOST_AUTO_TEST_CASE(the_first_differing_property_is_named_as_rabbitmq_does) {
 }
 
 BOOST_AUTO_TEST_CASE(arguments_are_compared_as_tables_naming_the_first_key_that_differs) {
-  queue_spec current{"q", true, false, false,
-                     {{"x-max-length", field_value::of_int(10)},
-                      {"x-message-ttl", field_value::of_int(1000)}}};
+  queue_spec current{
+      "q",
+      true,
+      false,
+      false,
+      {{"x-max-length", field_value::of_int(10)}, {"x-message-ttl", field_value::of_int(1000)}}};
   auto reordered = current;
   std::swap(reordered.arguments[0], reordered.arguments[1]);
   BOOST_TEST(queue_mismatch("/", current, reordered).empty());
@@ -287,6 +290,13 @@ BOOST_AUTO_TEST_CASE(arguments_are_compared_as_tables_naming_the_first_key_that_
   asked.arguments.pop_back();
   BOOST_TEST(queue_mismatch("/", current, asked).find("received 'none' but current is '1000'") !=
              std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(arguments_that_differ_only_in_kind_are_not_equivalent) {
+  queue_spec current{"q", true, false, false, {{"x-message-ttl", field_value::of_int(1000)}}};
+  auto asked = current;
+  asked.arguments[0].value = field_value::of_double(1000);  // may print as the integer does
+  BOOST_TEST(queue_mismatch("/", current, asked).find("'x-message-ttl'") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
