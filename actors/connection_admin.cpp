@@ -69,6 +69,13 @@ connection_admin_api::behavior_type admin_behavior(self_ptr self) {
         relay<std::vector<connection_info>>(self, request, 0, node_handle(self->state.node),
                                             list_atom::value, conns_atom::value);
       },
+      [=](list_atom, nodes_atom, uint64_t request) {
+        relay<std::vector<node_info>>(self, request, 0, node_handle(self->state.node),
+                                      list_atom::value, nodes_atom::value);
+      },
+      [=](forget_atom, uint64_t request, std::string& name) {
+        relay(self, request, 0, node_handle(self->state.node), forget_atom::value, std::move(name));
+      },
       [=](list_atom, exchanges_atom, uint64_t request) {
         relay<std::vector<exchange_info>>(self, request, 0, vhost_handle(self->state.vhost),
                                           list_atom::value, exchanges_atom::value);

@@ -11,6 +11,7 @@
 // does not handle, or the actor's behaviour missing or mistyping one, fails to compile.
 #pragma once
 
+#include "actors/cluster_protocol.hpp"
 #include "actors/protocol.hpp"
 
 #include <caf/send.hpp>
@@ -67,7 +68,9 @@ using connection_admin_api = caf::typed_actor<
     caf::reacts_to<list_atom, exchanges_atom, uint64_t>,
     caf::reacts_to<list_atom, queues_atom, uint64_t>,
     caf::reacts_to<list_atom, bindings_atom, uint64_t>,
-    caf::reacts_to<list_atom, consumers_atom, uint64_t>>;
+    caf::reacts_to<list_atom, consumers_atom, uint64_t>,
+    caf::reacts_to<list_atom, nodes_atom, uint64_t>,
+    caf::reacts_to<forget_atom, uint64_t, std::string>>;
 
 /// What the node, the queues and the connection's own timer tell it.
 using connection_broker_api = caf::typed_actor<
@@ -218,7 +221,11 @@ class connection_ref {
     send(list_atom::value, vhost_atom::value, r);
   }
   void node_stats(uint64_t r) { send(stats_atom::value, r); }  // -> node_stats_info
-  void list_connections(uint64_t r) {                          // -> std::vector<connection_info>
+  /// The cluster's nodes, this one first. -> std::vector<node_info>
+  void list_nodes(uint64_t r) { send(list_atom::value, nodes_atom::value, r); }
+  /// Removes a member that is down from the cluster (administrators). -> ()
+  void forget_node(uint64_t r, std::string name) { send(forget_atom::value, r, std::move(name)); }
+  void list_connections(uint64_t r) {  // -> std::vector<connection_info>
     send(list_atom::value, conns_atom::value, r);
   }
   // The connection's vhost: -> std::vector<exchange_info>, <queue_info>, <binding_info>,

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "actors/client_link.hpp"
+#include "actors/cluster_protocol.hpp"
 #include "actors/exchange_actor.hpp"
 #include "actors/protocol.hpp"
 #include "core/declarations.hpp"
@@ -41,6 +42,7 @@ void for_each_message_type(Visitor&& visit) {
   visit(message_type_tag<user_record>{}, "warren::user_record");
   visit(message_type_tag<permission_record>{}, "warren::permission_record");
   visit(message_type_tag<vhost_limits>{}, "warren::vhost_limits");
+  visit(message_type_tag<cluster_member>{}, "warren::cluster_member");
   visit(message_type_tag<vhost_definition>{}, "warren::vhost_definition");
   visit(message_type_tag<definitions>{}, "warren::definitions");
   visit(message_type_tag<traffic_counters>{}, "warren::traffic_counters");
@@ -71,6 +73,9 @@ void for_each_message_type(Visitor&& visit) {
   visit(message_type_tag<node_stats_info>{}, "warren::node_stats_info");
   visit(message_type_tag<connection_settings>{}, "warren::connection_settings");
   visit(message_type_tag<client_hello>{}, "warren::client_hello");
+  visit(message_type_tag<join_request>{}, "warren::join_request");
+  visit(message_type_tag<join_reply>{}, "warren::join_reply");
+  visit(message_type_tag<node_info>{}, "warren::node_info");
   // persistence
   visit(message_type_tag<persistence::meta_mutation>{}, "warren::persistence::meta_mutation");
 }

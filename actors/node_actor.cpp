@@ -338,6 +338,19 @@ caf::typed_response_promise<node_stats_info> node_stats(self_ptr self) {
   return rp;
 }
 
+caf::result<std::vector<node_info>> list_nodes(self_ptr self) {
+  if (!self->state.cluster)
+    return make_broker_error(reply_code::internal_error, "the node has no cluster actor");
+  return self->delegate(cluster_handle(self->state.cluster), list_atom::value, nodes_atom::value);
+}
+
+caf::result<void> forget_node(self_ptr self, const std::string& name) {
+  if (auto err = require_admin(self, "forgetting a node")) return err;
+  if (!self->state.cluster)
+    return make_broker_error(reply_code::internal_error, "the node has no cluster actor");
+  return self->delegate(cluster_handle(self->state.cluster), forget_atom::value, name);
+}
+
 // Answered once every vhost's queues have recovered.
 caf::typed_response_promise<void> when_ready(self_ptr self) {
   auto rp = self->make_response_promise<void>();
@@ -449,6 +462,9 @@ node_actor_type::behavior_type node_actor(node_self self, storage_context storag
         return connect(self, hello, conn);
       },
       [=](alarm_atom, const caf::actor& alarm) { self->state.alarm = alarm; },
+      [=](cluster_atom, const caf::actor& cluster) { self->state.cluster = cluster; },
+      [=](list_atom, nodes_atom) { return list_nodes(self); },
+      [=](forget_atom, text name) { return forget_node(self, name); },
       [=](settings_atom, const connection_settings& settings) { self->state.settings = settings; },
       [=](ready_atom) { return when_ready(self); },
       [=](declare_atom, user_atom, text name, text password, const std::vector<std::string>& tags) {

@@ -24,6 +24,9 @@
 //   (list_atom, conns_atom)                          -> std::vector<connection_info>
 //   (list_atom, queues_atom)                         -> std::vector<queue_info>  every vhost
 //   (alarm_atom, actor)                              the resource alarm new connections follow
+//   (cluster_atom, actor)                            the cluster actor (warren-node, at start-up)
+//   (list_atom, nodes_atom)                          -> std::vector<node_info>  the cluster
+//   (forget_atom, name)                              -> void   a dead member (administrators)
 //   (stats_atom)                                     -> node_stats_info  queues, connections,
 //                                                       uptime and memory
 #pragma once
@@ -52,6 +55,7 @@ struct node_state {
   storage_context storage;
   int64_t started_ms = 0;        // steady clock
   caf::actor alarm;              // resource_alarm: connections subscribe to it when they connect
+  caf::actor cluster;            // cluster_actor: this node's membership
   connection_settings settings;  // handed to connections as they log in
   std::unordered_map<caf::actor_addr, std::string> connection_vhost;
   std::map<std::string, vhost_limits> limits_of;  // vhosts that have limits

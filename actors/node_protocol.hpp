@@ -3,6 +3,7 @@
 // that a request it does not take, or a reply of the wrong type, fails to compile.
 #pragma once
 
+#include "actors/cluster_protocol.hpp"
 #include "actors/protocol.hpp"
 
 #include <caf/actor_cast.hpp>
@@ -19,7 +20,10 @@ using node_actor_type = caf::typed_actor<
                                                                   permission_record>,
     // from warren-node at start-up
     caf::reacts_to<alarm_atom, caf::actor>, caf::reacts_to<settings_atom, connection_settings>,
-    caf::reacts_to<ready_atom>,
+    caf::reacts_to<ready_atom>, caf::reacts_to<cluster_atom, caf::actor>,
+    // the cluster: its members, forgetting a dead one (administrators)
+    caf::replies_to<list_atom, nodes_atom>::with<std::vector<node_info>>,
+    caf::reacts_to<forget_atom, std::string>,
     // users and permissions (administrators)
     caf::reacts_to<declare_atom, user_atom, std::string, std::string, std::vector<std::string>>,
     caf::reacts_to<settings_atom, user_atom, std::string, std::string>,

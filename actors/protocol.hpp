@@ -70,6 +70,7 @@ using user_atom = caf::atom_constant<caf::atom("user")>;
 using permission_atom = caf::atom_constant<caf::atom("permission")>;
 using export_atom = caf::atom_constant<caf::atom("export")>;
 using import_atom = caf::atom_constant<caf::atom("import")>;
+using cluster_atom = caf::atom_constant<caf::atom("cluster")>;
 
 // --- publishing --------------------------------------------------------------------------------
 

@@ -1,5 +1,7 @@
 // warren-node: the broker process. Parses flags, starts the actor system and the Cap'n Proto
 // listener, logs one "ready" line, and stops cleanly on SIGTERM / SIGINT.
+#include "actors/broker_error.hpp"
+#include "actors/cluster_actor.hpp"
 #include "actors/message_types.hpp"
 #include "actors/node_actor.hpp"
 #include "actors/persistence_actor.hpp"
@@ -16,10 +18,12 @@
 #include <CLI/CLI.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
 #include <pthread.h>
+#include <unistd.h>
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
@@ -46,7 +50,26 @@ struct node_options {
   unsigned stats_interval = 0;
   uint64_t segment_bytes = 8 << 20;
   warren::connection_settings settings;
+  uint16_t cluster_port = 25680;
+  std::vector<std::string> join;
+  std::string node_name;  // default warren@HOSTNAME:CLUSTER_PORT
+  std::string cluster_secret;
 };
+
+void add_cluster_options(CLI::App& app, node_options& opt) {
+  auto* secret = app.add_option("--cluster-secret", opt.cluster_secret,
+                                "shared by the nodes of a cluster; without it the node runs "
+                                "standalone (also from WARREN_CLUSTER_SECRET)")
+                     ->envname("WARREN_CLUSTER_SECRET");
+  app.add_option("--cluster-port", opt.cluster_port,
+                 "node-to-node port, on --bind (0 = standalone)")
+      ->capture_default_str();
+  app.add_option("--join", opt.join, "HOST:PORT of cluster nodes to join, comma-separated")
+      ->delimiter(',')
+      ->needs(secret);
+  app.add_option("--node-name", opt.node_name,
+                 "this node's name in the cluster (default warren@HOSTNAME:CLUSTER_PORT)");
+}
 
 // Reads the command line into `opt`; -1 to go on, else the exit code (0 after --help).
 int parse_options(int argc, char** argv, node_options& opt) {
@@ -123,6 +146,7 @@ int parse_options(int argc, char** argv, node_options& opt) {
   app.add_option("--stats-interval", opt.stats_interval,
                  "log a table of active queues every SECS seconds (0 = off)")
       ->capture_default_str();
+  add_cluster_options(app, opt);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -176,6 +200,58 @@ opened_storage open_storage(const node_options& opt) {
   storage.files =
       std::make_shared<persistence::file_cache>(std::clamp<size_t>(fd_limit / 2, 16, 4096));
   return out;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+// Spawns the cluster actor; when clustered (a secret and a cluster port), publishes it on the
+// cluster port and waits until it joined the nodes --join names. Throws std::runtime_error
+// naming what stopped it (the port, a node that refused us).
+caf::actor start_cluster(caf::actor_system& system, const node_options& opt, caf::actor node,
+                         caf::actor persistence, std::vector<warren::cluster_member> stored) {
+  bool clustered = !opt.cluster_secret.empty() && opt.cluster_port != 0;
+  if (!opt.join.empty() && opt.cluster_port == 0)
+    throw std::runtime_error("--join needs a cluster port (--cluster-port is 0)");
+  std::string port = std::to_string(opt.cluster_port);
+  warren::cluster_config config;
+  config.self.name = opt.node_name.empty() ? "warren@" + host_name() + ":" + port : opt.node_name;
+  if (clustered) {
+    bool wildcard = opt.bind == "0.0.0.0" || opt.bind == "::";
+    config.self.address = (wildcard ? host_name() : opt.bind) + ":" + port;
+    config.secret = opt.cluster_secret;
+    config.join = opt.join;
+    config.stored = std::move(stored);
+  }
+  config.middleman = system.middleman().actor_handle();
+  config.node = std::move(node);
+  config.persistence = std::move(persistence);
+  auto cluster = caf::actor_cast<caf::actor>(system.spawn(warren::cluster_actor, config));
+  if (!clustered) {
+    warren::log(warren::log_level::info, "cluster",
+                "standalone (a cluster needs --cluster-secret and a --cluster-port)");
+    return cluster;
+  }
+  auto published = system.middleman().publish(cluster, opt.cluster_port, opt.bind.c_str());
+  if (!published) {
+    caf::anon_send_exit(cluster, caf::exit_reason::user_shutdown);
+    throw std::runtime_error("cluster listener on " + opt.bind + ":" + port + ": " +
+                             system.render(published.error()));
+  }
+  warren::log(warren::log_level::info, "cluster",
+              "node " + config.self.name + " listening on " + config.self.address);
+  caf::scoped_actor self{system};
+  std::string refused;
+  self->request(warren::cluster_handle(cluster), caf::infinite, warren::ready_atom::value)
+      .receive([] {}, [&](caf::error& err) { refused = warren::to_string(warren::describe(err)); });
+  if (!refused.empty()) {
+    caf::anon_send_exit(cluster, caf::exit_reason::user_shutdown);
+    throw std::runtime_error(refused);
+  }
+  return cluster;
 }
 
 // The listeners: Cap'n Proto and AMQP, each in the clear and, given --tls-cert, over TLS.
@@ -255,11 +331,18 @@ int main(int argc, char** argv) {
   auto& storage = opened.storage;
   auto& metadata = opened.metadata;
   auto& contents = opened.contents;
+  auto members = std::move(contents.members);
 
   caf::actor_system_config cfg;
   cfg.set("scheduler.policy",
           opt.scheduler == "sharing" ? caf::atom("sharing") : caf::atom("stealing"));
   cfg.set("scheduler.max-threads", opt.workers);
+  // Node-to-node traffic goes over CAF's middleman; its heartbeats let a silent peer (a cut
+  // link, not only a closed socket) count as down.
+  cfg.load<caf::io::middleman>();
+  cfg.set("middleman.app-identifiers", std::vector<std::string>{"warren"});
+  cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});
+  cfg.set("middleman.connection-timeout", caf::timespan{std::chrono::seconds(5)});
   warren::register_message_types(cfg);
   caf::actor_system system{cfg};
   storage.persistence =
@@ -277,6 +360,18 @@ int main(int argc, char** argv) {
                                                          opt.disk_free_limit, storage.data_dir));
   caf::anon_send(node, warren::alarm_atom::value, caf::actor_cast<caf::actor>(alarm));
   caf::anon_send(node, warren::settings_atom::value, opt.settings);
+  caf::actor cluster;
+  try {
+    cluster = start_cluster(system, opt, caf::actor_cast<caf::actor>(node), storage.persistence,
+                            std::move(members));
+    caf::anon_send(node, warren::cluster_atom::value, cluster);
+  } catch (const std::exception& e) {
+    warren::log(warren::log_level::error, "cluster", e.what());
+    caf::anon_send_exit(alarm, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(storage.persistence, caf::exit_reason::user_shutdown);
+    return 1;
+  }
   opt.limits.max_message_bytes = opt.settings.max_message_bytes;
   opt.limits.channel_max = opt.settings.channel_max;
   front_doors doors(system, caf::actor_cast<caf::actor>(node), caf::actor_cast<caf::actor>(alarm));
@@ -286,6 +381,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     warren::log(warren::log_level::error, "node", e.what());
     doors.stop();
+    caf::anon_send_exit(cluster, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(alarm, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(storage.persistence, caf::exit_reason::user_shutdown);
@@ -301,6 +397,7 @@ int main(int argc, char** argv) {
               std::string("stopping on ") + (signal_number == SIGINT ? "SIGINT" : "SIGTERM"));
   doors.stop();
   caf::anon_send_exit(alarm, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(cluster, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(storage.persistence, caf::exit_reason::user_shutdown);
   return 0;  // ~actor_system waits for every actor to finish

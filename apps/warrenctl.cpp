@@ -276,12 +276,12 @@ struct messaging_commands {
     consume_cmd->add_flag("--no-ack", no_ack);
     consume_cmd->add_option("--timeout", timeout, "stop after SECONDS without a message");
 
-    list_cmd =
-        app.add_subcommand("list", "list vhosts|exchanges|queues|bindings|consumers|connections");
+    list_cmd = app.add_subcommand(
+        "list", "list vhosts|exchanges|queues|bindings|consumers|connections|nodes");
     list_cmd->add_option("WHAT", what)
         ->required()
         ->check(CLI::IsMember(
-            {"vhosts", "exchanges", "queues", "bindings", "consumers", "connections"}));
+            {"vhosts", "exchanges", "queues", "bindings", "consumers", "connections", "nodes"}));
 
     lookup_cmd = app.add_subcommand("lookup", "find a message still held by a queue");
     lookup_cmd->add_option("MESSAGE_ID", message_id_text)->required();
@@ -322,6 +322,7 @@ struct messaging_commands {
     if (what == "bindings") warrenctl::print_list(conn.list_bindings(), json);
     if (what == "consumers") warrenctl::print_list(conn.list_consumers(), json);
     if (what == "connections") warrenctl::print_list(conn.list_connections(), json);
+    if (what == "nodes") warrenctl::print_list(conn.list_nodes(), json);
   }
 };
 

@@ -13,6 +13,13 @@ admin_commands::admin_commands(CLI::App& app) {
   add_vhost_commands(app);
   add_user_commands(app);
   add_permission_commands(app);
+  add_cluster_commands(app);
+}
+
+void admin_commands::add_cluster_commands(CLI::App& app) {
+  forget_node_ = app.add_subcommand(
+      "forget-node", "remove a node that is down from the cluster, for good (administrator)");
+  forget_node_->add_option("NAME", name_, "as `list nodes` shows it")->required();
 }
 
 void admin_commands::add_vhost_commands(CLI::App& app) {
@@ -81,6 +88,8 @@ bool admin_commands::run(const CLI::App* cmd, warren::client::connection& conn, 
     conn.clear_permissions(perm_.user, perm_.vhost);
   else if (cmd == list_perms_)
     print_permissions(conn, as_json);
+  else if (cmd == forget_node_)
+    conn.forget_node(name_);
   else
     return false;
   return true;

@@ -23,6 +23,7 @@ class admin_commands {
   void add_vhost_commands(CLI::App& app);
   void add_user_commands(CLI::App& app);
   void add_permission_commands(CLI::App& app);
+  void add_cluster_commands(CLI::App& app);
   void print_users(warren::client::connection& conn, bool as_json);
   void print_permissions(warren::client::connection& conn, bool as_json);
   void print_limits(warren::client::connection& conn, bool as_json);
@@ -34,7 +35,7 @@ class admin_commands {
   CLI::App *add_vhost_ = nullptr, *delete_vhost_ = nullptr, *set_limits_ = nullptr,
            *show_limits_ = nullptr, *add_user_ = nullptr, *change_password_ = nullptr,
            *delete_user_ = nullptr, *list_users_ = nullptr, *set_perms_ = nullptr,
-           *clear_perms_ = nullptr, *list_perms_ = nullptr;
+           *clear_perms_ = nullptr, *list_perms_ = nullptr, *forget_node_ = nullptr;
 };
 
 }  // namespace warrenctl

@@ -220,4 +220,23 @@ void print_list(const std::vector<connection_row>& list, bool as_json) {
   print_table(rows);
 }
 
+void print_list(const std::vector<node_row>& list, bool as_json) {
+  if (as_json) {
+    json out = json::array();
+    for (const auto& n : list)
+      out.push_back(json{{"name", n.name},
+                         {"address", n.address},
+                         {"running", n.running},
+                         {"local", n.local},
+                         {"queues", n.queues}});
+    std::cout << dump_json(out) << '\n';
+    return;
+  }
+  table rows{{"name", "address", "running", "queues"}};
+  for (const auto& n : list)
+    rows.push_back({n.name + (n.local ? " (this node)" : ""), n.address, yes_no(n.running),
+                    std::to_string(n.queues)});
+  print_table(rows);
+}
+
 }  // namespace warrenctl

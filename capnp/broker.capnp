@@ -180,6 +180,15 @@ struct ConnectionInfo {
   traffic @5 :Traffic;
 }
 
+# A node of the cluster (Connection.listNodes).
+struct NodeInfo {
+  name @0 :Text;              # unique in the cluster: warren@HOST:CLUSTER_PORT unless named
+  address @1 :Text;           # HOST:PORT of its cluster listener; empty when standalone
+  running @2 :Bool;           # reachable from the answering node
+  local @3 :Bool;             # the answering node itself
+  queues @4 :UInt32;          # queues that live on it (0 while it is down)
+}
+
 # The bootstrap capability.
 interface Broker {
   # Opens a connection to a virtual host. Fails with NOT_FOUND for an unknown vhost and
@@ -245,6 +254,13 @@ interface Connection {
   # there or defined alongside): a failed check changes nothing. A declaration that conflicts
   # with an existing one fails with PRECONDITION_FAILED naming it; what came before it stays.
   importDefinitions @21 (definitions :Definitions);
+
+  # The nodes of this node's cluster, this one first (only itself when standalone).
+  listNodes @22 () -> (nodes :List(NodeInfo));
+
+  # Removes a node that is down from the cluster for good (administrator only): NOT_FOUND for a
+  # name the cluster does not know, PRECONDITION_FAILED while the node runs.
+  forgetNode @23 (name :Text);
 }
 
 struct Definitions {

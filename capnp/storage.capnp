@@ -40,6 +40,13 @@ struct PermissionRecord {
   read @4 :Text;
 }
 
+# LMDB "members" database, key = node name: the other nodes of this node's cluster, so that it
+# finds them again after a restart.
+struct MemberRecord {
+  name @0 :Text;
+  address @1 :Text;          # HOST:PORT of its cluster listener
+}
+
 # LMDB "exchanges" database, key = vhost NUL name. Only durable exchanges are stored.
 struct ExchangeRecord {
   vhost @0 :Text;

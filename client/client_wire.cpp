@@ -88,6 +88,11 @@ connection_row read_connection_row(rpc::ConnectionInfo::Reader in) {
           text(in.getUser()), in.getChannels(),   read_traffic(in.getTraffic())};
 }
 
+node_row read_node_row(rpc::NodeInfo::Reader in) {
+  return {text(in.getName()), text(in.getAddress()), in.getRunning(), in.getLocal(),
+          in.getQueues()};
+}
+
 node_stats read_node_stats(rpc::NodeStats::Reader in) {
   node_stats out;
   out.uptime_ms = in.getUptimeMs();

@@ -16,5 +16,6 @@ node_stats read_node_stats(rpc::NodeStats::Reader in);
 binding_row read_binding_row(rpc::BindingInfo::Reader in);
 consumer_row read_consumer_row(rpc::ConsumerInfo::Reader in);
 connection_row read_connection_row(rpc::ConnectionInfo::Reader in);
+node_row read_node_row(rpc::NodeInfo::Reader in);
 
 }  // namespace warren::client

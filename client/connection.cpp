@@ -248,8 +248,19 @@ WARREN_LIST(list_consumers, listConsumersRequest, rpc::Connection::ListConsumers
             getConsumers, consumer_row, read_consumer_row)
 WARREN_LIST(list_connections, listConnectionsRequest, rpc::Connection::ListConnectionsResults,
             getConnections, connection_row, read_connection_row)
+WARREN_LIST(list_nodes, listNodesRequest, rpc::Connection::ListNodesResults, getNodes, node_row,
+            read_node_row)
 
 #undef WARREN_LIST
+
+void connection::forget_node(const std::string& name) {
+  auto st = state_;
+  runtime_->call<void>([st, name]() {
+    auto req = cap_of(st).forgetNodeRequest();
+    req.setName(name);
+    return req.send().ignoreResult();
+  });
+}
 
 node_stats connection::stats() {
   auto st = state_;

@@ -70,6 +70,18 @@ typename Inspector::result_type inspect(Inspector& f, permission_record& x) {
   return f(x.user, x.vhost, x.configure, x.write, x.read);
 }
 
+/// A node of the cluster as its peers know it: its name (unique in the cluster) and the
+/// HOST:PORT of its cluster listener.
+struct cluster_member {
+  std::string name;
+  std::string address;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cluster_member& x) {
+  return f(x.name, x.address);
+}
+
 /// RabbitMQ's per-vhost limits; a negative value means no limit.
 struct vhost_limits {
   int64_t max_connections = -1;

@@ -444,6 +444,18 @@ class connection_impl final : public rpc::Connection::Server {
           for (unsigned i = 0; i < rows.size(); ++i) write_connection(rows[i], out[i]);
         });
   }
+  kj::Promise<void> listNodes(ListNodesContext ctx) override {
+    return list<node_info>(&connection_ref::list_nodes, [ctx](const auto& rows) mutable {
+      auto out = ctx.getResults().initNodes(static_cast<unsigned>(rows.size()));
+      for (unsigned i = 0; i < rows.size(); ++i) write_node(rows[i], out[i]);
+    });
+  }
+
+  kj::Promise<void> forgetNode(ForgetNodeContext ctx) override {
+    std::string name = ctx.getParams().getName();
+    return ask([&](uint64_t r) { conn().forget_node(r, std::move(name)); }).ignoreResult();
+  }
+
   kj::Promise<void> nodeStats(NodeStatsContext ctx) override {
     return ask([&](uint64_t r) { conn().node_stats(r); }).then([ctx](caf::message m) mutable {
       write_node_stats(m.get_as<node_stats_info>(0), ctx.getResults().initStats());

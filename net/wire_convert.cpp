@@ -89,6 +89,14 @@ void write_consumer(const consumer_info& info, rpc::ConsumerInfo::Builder out) {
   out.setUnacked(info.unacked);
 }
 
+void write_node(const node_info& info, rpc::NodeInfo::Builder out) {
+  out.setName(info.name);
+  out.setAddress(info.address);
+  out.setRunning(info.running);
+  out.setLocal(info.local);
+  out.setQueues(info.queues);
+}
+
 void write_connection(const connection_info& info, rpc::ConnectionInfo::Builder out) {
   out.setName(info.name);
   out.setPeer(info.peer);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "actors/client_link.hpp"
+#include "actors/cluster_protocol.hpp"
 #include "actors/protocol.hpp"
 #include "broker.capnp.h"
 #include "core/wire_fields.hpp"
@@ -31,6 +32,7 @@ void write_node_stats(const node_stats_info& info, rpc::NodeStats::Builder out);
 void write_binding(const binding_info& info, rpc::BindingInfo::Builder out);
 void write_consumer(const consumer_info& info, rpc::ConsumerInfo::Builder out);
 void write_connection(const connection_info& info, rpc::ConnectionInfo::Builder out);
+void write_node(const node_info& info, rpc::NodeInfo::Builder out);
 
 /// Throws a kj exception whose description is "CODE_NAME: text" (the API's error format).
 [[noreturn]] void throw_failure(const broker_failure& failure);

@@ -8,8 +8,9 @@ namespace warren::persistence {
 
 namespace {
 
-constexpr const char* names[] = {"meta",     "vhosts", "exchanges",  "queues",
-                                 "bindings", "users",  "permissions"};
+constexpr const char* names[] = {"meta",     "vhosts", "exchanges",   "queues",
+                                 "bindings", "users",  "permissions", "members"};
+constexpr int table_count = sizeof(names) / sizeof(names[0]);
 constexpr size_t map_size = size_t{1} << 30;  // address space only; the file grows as needed
 
 void check(int rc, const std::string& what) {
@@ -41,7 +42,7 @@ struct txn_guard {
 
 lmdb_store::lmdb_store(const std::string& env_dir, const std::string& refuse_fresh) {
   check(mdb_env_create(&env_), "create environment");
-  mdb_env_set_maxdbs(env_, 8);
+  mdb_env_set_maxdbs(env_, table_count);
   mdb_env_set_mapsize(env_, map_size);
   int rc = mdb_env_open(env_, env_dir.c_str(), 0, 0644);
   if (rc != MDB_SUCCESS) {
@@ -53,7 +54,7 @@ lmdb_store::lmdb_store(const std::string& env_dir, const std::string& refuse_fre
     check_not_truncated(env_dir);
     txn_guard t;
     check(mdb_txn_begin(env_, nullptr, 0, &t.txn), "begin");
-    for (int i = 0; i < 7; ++i)
+    for (int i = 0; i < table_count; ++i)
       check(mdb_dbi_open(t.txn, names[i], MDB_CREATE, &dbis_[i]), names[i]);
     check_format_version(t.txn, env_dir, refuse_fresh);
     t.commit("initialize");
@@ -145,7 +146,7 @@ metadata_contents lmdb_store::load() {
   out.fresh = fresh_;
   txn_guard t;
   check(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t.txn), "begin read");
-  for (int table = 1; table < 7; ++table) {
+  for (int table = 1; table < table_count; ++table) {
     MDB_cursor* cursor = nullptr;
     check(mdb_cursor_open(t.txn, dbis_[table], &cursor), "cursor");
     MDB_val key, data;
@@ -175,6 +176,9 @@ metadata_contents lmdb_store::load() {
             break;
           case 6:
             out.permissions.push_back(decode_permission(bytes));
+            break;
+          case 7:
+            out.members.push_back(decode_member(bytes));
             break;
         }
         rc = mdb_cursor_get(cursor, &key, &data, MDB_NEXT);

@@ -1,6 +1,7 @@
 // lmdb_store: the metadata database (LMDB) of a data directory.
 //
-// Databases: "meta" (format version), "vhosts", "exchanges", "queues", "bindings", with keys
+// Databases: "meta" (format version), "vhosts", "exchanges", "queues", "bindings", "users",
+// "permissions", "members" (cluster peers), with keys
 // from metadata_codec.hpp. apply() writes a batch of mutations in one write transaction
 // (LMDB fsyncs on commit), so a batch is on disk, whole, or not at all.
 //
@@ -22,7 +23,15 @@
 
 namespace warren::persistence {
 
-enum class meta_table : uint8_t { vhosts, exchanges, queues, bindings, users, permissions };
+enum class meta_table : uint8_t {
+  vhosts,
+  exchanges,
+  queues,
+  bindings,
+  users,
+  permissions,
+  members
+};
 
 /// One change: put `value` under `key`, or (erase) delete `key`.
 struct meta_mutation {
@@ -45,7 +54,8 @@ struct metadata_contents {
   std::vector<stored_binding> bindings;
   std::vector<user_record> users;
   std::vector<permission_record> permissions;
-  bool fresh = false;  // the directory was new
+  std::vector<cluster_member> members;  // the other nodes of its cluster
+  bool fresh = false;                   // the directory was new
 };
 
 class lmdb_store {
@@ -73,7 +83,8 @@ class lmdb_store {
 
  private:
   MDB_env* env_ = nullptr;
-  MDB_dbi dbis_[7] = {};  // meta, vhosts, exchanges, queues, bindings, users, permissions
+  MDB_dbi dbis_[8] = {};  // meta, vhosts, exchanges, queues, bindings, users, permissions,
+                          // members
   bool fresh_ = false;
   uint32_t found_version_ = format_version;
 

@@ -150,6 +150,24 @@ permission_record decode_permission(std::string_view bytes) {
       });
 }
 
+std::string member_key(std::string_view name) {
+  return std::string(name);
+}
+
+std::string encode_member(const cluster_member& m) {
+  capnp::MallocMessageBuilder builder;
+  auto r = builder.initRoot<storage::MemberRecord>();
+  r.setName(m.name);
+  r.setAddress(m.address);
+  return to_bytes(builder);
+}
+
+cluster_member decode_member(std::string_view bytes) {
+  return from_bytes<storage::MemberRecord>(bytes, "member", [](storage::MemberRecord::Reader r) {
+    return cluster_member{wire::text(r.getName()), wire::text(r.getAddress())};
+  });
+}
+
 std::string encode_exchange(const stored_exchange& e) {
   capnp::MallocMessageBuilder builder;
   auto r = builder.initRoot<storage::ExchangeRecord>();

@@ -132,3 +132,14 @@ BOOST_FIXTURE_TEST_CASE(deliveries_and_outcomes_round_trip, fixture) {
   auto back = round_trip(caf::make_message(outcomes)).get_as<std::vector<publish_outcome>>(0);
   BOOST_CHECK(back == outcomes);
 }
+
+BOOST_FIXTURE_TEST_CASE(a_join_reply_carries_every_member, fixture) {
+  join_reply reply{{"warren@a:25680", "127.0.0.1:25680"},
+                   "0a1b",
+                   {{"warren@b:25681", "127.0.0.1:25681"}, {"warren@c:25682", "10.0.0.3:25682"}}};
+  auto back = round_trip(caf::make_message(reply)).get_as<join_reply>(0);
+  BOOST_CHECK_EQUAL(back.member.name, "warren@a:25680");
+  BOOST_CHECK_EQUAL(back.proof, "0a1b");
+  BOOST_REQUIRE_EQUAL(back.members.size(), 2u);
+  BOOST_CHECK_EQUAL(back.members[1].address, "10.0.0.3:25682");
+}

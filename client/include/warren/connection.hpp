@@ -77,6 +77,10 @@ class connection {
   std::vector<connection_row> list_connections();
   /// Traffic counters of every queue and connection of the node, with its uptime and memory.
   node_stats stats();
+  /// The nodes of the cluster, the connected one first (only it when standalone).
+  std::vector<node_row> list_nodes();
+  /// Removes a node that is down from the cluster (administrator only).
+  void forget_node(const std::string& name);
 
   struct state;  // kj-thread side, shared with channels
 

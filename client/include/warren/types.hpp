@@ -125,6 +125,14 @@ struct connection_row {
   traffic_counters traffic;
 };
 
+/// A node of the cluster (connection::list_nodes).
+struct node_row {
+  std::string name, address;  // address: HOST:PORT of its cluster listener, empty standalone
+  bool running = false;
+  bool local = false;  // the node this connection is connected to
+  uint32_t queues = 0;
+};
+
 /// One reading of the node's statistics (connection::node_stats).
 struct node_stats {
   uint64_t uptime_ms = 0;

@@ -1,0 +1,332 @@
+#include "actors/cluster_actor.hpp"
+
+#include "actors/broker_error.hpp"
+#include "actors/cluster_auth.hpp"
+#include "actors/gather.hpp"
+#include "actors/node_protocol.hpp"
+#include "actors/persistence_actor.hpp"
+#include "core/log.hpp"
+#include "persistence/metadata_codec.hpp"
+
+#include <caf/io/middleman_actor.hpp>
+
+#include <chrono>
+
+namespace warren {
+
+namespace {
+
+constexpr auto peer_timeout = std::chrono::seconds(5);
+constexpr auto reconnect_interval = std::chrono::seconds(1);
+constexpr size_t max_nonces = 64;
+
+void note(log_level level, const std::string& text) {
+  log(level, "cluster", text);
+}
+
+std::string describe_member(const cluster_member& m) {
+  return m.name + " at " + m.address;
+}
+
+void store_member(cluster_self self, const cluster_member& m) {
+  using persistence::meta_mutation;
+  using persistence::meta_table;
+  std::vector<meta_mutation> batch{
+      {meta_table::members, persistence::member_key(m.name), persistence::encode_member(m), false}};
+  persist(self, self->state.config.persistence, std::move(batch), [=](const caf::error& err) {
+    if (err)
+      note(log_level::error, "could not store member " + m.name + ": " + to_string(describe(err)));
+  });
+}
+
+void erase_member_record(cluster_self self, const std::string& name) {
+  using persistence::meta_mutation;
+  using persistence::meta_table;
+  std::vector<meta_mutation> batch{{meta_table::members, persistence::member_key(name), {}, true}};
+  persist(self, self->state.config.persistence, std::move(batch), [=](const caf::error& err) {
+    if (err) note(log_level::error, "could not forget " + name + ": " + to_string(describe(err)));
+  });
+}
+
+void answer_ready(cluster_self self, const caf::error& err) {
+  for (auto& rp : self->state.waiting_ready) {
+    if (err)
+      rp.deliver(err);
+    else
+      deliver_unit(rp);
+  }
+  self->state.waiting_ready.clear();
+}
+
+// Records `m` as a running member reached through `handle` (its cluster actor), and stores it
+// when it is new or moved.
+void add_running(cluster_self self, const cluster_member& m, const caf::actor& handle) {
+  auto& st = self->state;
+  auto [it, added] = st.members.try_emplace(m.name);
+  auto& entry = it->second;
+  if (added || entry.info.address != m.address) {
+    entry.info = m;
+    store_member(self, m);
+  }
+  if (entry.handle == handle) return;
+  if (entry.handle) self->demonitor(entry.handle);
+  bool was_down = !entry.handle;
+  entry.handle = handle;
+  self->monitor(handle);
+  if (was_down) note(log_level::info, "node " + describe_member(m) + " is up");
+}
+
+// A member we only heard of (from another member's list): stored, joined by the next tick.
+void learn_member(cluster_self self, const cluster_member& m) {
+  auto& st = self->state;
+  if (m.name == st.config.self.name) return;
+  auto [it, added] = st.members.try_emplace(m.name);
+  if (!added && it->second.info.address == m.address) return;
+  it->second.info = m;
+  store_member(self, m);
+}
+
+void joined_through(cluster_self self, const std::string& address) {
+  auto& st = self->state;
+  st.join_pending.erase(address);
+  if (st.joined) return;
+  st.joined = true;
+  answer_ready(self, caf::error{});
+}
+
+void join_failed(cluster_self self, const std::string& address, const caf::error& err,
+                 std::map<std::string, int>& failures) {
+  auto& st = self->state;
+  auto failure = describe(err);
+  if (failure.code == reply_code::access_refused) {
+    note(log_level::error, address + " refused this node: " + failure.text);
+    if (st.join_pending.count(address) != 0 && !st.joined) {
+      st.refused =
+          make_broker_error(reply_code::access_refused, "joining " + address + ": " + failure.text);
+      answer_ready(self, st.refused);
+    }
+    return;
+  }
+  // Unreachable nodes are retried every second; say so on the first failure and now and then.
+  if (failures[address]++ % 30 == 0)
+    note(log_level::warn, "cannot reach " + address + " (retrying): " + failure.text);
+}
+
+// Proves the secret to the cluster actor `peer` (reached at `address`) and joins it.
+void send_join(cluster_self self, const std::string& address, cluster_actor_type peer,
+               std::shared_ptr<std::map<std::string, int>> failures) {
+  self->request(peer, peer_timeout, hello_atom::value)
+      .then(
+          [=](std::string& nonce) {
+            auto& st = self->state;
+            auto challenge = make_nonce();
+            join_request req{st.config.self, nonce,
+                             cluster_proof(st.config.secret, "join", nonce, st.config.self.name),
+                             challenge};
+            self->request(peer, peer_timeout, join_atom::value, std::move(req),
+                          caf::actor_cast<caf::actor>(self))
+                .then(
+                    [=](join_reply& reply) {
+                      auto& st = self->state;
+                      st.connecting.erase(address);
+                      auto expected =
+                          cluster_proof(st.config.secret, "welcome", challenge, reply.member.name);
+                      if (!proofs_equal(expected, reply.proof)) {
+                        join_failed(self, address,
+                                    make_broker_error(reply_code::access_refused,
+                                                      "it could not prove the cluster secret"),
+                                    *failures);
+                        return;
+                      }
+                      failures->erase(address);
+                      add_running(self, reply.member, caf::actor_cast<caf::actor>(peer));
+                      for (const auto& m : reply.members) learn_member(self, m);
+                      joined_through(self, address);
+                    },
+                    [=](caf::error& err) {
+                      self->state.connecting.erase(address);
+                      join_failed(self, address, err, *failures);
+                    });
+          },
+          [=](caf::error& err) {
+            self->state.connecting.erase(address);
+            join_failed(self, address, err, *failures);
+          });
+}
+
+// Connects to the cluster listener at `address` and joins the node there.
+void join_address(cluster_self self, const std::string& address) {
+  auto& st = self->state;
+  if (st.connecting.count(address) != 0) return;
+  std::string host, error;
+  uint16_t port = 0;
+  if (!split_address(address, host, port, error)) {
+    note(log_level::error, "cannot join: " + error);
+    st.join_pending.erase(address);
+    return;
+  }
+  st.connecting.insert(address);
+  auto failures = st.failures;
+  self->request(st.config.middleman, peer_timeout, caf::connect_atom::value, host, port)
+      .then(
+          [=](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
+            if (!ptr || ptr->address() == self->address()) {  // no one there, or ourselves
+              self->state.connecting.erase(address);
+              joined_through(self, address);
+              return;
+            }
+            send_join(self, address, caf::actor_cast<cluster_actor_type>(ptr), failures);
+          },
+          [=](caf::error& err) {
+            self->state.connecting.erase(address);
+            join_failed(self, address, err, *failures);
+          });
+}
+
+void reconnect(cluster_self self) {
+  auto& st = self->state;
+  if (st.refused) return;
+  for (const auto& address : std::set<std::string>(st.join_pending)) join_address(self, address);
+  for (auto& [name, m] : st.members)
+    if (!m.handle) join_address(self, m.info.address);
+  self->delayed_send(self, reconnect_interval, tick_atom::value);
+}
+
+// Checks a join request; a refusal names what was wrong and is logged here too.
+caf::error check_join(cluster_self self, const join_request& req) {
+  auto& st = self->state;
+  auto refuse = [&](const std::string& why) {
+    note(log_level::warn, "refused " + describe_member(req.member) + ": " + why);
+    return make_broker_error(reply_code::access_refused, why);
+  };
+  if (st.config.secret.empty()) return refuse("this node has no cluster secret");
+  auto nonce = std::find(st.nonces.begin(), st.nonces.end(), req.nonce);
+  if (nonce == st.nonces.end()) return refuse("unknown or used nonce");
+  st.nonces.erase(nonce);
+  auto expected = cluster_proof(st.config.secret, "join", req.nonce, req.member.name);
+  if (!proofs_equal(expected, req.proof)) return refuse("wrong cluster secret");
+  if (req.member.name == st.config.self.name)
+    return refuse("'" + req.member.name + "' is this node's own name");
+  auto known = st.members.find(req.member.name);
+  if (known != st.members.end() && known->second.handle &&
+      known->second.info.address != req.member.address)
+    return refuse("the name '" + req.member.name + "' is in use by the running node at " +
+                  known->second.info.address);
+  return {};
+}
+
+caf::result<join_reply> accept_join(cluster_self self, const join_request& req,
+                                    const caf::actor& peer) {
+  if (auto err = check_join(self, req)) return err;
+  auto& st = self->state;
+  join_reply reply;
+  reply.member = st.config.self;
+  reply.proof = cluster_proof(st.config.secret, "welcome", req.challenge, st.config.self.name);
+  for (const auto& [name, m] : st.members)
+    if (name != req.member.name) reply.members.push_back(m.info);
+  add_running(self, req.member, peer);
+  return reply;
+}
+
+caf::result<uint32_t> count_queues(cluster_self self) {
+  auto rp = self->make_response_promise<uint32_t>();
+  self->request(node_handle(self->state.config.node), peer_timeout, list_atom::value,
+                queues_atom::value)
+      .then(
+          [=](std::vector<queue_info>& queues) mutable {
+            rp.deliver(static_cast<uint32_t>(queues.size()));
+          },
+          [=](caf::error& err) mutable { rp.deliver(err); });
+  return rp;
+}
+
+caf::result<std::vector<node_info>> list_nodes(cluster_self self) {
+  auto& st = self->state;
+  struct listing {
+    std::vector<node_info> rows;
+    size_t left = 0;
+    caf::typed_response_promise<std::vector<node_info>> rp;
+  };
+  auto acc = std::make_shared<listing>();
+  acc->rp = self->make_response_promise<std::vector<node_info>>();
+  std::vector<std::pair<size_t, caf::actor>> asked{{0, caf::actor_cast<caf::actor>(self)}};
+  acc->rows.push_back({st.config.self.name, st.config.self.address, true, true, 0});
+  for (const auto& [name, m] : st.members) {
+    if (m.handle) asked.emplace_back(acc->rows.size(), m.handle);
+    acc->rows.push_back({name, m.info.address, bool(m.handle), false, 0});
+  }
+  // Each running node counts its own queues; one that does not answer in time shows 0.
+  acc->left = asked.size();
+  auto one_done = [acc]() {
+    if (--acc->left == 0) acc->rp.deliver(std::move(acc->rows));
+  };
+  for (const auto& [row, target] : asked)
+    self->request(cluster_handle(target), peer_timeout, stats_atom::value)
+        .then(
+            [=, row = row](uint32_t n) {
+              acc->rows[row].queues = n;
+              one_done();
+            },
+            [=](caf::error&) { one_done(); });
+  return acc->rp;
+}
+
+caf::result<void> forget(cluster_self self, const std::string& name) {
+  auto& st = self->state;
+  auto it = st.members.find(name);
+  if (it == st.members.end())
+    return make_broker_error(reply_code::not_found, "no node '" + name + "' in the cluster");
+  if (it->second.handle)
+    return make_broker_error(reply_code::precondition_failed,
+                             "node '" + name + "' is running; stop it before forgetting it");
+  st.members.erase(it);
+  erase_member_record(self, name);
+  note(log_level::info, "forgot node " + name);
+  return caf::unit;
+}
+
+void on_down(cluster_self self, const caf::down_msg& dm) {
+  for (auto& [name, m] : self->state.members)
+    if (m.handle && m.handle.address() == dm.source) {
+      m.handle = nullptr;
+      note(log_level::warn, "node " + describe_member(m.info) + " is down");
+    }
+}
+
+}  // namespace
+
+cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_config config) {
+  auto& st = self->state;
+  st.config = std::move(config);
+  for (const auto& m : st.config.stored)
+    if (m.name != st.config.self.name) st.members[m.name].info = m;
+  for (const auto& address : st.config.join)
+    if (address != st.config.self.address) st.join_pending.insert(address);
+  st.joined = st.join_pending.empty();
+  self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
+  if (!st.config.secret.empty()) reconnect(self);
+  return {
+      [=](hello_atom) {
+        auto& nonces = self->state.nonces;
+        nonces.push_back(make_nonce());
+        if (nonces.size() > max_nonces) nonces.pop_front();
+        return nonces.back();
+      },
+      [=](join_atom, const join_request& req, const caf::actor& peer) {
+        return accept_join(self, req, peer);
+      },
+      [=](stats_atom) { return count_queues(self); },
+      [=](list_atom, nodes_atom) { return list_nodes(self); },
+      [=](forget_atom, const std::string& name) { return forget(self, name); },
+      [=](ready_atom) -> caf::result<void> {
+        auto& st = self->state;
+        if (st.refused) return st.refused;
+        if (st.joined) return caf::unit;
+        st.waiting_ready.push_back(self->make_response_promise<void>());
+        return st.waiting_ready.back();
+      },
+      [=](tick_atom) { reconnect(self); },
+  };
+}
+
+}  // namespace warren

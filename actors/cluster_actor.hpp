@@ -1,0 +1,69 @@
+// Cluster actor: this node's membership in a cluster of Warren nodes, over CAF's middleman.
+// warren-node publishes it on the cluster port; other nodes reach it with remote_actor and
+// join by proving they hold the shared secret (cluster_auth.hpp). Every member joins every other
+// (a full mesh), monitors them, and reconnects to those that went down. Members are stored in
+// LMDB so that a restarted node finds its cluster again without being told.
+//
+// Requests (declared as code in cluster_protocol.hpp):
+//   (hello_atom)                              -> nonce      from a node about to join
+//   (join_atom, join_request, its actor)      -> join_reply every member, or ACCESS_REFUSED
+//                                                naming what was wrong (the secret, a name in
+//                                                use at another address)
+//   (stats_atom)                              -> uint32     queues living on this node
+//   (list_atom, nodes_atom)                   -> node_info rows, this node first
+//   (forget_atom, name)                       -> void       a member that is down, for good
+//   (ready_atom)                              -> void       once joined (at once without --join);
+//                                                ACCESS_REFUSED when a node refused us
+#pragma once
+
+#include "actors/cluster_protocol.hpp"
+
+#include <caf/io/middleman_actor.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+
+namespace warren {
+
+/// What warren-node tells the cluster actor at start-up.
+struct cluster_config {
+  cluster_member self;                 // this node's name and cluster address
+  std::string secret;                  // shared by every member
+  std::vector<std::string> join;       // HOST:PORT of nodes to join (--join)
+  std::vector<cluster_member> stored;  // members found in LMDB
+  caf::io::middleman_actor middleman;  // connects to other nodes
+  caf::actor node;                     // counts this node's queues
+  caf::actor persistence;              // stores member records
+};
+
+struct cluster_state {
+  struct member {
+    cluster_member info;
+    caf::actor handle;  // its cluster actor while running
+  };
+
+  cluster_config config;
+  std::map<std::string, member> members;  // by name; never this node
+  std::set<std::string> join_pending;     // --join addresses not reached yet
+  std::set<std::string> connecting;       // addresses a join is under way to
+  std::deque<std::string> nonces;         // handed out, not yet used (the newest few)
+  std::vector<caf::typed_response_promise<void>> waiting_ready;
+  // Failed joins by address, so that an unreachable node is logged now and then, not each second.
+  std::shared_ptr<std::map<std::string, int>> failures =
+      std::make_shared<std::map<std::string, int>>();
+  bool joined = false;
+  caf::error refused;  // a node refused us: start-up fails with it
+
+  static inline const char* name = "cluster";
+};
+
+using cluster_self = cluster_actor_type::stateful_pointer<cluster_state>;
+
+cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_config config);
+
+}  // namespace warren

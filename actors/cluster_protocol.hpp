@@ -1,0 +1,77 @@
+// The cluster actor's interface (cluster_actor.hpp describes each message), and what nodes send
+// each other to join. Every type here crosses nodes through CAF's middleman, so each has an
+// inspect() and is registered in message_types.hpp.
+#pragma once
+
+#include "actors/protocol.hpp"
+
+#include <caf/actor_cast.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <string>
+#include <vector>
+
+namespace warren {
+
+using hello_atom = caf::atom_constant<caf::atom("hello")>;
+using join_atom = caf::atom_constant<caf::atom("join")>;
+using nodes_atom = caf::atom_constant<caf::atom("nodes")>;
+using forget_atom = caf::atom_constant<caf::atom("forget")>;
+
+/// A node asking to join (cluster_auth.hpp: the proofs).
+struct join_request {
+  cluster_member member;  // who asks, and where its cluster listener is
+  std::string nonce;      // the one the asked node handed out with hello
+  std::string proof;      // cluster_proof(secret, "join", nonce, member.name)
+  std::string challenge;  // a nonce of the asker's, for the answer's proof
+};
+
+/// The answer of a node that let another join.
+struct join_reply {
+  cluster_member member;                // who answers
+  std::string proof;                    // cluster_proof(secret, "welcome", challenge, name)
+  std::vector<cluster_member> members;  // every other node it knows, for a full mesh
+};
+
+/// One row of `warrenctl list nodes`.
+struct node_info {
+  std::string name;
+  std::string address;
+  bool running = false;
+  bool local = false;   // the node answering
+  uint32_t queues = 0;  // queues that live on it (0 while it is not running)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, join_request& x) {
+  return f(x.member, x.nonce, x.proof, x.challenge);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, join_reply& x) {
+  return f(x.member, x.proof, x.members);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_info& x) {
+  return f(x.name, x.address, x.running, x.local, x.queues);
+}
+
+using cluster_actor_type = caf::typed_actor<
+    // from other nodes: a nonce to prove the secret with, then the join itself
+    caf::replies_to<hello_atom>::with<std::string>,
+    caf::replies_to<join_atom, join_request, caf::actor>::with<join_reply>,
+    // how many queues live on this node
+    caf::replies_to<stats_atom>::with<uint32_t>,
+    // from the node (warrenctl): the members, forgetting a dead one
+    caf::replies_to<list_atom, nodes_atom>::with<std::vector<node_info>>,
+    caf::reacts_to<forget_atom, std::string>,
+    // from warren-node: answered once the node has joined the cluster it was told to join
+    caf::reacts_to<ready_atom>,
+    // its own timer: reconnecting to members that are down
+    caf::reacts_to<tick_atom>>;
+
+/// The typed view of a cluster actor held as caf::actor.
+inline cluster_actor_type cluster_handle(const caf::actor& cluster) {
+  return caf::actor_cast<cluster_actor_type>(cluster);
+}
+
+}  // namespace warren

@@ -1,0 +1,141 @@
+// Clustering, with real warren-node processes on one machine: nodes join over CAF's middleman
+// with a shared secret, find each other (a full mesh), see a member go down and come back, keep
+// their membership across restarts, and refuse a node without the secret.
+#define BOOST_TEST_MODULE cluster
+#include "subprocess.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <functional>
+#include <thread>
+
+using warren::test::free_port;
+using warren::test::node_process;
+using warren::test::run_command;
+using json = nlohmann::json;
+
+namespace {
+
+const std::string secret = "cluster test secret";
+
+std::string address(uint16_t port) {
+  return "127.0.0.1:" + std::to_string(port);
+}
+
+// Arguments of a clustered node named `name` on `cluster_port`, joining `join` (may be empty).
+std::vector<std::string> cluster_args(const std::string& name, uint16_t cluster_port,
+                                      const std::string& join = {},
+                                      const std::string& with_secret = secret) {
+  std::vector<std::string> args{"--cluster-port",   std::to_string(cluster_port),
+                                "--node-name",      name,
+                                "--cluster-secret", with_secret};
+  if (!join.empty()) args.insert(args.end(), {"--join", join});
+  return args;
+}
+
+json warrenctl_json(const node_process& node, std::vector<std::string> args) {
+  args.insert(args.begin(), {WARRENCTL_PATH, "--port", std::to_string(node.port()), "--json"});
+  auto r = run_command(args);
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, "warrenctl failed: " << r.err);
+  return json::parse(r.out);
+}
+
+// name -> running, as `node` sees the cluster.
+std::map<std::string, bool> members_seen_by(const node_process& node) {
+  std::map<std::string, bool> out;
+  for (const auto& row : warrenctl_json(node, {"list", "nodes"}))
+    out[row["name"].get<std::string>()] = row["running"].get<bool>();
+  return out;
+}
+
+// Polls until `node` sees exactly `expected`. Joining and noticing a dead peer take network round
+// trips and CAF's heartbeat timeout; the minute is a guard against hanging, not a speed test.
+bool sees(const node_process& node, const std::map<std::string, bool>& expected) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (members_seen_by(node) == expected) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  BOOST_TEST_MESSAGE("last seen: " << warrenctl_json(node, {"list", "nodes"}).dump());
+  return false;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_standalone_node_lists_only_itself) {
+  node_process node;
+  auto rows = warrenctl_json(node, {"list", "nodes"});
+  BOOST_REQUIRE_EQUAL(rows.size(), 1u);
+  BOOST_CHECK(rows[0]["running"].get<bool>());
+  BOOST_CHECK(rows[0]["local"].get<bool>());
+  BOOST_CHECK_EQUAL(rows[0]["address"].get<std::string>(), "");
+  BOOST_CHECK(node.log().find("standalone") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(three_nodes_form_a_mesh_and_keep_it_across_restarts) {
+  uint16_t pa = free_port(), pb = free_port(), pc = free_port();
+  node_process a(cluster_args("a", pa));
+  node_process b(cluster_args("b", pb, address(pa)));
+  warren::test::temp_dir c_dir;  // outlives c's first run
+  auto c = std::make_unique<node_process>(cluster_args("c", pc, address(pb)), c_dir.path());
+  // c joined only b, and learned of a from it.
+  std::map<std::string, bool> all_up{{"a", true}, {"b", true}, {"c", true}};
+  BOOST_CHECK(sees(a, all_up));
+  BOOST_CHECK(sees(b, all_up));
+  BOOST_CHECK(sees(*c, all_up));
+  auto rows = warrenctl_json(a, {"list", "nodes"});
+  BOOST_CHECK_EQUAL(rows[0]["name"].get<std::string>(), "a");
+  BOOST_CHECK(rows[0]["local"].get<bool>());
+  for (const auto& row : rows)
+    if (row["name"] == "c") BOOST_CHECK_EQUAL(row["address"].get<std::string>(), address(pc));
+
+  // A crashed member is seen as down, and as up again once it restarts: with no --join, from the
+  // membership it stored.
+  c->kill9();
+  c.reset();
+  BOOST_CHECK(sees(a, {{"a", true}, {"b", true}, {"c", false}}));
+  BOOST_CHECK(sees(b, {{"a", true}, {"b", true}, {"c", false}}));
+  node_process c_again(cluster_args("c", pc), c_dir.path());
+  BOOST_CHECK(sees(c_again, all_up));
+  BOOST_CHECK(sees(a, all_up));
+}
+
+BOOST_AUTO_TEST_CASE(a_running_node_cannot_be_forgotten_a_stopped_one_can) {
+  uint16_t pa = free_port(), pb = free_port();
+  node_process a(cluster_args("a", pa));
+  auto b = std::make_unique<node_process>(cluster_args("b", pb, address(pa)));
+  BOOST_REQUIRE(sees(a, {{"a", true}, {"b", true}}));
+  auto r = run_command({WARRENCTL_PATH, "--port", std::to_string(a.port()), "forget-node", "b"});
+  BOOST_CHECK_NE(r.exit_code, 0);
+  BOOST_CHECK_MESSAGE(r.err.find("PRECONDITION_FAILED") != std::string::npos, r.err);
+  r = run_command({WARRENCTL_PATH, "--port", std::to_string(a.port()), "forget-node", "nobody"});
+  BOOST_CHECK_MESSAGE(r.err.find("NOT_FOUND") != std::string::npos, r.err);
+
+  b->stop();
+  b.reset();
+  BOOST_REQUIRE(sees(a, {{"a", true}, {"b", false}}));
+  r = run_command({WARRENCTL_PATH, "--port", std::to_string(a.port()), "forget-node", "b"});
+  BOOST_CHECK_MESSAGE(r.exit_code == 0, r.err);
+  BOOST_CHECK((members_seen_by(a) == std::map<std::string, bool>{{"a", true}}));
+  // Forgotten for good: not back after a restart from the same data dir.
+  a.stop();
+  node_process a_again(cluster_args("a", pa), a.data_dir());
+  BOOST_CHECK((members_seen_by(a_again) == std::map<std::string, bool>{{"a", true}}));
+}
+
+BOOST_AUTO_TEST_CASE(a_node_without_the_secret_is_refused_and_logged) {
+  uint16_t pa = free_port();
+  node_process a(cluster_args("a", pa));
+  warren::test::temp_dir dir;
+  auto r = run_command({"/usr/bin/timeout", "60", warren::test::node_binary(), "--port", "0",
+                        "--amqp-port", "0", "--data-dir", dir.path(), "--cluster-port",
+                        std::to_string(free_port()), "--node-name", "intruder", "--cluster-secret",
+                        "guessed", "--join", address(pa)});
+  BOOST_CHECK_EQUAL(r.exit_code, 1);
+  BOOST_CHECK_MESSAGE((r.out + r.err).find("wrong cluster secret") != std::string::npos,
+                      r.out + r.err);
+  BOOST_CHECK(a.wait_for_log("refused intruder"));
+  BOOST_CHECK((members_seen_by(a) == std::map<std::string, bool>{{"a", true}}));
+}
