@@ -74,6 +74,35 @@ void add_running(cluster_self self, const cluster_member& m, const caf::actor& h
   entry.handle = handle;
   self->monitor(handle);
   if (was_down) note(log_level::info, "node " + describe_member(m) + " is up");
+  // It learns where our queues are (again: a restarted member knows nothing).
+  std::vector<queue_placement> ours;
+  for (const auto& [key, p] : st.placements) ours.push_back(p);
+  self->send(cluster_handle(handle), placed_atom::value, st.config.self.name, std::move(ours));
+}
+
+template <class... Ts>
+void tell_node(cluster_self self, Ts&&... xs) {
+  if (self->state.config.node)
+    self->send(node_handle(self->state.config.node), std::forward<Ts>(xs)...);
+}
+
+// A queue of this node started (or restarted): every running member learns where it is.
+void place_local(cluster_self self, queue_placement p) {
+  auto& st = self->state;
+  p.node = st.config.self.name;
+  st.placements[{p.vhost, p.spec.name}] = p;
+  std::vector<queue_placement> one{p};
+  for (const auto& [name, m] : st.members)
+    if (m.handle)
+      self->send(cluster_handle(m.handle), placed_atom::value, st.config.self.name, one);
+}
+
+void remove_local(cluster_self self, const std::string& vhost, const std::string& name) {
+  auto& st = self->state;
+  st.placements.erase({vhost, name});
+  for (const auto& [member, m] : st.members)
+    if (m.handle)
+      self->send(cluster_handle(m.handle), removed_atom::value, st.config.self.name, vhost, name);
 }
 
 // A member we only heard of (from another member's list): stored, joined by the next tick.
@@ -281,6 +310,7 @@ caf::result<void> forget(cluster_self self, const std::string& name) {
                              "node '" + name + "' is running; stop it before forgetting it");
   st.members.erase(it);
   erase_member_record(self, name);
+  tell_node(self, removed_atom::value, name);
   note(log_level::info, "forgot node " + name);
   return caf::unit;
 }
@@ -290,6 +320,7 @@ void on_down(cluster_self self, const caf::down_msg& dm) {
     if (m.handle && m.handle.address() == dm.source) {
       m.handle = nullptr;
       note(log_level::warn, "node " + describe_member(m.info) + " is down");
+      tell_node(self, down_atom::value, name);
     }
 }
 
@@ -326,6 +357,16 @@ cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_confi
         return st.waiting_ready.back();
       },
       [=](tick_atom) { reconnect(self); },
+      [=](placed_atom, queue_placement& p) { place_local(self, std::move(p)); },
+      [=](removed_atom, const std::string& vhost, const std::string& name) {
+        remove_local(self, vhost, name);
+      },
+      [=](placed_atom, const std::string& from, std::vector<queue_placement>& ps) {
+        for (auto& p : ps) p.node = from;
+        tell_node(self, placed_atom::value, std::move(ps));
+      },
+      [=](removed_atom, const std::string& from, const std::string& vhost,
+          const std::string& name) { tell_node(self, removed_atom::value, vhost, name, from); },
   };
 }
 

@@ -14,6 +14,11 @@
 //   (forget_atom, name)                       -> void       a member that is down, for good
 //   (ready_atom)                              -> void       once joined (at once without --join);
 //                                                ACCESS_REFUSED when a node refused us
+// Queue placements: this node's vhosts report their queues (placed_atom, queue_placement) /
+// (removed_atom, vhost, name); the cluster actor sends them to every member, and all of them to a
+// member as it comes up. What members send (placed_atom, from, placements) / (removed_atom, from,
+// vhost, name) goes to the node, which hands it to the vhost. A member going down or forgotten is
+// told to the node as (down_atom, name) / (removed_atom, name).
 #pragma once
 
 #include "actors/cluster_protocol.hpp"
@@ -49,9 +54,10 @@ struct cluster_state {
 
   cluster_config config;
   std::map<std::string, member> members;  // by name; never this node
-  std::set<std::string> join_pending;     // --join addresses not reached yet
-  std::set<std::string> connecting;       // addresses a join is under way to
-  std::deque<std::string> nonces;         // handed out, not yet used (the newest few)
+  std::map<std::pair<std::string, std::string>, queue_placement> placements;  // ours, by vhost+name
+  std::set<std::string> join_pending;  // --join addresses not reached yet
+  std::set<std::string> connecting;    // addresses a join is under way to
+  std::deque<std::string> nonces;      // handed out, not yet used (the newest few)
   std::vector<caf::typed_response_promise<void>> waiting_ready;
   // Failed joins by address, so that an unreachable node is logged now and then, not each second.
   std::shared_ptr<std::map<std::string, int>> failures =

@@ -17,6 +17,19 @@ using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using join_atom = caf::atom_constant<caf::atom("join")>;
 using nodes_atom = caf::atom_constant<caf::atom("nodes")>;
 using forget_atom = caf::atom_constant<caf::atom("forget")>;
+using placed_atom = caf::atom_constant<caf::atom("placed")>;
+using removed_atom = caf::atom_constant<caf::atom("removed")>;
+using down_atom = caf::atom_constant<caf::atom("down")>;
+
+/// Where a queue lives: announced by its home node to every member, so that a publish or a
+/// consume arriving anywhere reaches the queue actor itself.
+struct queue_placement {
+  std::string vhost;
+  queue_spec spec;
+  std::string node;  // its home node's name
+  caf::actor queue;  // its queue actor there
+  caf::actor home;   // the vhost actor there, which deletes and purges it
+};
 
 /// A node asking to join (cluster_auth.hpp: the proofs).
 struct join_request {
@@ -43,6 +56,10 @@ struct node_info {
 };
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, queue_placement& x) {
+  return f(x.vhost, x.spec, x.node, x.queue, x.home);
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, join_request& x) {
   return f(x.member, x.nonce, x.proof, x.challenge);
 }
@@ -66,6 +83,12 @@ using cluster_actor_type = caf::typed_actor<
     caf::reacts_to<forget_atom, std::string>,
     // from warren-node: answered once the node has joined the cluster it was told to join
     caf::reacts_to<ready_atom>,
+    // from this node's vhosts: a queue of theirs started / went
+    caf::reacts_to<placed_atom, queue_placement>,
+    caf::reacts_to<removed_atom, std::string, std::string>,  // vhost, queue
+    // from other members: their queues (the sender's name first)
+    caf::reacts_to<placed_atom, std::string, std::vector<queue_placement>>,
+    caf::reacts_to<removed_atom, std::string, std::string, std::string>,  // node, vhost, queue
     // its own timer: reconnecting to members that are down
     caf::reacts_to<tick_atom>>;
 

@@ -69,6 +69,7 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
   }
   for (auto i = st.exchanges.begin(); i != st.exchanges.end();)
     i = i->second.actor.address() == dm.source ? st.exchanges.erase(i) : std::next(i);
+  queue_node_down(self, dm.source);
 }
 
 connection_session_api::behavior_type session_behavior(self_ptr self) {
@@ -131,6 +132,7 @@ connection_broker_api::behavior_type broker_behavior(self_ptr self) {
       [=](blocked_atom, bool blocked, const std::string&) { set_blocked(self, blocked); },
       [=](confirm_atom, uint16_t id, const std::vector<uint64_t>& acked,
           const std::vector<uint64_t>& nacked) { confirm(self, id, acked, nacked); },
+      [=](down_atom, const std::string&) { member_down(self); },
       [=](cancelled_atom, uint16_t id, const std::string& tag, const std::string& reason) {
         cancelled_by_queue(self, id, tag, reason);
       },

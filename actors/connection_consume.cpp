@@ -150,6 +150,8 @@ void start_consumer(self_ptr self, uint64_t request, uint64_t serial, const caf:
             }
             auto& consumer = c->consumers[tag];
             consumer.queue = q;
+            // A queue on another node can vanish with its node; its monitor tells us then.
+            if (q.node() != self->node()) self->monitor(q);
             grant_credit(self, id, *c, tag, std::exchange(consumer.unsent_credit, 0));
             touch_queue(*c, q);
             self->state.link->reply(request, {}, caf::make_message(tag));
@@ -275,6 +277,15 @@ void cancelled_by_queue(self_ptr self, uint16_t id, const std::string& tag,
     drop_consumer(self, id, c->second, tag);
     self->state.link->consumer_cancelled(id, tag, reason);
   }
+}
+
+void queue_node_down(self_ptr self, const caf::actor_addr& queue) {
+  std::vector<std::pair<uint16_t, std::string>> gone;
+  for (const auto& [id, ch] : self->state.channels)
+    for (const auto& [tag, consumer] : ch.consumers)
+      if (consumer.queue && consumer.queue.address() == queue) gone.emplace_back(id, tag);
+  for (const auto& [id, tag] : gone)
+    cancelled_by_queue(self, id, tag, "the queue's node went down");
 }
 
 void deliver(self_ptr self, uint16_t id, const std::string& tag, bool no_ack,

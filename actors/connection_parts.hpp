@@ -104,6 +104,11 @@ void set_blocked(self_ptr self, bool blocked);
 void consume(self_ptr self, uint64_t request, uint16_t id, consume_request& c);
 void cancel(self_ptr self, uint64_t request, uint16_t id, const std::string& tag,
             bool requeue_unacked);
+/// A cluster member went down: every publish still waiting for a confirm is refused (nacked),
+/// since a queue there may never answer.
+void member_down(self_ptr self);
+/// A remote queue a consumer of ours uses is gone with its node: the consumer is cancelled.
+void queue_node_down(self_ptr self, const caf::actor_addr& queue);
 void cancelled_by_queue(self_ptr self, uint16_t id, const std::string& tag,
                         const std::string& reason);
 void deliver(self_ptr self, uint16_t id, const std::string& tag, bool no_ack,

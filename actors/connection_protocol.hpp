@@ -79,6 +79,7 @@ using connection_broker_api = caf::typed_actor<
     caf::reacts_to<blocked_atom, bool, std::string>,     // the resource alarm (and why)
     caf::reacts_to<confirm_atom, uint16_t, std::vector<uint64_t>, std::vector<uint64_t>>,
     caf::reacts_to<cancelled_atom, uint16_t, std::string, std::string>,  // queue gone
+    caf::reacts_to<down_atom, std::string>,  // a cluster member went down
     caf::reacts_to<deliver_atom, uint16_t, std::string, bool, std::vector<queued_delivery>>>;
 
 /// What the front doors may send.

@@ -204,6 +204,14 @@ void set_blocked(self_ptr self, bool blocked) {
   for (auto id : ids) drain_publishes(self, id);
 }
 
+void member_down(self_ptr self) {
+  for (auto& [id, ch] : self->state.channels) {
+    if (!ch.open) continue;
+    ch.confirms.refuse_waiting();
+    send_answers(self, ch);
+  }
+}
+
 void confirm(self_ptr self, uint16_t id, const std::vector<uint64_t>& acked,
              const std::vector<uint64_t>& nacked) {
   auto c = self->state.channels.find(id);

@@ -75,6 +75,9 @@ void spawn_vhost(self_ptr self, const std::string& name, vhost_recovery recovere
       self->spawn(vhost_actor, name, self->state.storage, std::move(recovered)));
   if (auto l = self->state.limits_of.find(name); l != self->state.limits_of.end())
     self->send(vhost_handle(vhost), settings_atom::value, l->second);
+  if (self->state.cluster)
+    self->send(vhost_handle(vhost), cluster_atom::value, self->state.cluster,
+               self->state.node_name);
   self->state.vhosts[name] = vhost;
 }
 
@@ -338,19 +341,6 @@ caf::typed_response_promise<node_stats_info> node_stats(self_ptr self) {
   return rp;
 }
 
-caf::result<std::vector<node_info>> list_nodes(self_ptr self) {
-  if (!self->state.cluster)
-    return make_broker_error(reply_code::internal_error, "the node has no cluster actor");
-  return self->delegate(cluster_handle(self->state.cluster), list_atom::value, nodes_atom::value);
-}
-
-caf::result<void> forget_node(self_ptr self, const std::string& name) {
-  if (auto err = require_admin(self, "forgetting a node")) return err;
-  if (!self->state.cluster)
-    return make_broker_error(reply_code::internal_error, "the node has no cluster actor");
-  return self->delegate(cluster_handle(self->state.cluster), forget_atom::value, name);
-}
-
 // Answered once every vhost's queues have recovered.
 caf::typed_response_promise<void> when_ready(self_ptr self) {
   auto rp = self->make_response_promise<void>();
@@ -462,9 +452,15 @@ node_actor_type::behavior_type node_actor(node_self self, storage_context storag
         return connect(self, hello, conn);
       },
       [=](alarm_atom, const caf::actor& alarm) { self->state.alarm = alarm; },
-      [=](cluster_atom, const caf::actor& cluster) { self->state.cluster = cluster; },
+      [=](cluster_atom, const caf::actor& cluster, text name) { set_cluster(self, cluster, name); },
       [=](list_atom, nodes_atom) { return list_nodes(self); },
       [=](forget_atom, text name) { return forget_node(self, name); },
+      [=](placed_atom, std::vector<queue_placement>& ps) { placements_arrived(self, ps); },
+      [=](removed_atom, text vhost, text queue, text node) {
+        queue_removed(self, vhost, queue, node);
+      },
+      [=](removed_atom, text node) { node_gone(self, node, false); },
+      [=](down_atom, text node) { node_gone(self, node, true); },
       [=](settings_atom, const connection_settings& settings) { self->state.settings = settings; },
       [=](ready_atom) { return when_ready(self); },
       [=](declare_atom, user_atom, text name, text password, const std::vector<std::string>& tags) {

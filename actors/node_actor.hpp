@@ -24,7 +24,12 @@
 //   (list_atom, conns_atom)                          -> std::vector<connection_info>
 //   (list_atom, queues_atom)                         -> std::vector<queue_info>  every vhost
 //   (alarm_atom, actor)                              the resource alarm new connections follow
-//   (cluster_atom, actor)                            the cluster actor (warren-node, at start-up)
+//   (cluster_atom, actor, name)                      the cluster actor and this node's name
+//                                                    (warren-node, at start-up)
+//   (placed_atom, placements) / (removed_atom, vhost, queue, node) / (removed_atom, node) /
+//   (down_atom, node)                                from the cluster actor: other members'
+//                                                    queues for the vhosts; a member down for
+//                                                    the vhosts and the connections
 //   (list_atom, nodes_atom)                          -> std::vector<node_info>  the cluster
 //   (forget_atom, name)                              -> void   a dead member (administrators)
 //   (stats_atom)                                     -> node_stats_info  queues, connections,
@@ -56,6 +61,7 @@ struct node_state {
   int64_t started_ms = 0;        // steady clock
   caf::actor alarm;              // resource_alarm: connections subscribe to it when they connect
   caf::actor cluster;            // cluster_actor: this node's membership
+  std::string node_name;         // this node's name in the cluster
   connection_settings settings;  // handed to connections as they log in
   std::unordered_map<caf::actor_addr, std::string> connection_vhost;
   std::map<std::string, vhost_limits> limits_of;  // vhosts that have limits

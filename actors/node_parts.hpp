@@ -1,5 +1,6 @@
 // The node actor's parts, shared by node_actor.cpp (logins, vhosts, listings, definitions) and
-// node_users.cpp (users and permissions); nothing else includes this.
+// node_users.cpp (users and permissions) and node_cluster.cpp (the cluster); nothing else
+// includes this.
 #pragma once
 
 #include "actors/node_actor.hpp"
@@ -50,5 +51,18 @@ caf::result<void> set_permissions(self_ptr self, const permission_record& p);
 caf::result<void> clear_permissions(self_ptr self, const std::string& user,
                                     const std::string& vhost);
 caf::result<std::vector<permission_record>> list_permissions(self_ptr self);
+
+// --- the cluster (node_cluster.cpp) -------------------------------------------------------------
+
+caf::result<std::vector<node_info>> list_nodes(self_ptr self);
+caf::result<void> forget_node(self_ptr self, const std::string& name);  // administrators
+/// The cluster actor and this node's name, handed on to every vhost.
+void set_cluster(self_ptr self, const caf::actor& cluster, const std::string& name);
+/// Other members' queues, each for its vhost (unknown vhosts are skipped).
+void placements_arrived(self_ptr self, std::vector<queue_placement>& placements);
+void queue_removed(self_ptr self, const std::string& vhost, const std::string& queue,
+                   const std::string& node);
+/// A member went down (down = true: its queues come back with it) or was forgotten.
+void node_gone(self_ptr self, const std::string& node, bool down);
 
 }  // namespace warren::node_parts

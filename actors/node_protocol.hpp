@@ -20,7 +20,11 @@ using node_actor_type = caf::typed_actor<
                                                                   permission_record>,
     // from warren-node at start-up
     caf::reacts_to<alarm_atom, caf::actor>, caf::reacts_to<settings_atom, connection_settings>,
-    caf::reacts_to<ready_atom>, caf::reacts_to<cluster_atom, caf::actor>,
+    caf::reacts_to<ready_atom>, caf::reacts_to<cluster_atom, caf::actor, std::string>,
+    // from the cluster actor: other members' queues, members down or forgotten
+    caf::reacts_to<placed_atom, std::vector<queue_placement>>,
+    caf::reacts_to<removed_atom, std::string, std::string, std::string>,  // vhost, queue, node
+    caf::reacts_to<removed_atom, std::string>, caf::reacts_to<down_atom, std::string>,
     // the cluster: its members, forgetting a dead one (administrators)
     caf::replies_to<list_atom, nodes_atom>::with<std::vector<node_info>>,
     caf::reacts_to<forget_atom, std::string>,

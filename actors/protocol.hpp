@@ -151,6 +151,7 @@ struct queue_info {
   uint64_t bytes_on_disk = 0;  // segment files of a durable queue
   uint32_t segments = 0;
   std::string unavailable;  // why the queue refuses all work; empty while it works
+  std::string node;         // the cluster node it lives on (filled in by the vhost)
 };
 
 struct binding_info {
@@ -247,7 +248,7 @@ typename Inspector::result_type inspect(Inspector& f, exchange_info& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, queue_info& x) {
   return f(x.vhost, x.spec, x.ready, x.unacked, x.consumers, x.traffic, x.bytes_on_disk, x.segments,
-           x.unavailable);
+           x.unavailable, x.node);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, binding_info& x) {

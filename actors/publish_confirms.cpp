@@ -60,6 +60,18 @@ void publish_confirms::finish_if_known(uint64_t seq) {
   if (--owner->remaining_ == 0) answers_.push_back({owner->request_, std::move(owner->outcomes_)});
 }
 
+void publish_confirms::refuse_waiting() {
+  std::vector<uint64_t> seqs;
+  for (const auto& [seq, p] : pending_) seqs.push_back(seq);
+  std::sort(seqs.begin(), seqs.end());  // answers in the order the messages were published
+  for (auto seq : seqs) {
+    auto& p = pending_.at(seq);
+    p.routed_to = std::max<int64_t>(p.routed_to, 1);
+    p.nacked = static_cast<uint32_t>(p.routed_to);
+    finish_if_known(seq);
+  }
+}
+
 std::vector<publish_confirms::answer> publish_confirms::take_answers() {
   return std::exchange(answers_, {});
 }

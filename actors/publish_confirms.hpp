@@ -47,6 +47,11 @@ class publish_confirms {
   /// The calls answered since the last take, in the order they completed.
   std::vector<answer> take_answers();
 
+  /// Every message still waiting counts as refused (a cluster member went down: a queue there may
+  /// never answer, and a confirm must never claim what it may not have). Later reports for them
+  /// are ignored.
+  void refuse_waiting();
+
   /// Forgets every waiting call and returns their requests (each once), for a closing channel
   /// to fail them.
   std::vector<uint64_t> abandon();

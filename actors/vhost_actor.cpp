@@ -11,6 +11,7 @@
 #include "actors/headers_match.hpp"
 #include "actors/persistence_actor.hpp"
 #include "actors/queue_actor.hpp"
+#include "actors/refusing_queue.hpp"
 #include "actors/topic_trie.hpp"
 #include "core/log.hpp"
 #include "core/names.hpp"
@@ -19,7 +20,10 @@
 #include <caf/response_promise.hpp>
 #include <caf/send.hpp>
 
+#include <chrono>
 #include <memory>
+#include <optional>
+#include <set>
 
 namespace warren {
 
@@ -142,6 +146,102 @@ void remove_exchange(self_ptr self, const std::string& name, changes& out) {
   st.exchanges.erase(e);
 }
 
+// --- the cluster: our queues announced, other nodes' queues reached where they live ------------
+
+constexpr auto remote_timeout = std::chrono::seconds(10);
+
+// Tells the cluster where a queue of ours lives (exclusive queues stay with their connection).
+void announce(self_ptr self, const vhost_state::queue_entry& q) {
+  auto& st = self->state;
+  if (!st.cluster || q.spec.exclusive) return;
+  self->send(
+      cluster_handle(st.cluster), placed_atom::value,
+      queue_placement{st.vhost, q.spec, st.node_name, q.actor, caf::actor_cast<caf::actor>(self)});
+}
+
+void unannounce(self_ptr self, const vhost_state::queue_entry& q) {
+  auto& st = self->state;
+  if (st.cluster && !q.spec.exclusive)
+    self->send(cluster_handle(st.cluster), removed_atom::value, st.vhost, q.spec.name);
+}
+
+// Points the routes of every binding to remote queue `e` at `target` (its queue actor, or the
+// stand-in that refuses publishes while its node is down), or drops them (null target).
+void route_remote(self_ptr self, const remote_queues::entry& e, const caf::actor& target) {
+  auto& st = self->state;
+  std::set<std::string> exchanges;
+  for (const auto& [key, b] : st.bindings)
+    if (leads_to(b, e.spec.name, false)) exchanges.insert(b.exchange);
+  for (const auto& name : exchanges)
+    if (auto x = st.exchanges.find(name); x != st.exchanges.end())
+      caf::anon_send(exchange_handle(x->second.actor), unbind_q_atom::value, e.id);
+  if (!target) return;
+  for (const auto& [key, b] : st.bindings) {
+    if (!leads_to(b, e.spec.name, false)) continue;
+    if (auto x = st.exchanges.find(b.exchange); x != st.exchanges.end())
+      caf::anon_send(exchange_handle(x->second.actor), bind_atom::value, e.id, target, b.key,
+                     b.arguments);
+  }
+}
+
+// Publishes routed to a queue whose node is down are refused (nacked) by this stand-in rather
+// than dropped or lost in a dead connection: the publisher learns the message is not stored.
+caf::actor down_stand_in(self_ptr self) {
+  auto& st = self->state;
+  if (!st.down_queue)
+    st.down_queue = caf::actor_cast<caf::actor>(self->spawn<caf::linked>(refusing_queue));
+  return st.down_queue;
+}
+
+void drop_remote_bindings(self_ptr self, const std::string& name) {
+  auto& st = self->state;
+  for (auto b = st.bindings.begin(); b != st.bindings.end();)
+    b = leads_to(b->second, name, false) ? st.bindings.erase(b) : std::next(b);
+}
+
+void remote_placed(self_ptr self, const queue_placement& p) {
+  auto& st = self->state;
+  if (p.node == st.node_name) return;
+  if (st.queues.count(p.spec.name) != 0) {
+    log(log_level::warn, "vhost",
+        "queue " + quote(p.spec.name) + in_vhost(st) + " lives on this node and on " + p.node +
+            " (declared on both at once); this node's copy is the one it uses");
+    return;
+  }
+  auto changed = st.remote.place(p);
+  if (!changed) return;
+  binding_spec implicit{"", p.spec.name, p.spec.name, {}, false};
+  st.bindings[binding_key(implicit)] = implicit;
+  route_remote(self, *changed, changed->queue);
+}
+
+void remote_removed(self_ptr self, const std::string& name, const std::string& node) {
+  auto e = self->state.remote.remove(name, node);
+  if (!e) return;
+  route_remote(self, *e, nullptr);
+  drop_remote_bindings(self, name);
+}
+
+void remote_node_gone(self_ptr self, const std::string& node, bool down) {
+  for (const auto& e : self->state.remote.node_gone(node, down)) {
+    route_remote(self, e, down ? down_stand_in(self) : caf::actor{});
+    if (!down) drop_remote_bindings(self, e.spec.name);
+  }
+}
+
+caf::error node_down(const vhost_state& st, const remote_queues::entry& e) {
+  return make_broker_error(reply_code::not_found, "queue " + quote(e.spec.name) + in_vhost(st) +
+                                                      " lives on node " + e.node +
+                                                      ", which is down");
+}
+
+void set_cluster(self_ptr self, const caf::actor& cluster, const std::string& node_name) {
+  auto& st = self->state;
+  st.cluster = cluster;
+  st.node_name = node_name;
+  for (const auto& [name, q] : st.queues) announce(self, q);
+}
+
 // Removes a queue that has already stopped (or is stopping) from the registry.
 void forget_queue(self_ptr self, const std::string& name, changes& out) {
   auto& st = self->state;
@@ -157,6 +257,7 @@ void forget_queue(self_ptr self, const std::string& name, changes& out) {
     drop_binding(self, b, out);
   }
   if (stored(q->second.spec)) erase_queue(st.vhost, name, out);
+  unannounce(self, q->second);
   st.queues.erase(q);
 }
 
@@ -262,12 +363,19 @@ void start_queue(self_ptr self, const queue_spec& spec, const queue_limits& limi
   // anon_send: the exchange answers bind requests, and this one needs no answer.
   caf::anon_send(exchange_handle(st.exchanges[""].actor), bind_atom::value, id, entry.actor,
                  spec.name, field_table{});
+  announce(self, entry);
   st.queues[spec.name] = std::move(entry);
 }
 
 caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool passive,
                                       const caf::actor& requester) {
   auto& st = self->state;
+  if (st.queues.count(spec.name) == 0) {
+    if (const auto* r = st.remote.find(spec.name)) {  // its home node decides
+      if (!r->home) return node_down(st, *r);
+      return self->delegate(vhost_handle(r->home), declare_atom::value, spec, passive, requester);
+    }
+  }
   if (passive) {
     auto q = st.queues.find(spec.name);
     if (q == st.queues.end()) return no_queue(st, spec.name);
@@ -329,7 +437,13 @@ caf::result<uint32_t> delete_queue(self_ptr self, const std::string& name, bool 
                                    bool if_empty, const caf::actor& requester) {
   auto& st = self->state;
   auto q = st.queues.find(name);
-  if (q == st.queues.end()) return uint32_t{0};  // idempotent, as in RabbitMQ
+  if (q == st.queues.end()) {
+    const auto* r = st.remote.find(name);
+    if (r == nullptr) return uint32_t{0};  // idempotent, as in RabbitMQ
+    if (!r->home) return node_down(st, *r);
+    return self->delegate(vhost_handle(r->home), delete_atom::value, queues_atom::value, name,
+                          if_unused, if_empty, requester);
+  }
   if (auto err = check_owner(st, q->second, requester)) return err;
   auto rp = self->make_response_promise<uint32_t>();
   auto actor = q->second.actor;
@@ -368,9 +482,15 @@ caf::error check_binding(self_ptr self, binding_spec& b, const caf::actor& reque
     target = {d->second.id, d->second.actor};
   } else {
     auto q = st.queues.find(b.destination);
-    if (q == st.queues.end()) return no_queue(st, b.destination);
-    if (auto err = check_owner(st, q->second, requester)) return err;
-    target = {q->second.id, q->second.actor};
+    if (q != st.queues.end()) {
+      if (auto err = check_owner(st, q->second, requester)) return err;
+      target = {q->second.id, q->second.actor};
+    } else if (const auto* r = st.remote.find(b.destination); r != nullptr) {
+      if (!r->queue) return node_down(st, *r);
+      target = {r->id, r->queue};
+    } else {
+      return no_queue(st, b.destination);
+    }
   }
   if (e->second.spec.type == exchange_type::topic) {
     if (auto problem = check_topic_binding_key(b.key); !problem.empty()) return invalid(problem);
@@ -483,7 +603,12 @@ void restore(self_ptr self, vhost_recovery recovered) {
 caf::result<uint32_t> purge(self_ptr self, const std::string& name, const caf::actor& requester) {
   auto& st = self->state;
   auto q = st.queues.find(name);
-  if (q == st.queues.end()) return no_queue(st, name);
+  if (q == st.queues.end()) {
+    const auto* r = st.remote.find(name);
+    if (r == nullptr) return no_queue(st, name);
+    if (!r->home) return node_down(st, *r);
+    return self->delegate(vhost_handle(r->home), purge_atom::value, name, requester);
+  }
   if (auto err = check_owner(st, q->second, requester)) return err;
   auto rp = self->make_response_promise<uint32_t>();
   self->request(queue_handle(q->second.actor), caf::infinite, purge_atom::value)
@@ -503,7 +628,12 @@ caf::result<caf::actor> find_queue(self_ptr self, const std::string& name,
                                    const caf::actor& requester) {
   auto& st = self->state;
   auto q = st.queues.find(name);
-  if (q == st.queues.end()) return no_queue(st, name);
+  if (q == st.queues.end()) {
+    const auto* r = st.remote.find(name);
+    if (r == nullptr) return no_queue(st, name);
+    if (!r->queue) return node_down(st, *r);
+    return r->queue;
+  }
   if (auto err = check_owner(st, q->second, requester)) return err;
   return q->second.actor;
 }
@@ -551,9 +681,42 @@ void gather_stats(self_ptr self, Done done) {
       });
 }
 
+// This node's queues, then those of other members: asked where they live, or a row saying their
+// node is down.
 caf::typed_response_promise<std::vector<queue_info>> list_queues(self_ptr self) {
   auto rp = self->make_response_promise<std::vector<queue_info>>();
-  gather_stats(self, [=](std::vector<queue_info> rows) mutable { rp.deliver(std::move(rows)); });
+  gather_stats(self, [=](std::vector<queue_info> rows) mutable {
+    auto& st = self->state;
+    for (auto& row : rows) row.node = st.node_name;
+    std::vector<caf::actor> remote;
+    for (const auto& [name, e] : st.remote.all()) {
+      if (e.queue) {
+        remote.push_back(e.queue);
+        continue;
+      }
+      queue_info down;
+      down.vhost = st.vhost;
+      down.spec = e.spec;
+      down.node = e.node;
+      down.unavailable = "its node " + e.node + " is down";
+      rows.push_back(std::move(down));
+    }
+    gather<queue_info>(
+        remote,
+        [=](const caf::actor& q) {
+          return self->request(queue_handle(q), remote_timeout, stats_atom::value);
+        },
+        [=](std::vector<queue_info> theirs) mutable {
+          for (auto& row : theirs) {
+            const auto* e = self->state.remote.find(row.spec.name);
+            row.node = e != nullptr ? e->node : std::string();
+            rows.push_back(std::move(row));
+          }
+          std::sort(rows.begin(), rows.end(),
+                    [](const auto& a, const auto& b) { return a.spec.name < b.spec.name; });
+          rp.deliver(std::move(rows));
+        });
+  });
   return rp;
 }
 
@@ -683,6 +846,15 @@ vhost_actor_type::behavior_type vhost_actor(vhost_actor_type::stateful_pointer<v
       [=](settings_atom, const vhost_limits& limits) { self->state.limits = limits; },
       [=](shutdown_atom) { return shut_down(self); },
       [=](ready_atom) { return when_ready(self); },
+      [=](cluster_atom, const caf::actor& cluster, const std::string& node_name) {
+        set_cluster(self, cluster, node_name);
+      },
+      [=](placed_atom, const queue_placement& p) { remote_placed(self, p); },
+      [=](removed_atom, const std::string& queue, const std::string& node) {
+        remote_removed(self, queue, node);
+      },
+      [=](removed_atom, const std::string& node) { remote_node_gone(self, node, false); },
+      [=](down_atom, const std::string& node) { remote_node_gone(self, node, true); },
   };
 }
 

@@ -20,9 +20,14 @@
 // deletes an auto-delete / expired queue.
 //   (shutdown_atom) -> void   the vhost is deleted: its queues' messages and its records go
 //   (ready_atom)    -> void   once every queue has recovered its messages
+// In a cluster (vhost_cluster.cpp): (cluster_atom, cluster, node name) starts announcing this
+// node's queues; (placed_atom, placement) / (removed_atom, queue, node) / (removed_atom, node) /
+// (down_atom, node) keep the queues of other nodes, which lookups, declares, bindings and the
+// default exchange then reach where they live.
 // Durable declarations are answered after the persistence actor committed them.
 #pragma once
 
+#include "actors/remote_queues.hpp"
 #include "actors/storage_context.hpp"
 #include "actors/vhost_protocol.hpp"
 
@@ -66,6 +71,10 @@ struct vhost_state {
   uint64_t next_exchange_id = 0;
   vhost_limits limits;
   storage_context storage;
+  caf::actor cluster;     // this node's cluster actor: our queues are announced to it
+  std::string node_name;  // this node's name in the cluster
+  remote_queues remote;   // queues of this vhost living on other nodes
+  caf::actor down_queue;  // refuses publishes to queues whose node is down
 
   static inline const char* name = "vhost";
 };

@@ -3,6 +3,7 @@
 // so that a request it does not take, or a reply of the wrong type, fails to compile.
 #pragma once
 
+#include "actors/cluster_protocol.hpp"
 #include "actors/protocol.hpp"
 
 #include <caf/actor_cast.hpp>
@@ -36,7 +37,13 @@ using vhost_actor_type = caf::typed_actor<
     caf::reacts_to<unused_atom, std::string, caf::actor>,
     // from the node
     caf::reacts_to<settings_atom, vhost_limits>, caf::reacts_to<shutdown_atom>,
-    caf::reacts_to<ready_atom>>;
+    caf::reacts_to<ready_atom>,
+    // from the node: the cluster actor and this node's name; other members' queues; a member
+    // down (its queues come back with it) or forgotten
+    caf::reacts_to<cluster_atom, caf::actor, std::string>,
+    caf::reacts_to<placed_atom, queue_placement>,
+    caf::reacts_to<removed_atom, std::string, std::string>,  // queue, node
+    caf::reacts_to<removed_atom, std::string>, caf::reacts_to<down_atom, std::string>>;
 
 /// The typed view of a vhost actor held as caf::actor.
 inline vhost_actor_type vhost_handle(const caf::actor& vhost) {

@@ -213,6 +213,7 @@ std::string host_name() {
 // naming what stopped it (the port, a node that refused us).
 caf::actor start_cluster(caf::actor_system& system, const node_options& opt, caf::actor node,
                          caf::actor persistence, std::vector<warren::cluster_member> stored) {
+  auto node_actor = node;
   bool clustered = !opt.cluster_secret.empty() && opt.cluster_port != 0;
   if (!opt.join.empty() && opt.cluster_port == 0)
     throw std::runtime_error("--join needs a cluster port (--cluster-port is 0)");
@@ -230,12 +231,17 @@ caf::actor start_cluster(caf::actor_system& system, const node_options& opt, caf
   config.node = std::move(node);
   config.persistence = std::move(persistence);
   auto cluster = caf::actor_cast<caf::actor>(system.spawn(warren::cluster_actor, config));
+  // The vhosts announce their queues to it from now on.
+  caf::anon_send(warren::node_handle(node_actor), warren::cluster_atom::value, cluster,
+                 config.self.name);
   if (!clustered) {
     warren::log(warren::log_level::info, "cluster",
                 "standalone (a cluster needs --cluster-secret and a --cluster-port)");
     return cluster;
   }
-  auto published = system.middleman().publish(cluster, opt.cluster_port, opt.bind.c_str());
+  // SO_REUSEADDR, so that a node restarted after a crash can listen again at once, while its old
+  // connections linger in TIME_WAIT.
+  auto published = system.middleman().publish(cluster, opt.cluster_port, opt.bind.c_str(), true);
   if (!published) {
     caf::anon_send_exit(cluster, caf::exit_reason::user_shutdown);
     throw std::runtime_error("cluster listener on " + opt.bind + ":" + port + ": " +
@@ -364,7 +370,6 @@ int main(int argc, char** argv) {
   try {
     cluster = start_cluster(system, opt, caf::actor_cast<caf::actor>(node), storage.persistence,
                             std::move(members));
-    caf::anon_send(node, warren::cluster_atom::value, cluster);
   } catch (const std::exception& e) {
     warren::log(warren::log_level::error, "cluster", e.what());
     caf::anon_send_exit(alarm, caf::exit_reason::user_shutdown);

@@ -137,17 +137,18 @@ void print_list(const std::vector<queue_row>& list, bool as_json) {
                          {"messages_unacked", q.messages_unacked},
                          {"consumers", q.consumers},
                          {"state", q.unavailable.empty() ? "running" : "unavailable"},
-                         {"unavailable", q.unavailable}});
+                         {"unavailable", q.unavailable},
+                         {"node", q.node}});
     std::cout << dump_json(out) << '\n';
     return;
   }
   table rows{{"name", "durable", "exclusive", "auto_delete", "ready", "unacked", "consumers",
-              "state", "arguments"}};
+              "state", "node", "arguments"}};
   for (const auto& q : list)
     rows.push_back({q.name, yes_no(q.durable), yes_no(q.exclusive), yes_no(q.auto_delete),
                     std::to_string(q.messages_ready), std::to_string(q.messages_unacked),
                     std::to_string(q.consumers), q.unavailable.empty() ? "running" : "unavailable",
-                    table_text(q.arguments)});
+                    q.node, table_text(q.arguments)});
   print_table(rows);
   // The reason is long: it goes under the table, one line per queue that has one.
   for (const auto& q : list)

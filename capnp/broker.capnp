@@ -128,7 +128,8 @@ struct QueueInfo {
   bytesOnDisk @10 :UInt64;     # segment files of a durable queue
   segments @11 :UInt32;
   unavailable @12 :Text;       # empty while the queue works; otherwise why it cannot (its files
-                               # could not be loaded): it then refuses all work, files untouched
+                               # could not be loaded, its node is down): it then refuses all work
+  node @13 :Text;              # the cluster node it lives on
 }
 
 # Counters since the queue or connection began; they only grow. Rates are the difference of two

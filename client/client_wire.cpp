@@ -59,13 +59,13 @@ traffic_counters read_traffic(rpc::Traffic::Reader in) {
 }
 
 queue_row read_queue_row(rpc::QueueInfo::Reader in) {
-  return {text(in.getName()),       text(in.getVhost()),
-          in.getDurable(),          in.getExclusive(),
-          in.getAutoDelete(),       wire::read_table(in.getArguments()),
-          in.getMessagesReady(),    in.getMessagesUnacked(),
-          in.getConsumers(),        read_traffic(in.getTraffic()),
-          in.getBytesOnDisk(),      in.getSegments(),
-          text(in.getUnavailable())};
+  return {text(in.getName()),        text(in.getVhost()),
+          in.getDurable(),           in.getExclusive(),
+          in.getAutoDelete(),        wire::read_table(in.getArguments()),
+          in.getMessagesReady(),     in.getMessagesUnacked(),
+          in.getConsumers(),         read_traffic(in.getTraffic()),
+          in.getBytesOnDisk(),       in.getSegments(),
+          text(in.getUnavailable()), text(in.getNode())};
 }
 
 binding_row read_binding_row(rpc::BindingInfo::Reader in) {

@@ -65,6 +65,7 @@ void write_queue(const queue_info& info, rpc::QueueInfo::Builder out) {
   out.setBytesOnDisk(info.bytes_on_disk);
   out.setSegments(info.segments);
   out.setUnavailable(info.unavailable);
+  out.setNode(info.node);
 }
 
 void write_binding(const binding_info& info, rpc::BindingInfo::Builder out) {

@@ -3,12 +3,17 @@
 // their membership across restarts, and refuse a node without the secret.
 #define BOOST_TEST_MODULE cluster
 #include "subprocess.hpp"
+#include "warren/channel.hpp"
+#include "warren/client_error.hpp"
+#include "warren/connection.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <future>
 #include <thread>
 
 using warren::test::free_port;
@@ -60,6 +65,41 @@ bool sees(const node_process& node, const std::map<std::string, bool>& expected)
   }
   BOOST_TEST_MESSAGE("last seen: " << warrenctl_json(node, {"list", "nodes"}).dump());
   return false;
+}
+
+std::unique_ptr<warren::client::connection> connect(const node_process& node) {
+  warren::client::connect_options o;
+  o.port = node.port();
+  return warren::client::connection::open(o);
+}
+
+// The node each queue of `node`'s vhost "/" lives on, by name ("" for none).
+std::string home_of(const node_process& node, const std::string& queue) {
+  for (const auto& q : connect(node)->list_queues())
+    if (q.name == queue) return q.node;
+  return {};
+}
+
+bool home_seen(const node_process& node, const std::string& queue, const std::string& home) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (home_of(node, queue) == home) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+std::vector<warren::client::outbound_message> numbered(const std::string& queue, int count) {
+  std::vector<warren::client::outbound_message> out;
+  for (int i = 0; i < count; ++i) {
+    warren::client::outbound_message m;
+    m.routing_key = queue;
+    m.body = "m" + std::to_string(i);
+    m.properties.persistent = true;
+    m.mandatory = true;
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 }  // namespace
@@ -138,4 +178,92 @@ BOOST_AUTO_TEST_CASE(a_node_without_the_secret_is_refused_and_logged) {
                       r.out + r.err);
   BOOST_CHECK(a.wait_for_log("refused intruder"));
   BOOST_CHECK((members_seen_by(a) == std::map<std::string, bool>{{"a", true}}));
+}
+
+BOOST_AUTO_TEST_CASE(a_queue_on_one_node_takes_publishes_and_consumers_from_the_others) {
+  uint16_t pa = free_port(), pb = free_port(), pc = free_port();
+  warren::test::temp_dir a_dir;
+  auto a = std::make_unique<node_process>(cluster_args("a", pa), a_dir.path());
+  node_process b(cluster_args("b", pb, address(pa)));
+  node_process c(cluster_args("c", pc, address(pb)));
+  BOOST_REQUIRE(sees(c, {{"a", true}, {"b", true}, {"c", true}}));
+
+  warren::client::queue_options durable;
+  durable.durable = true;
+  connect(*a)->open_channel()->queue_declare("orders", durable);
+  BOOST_REQUIRE(home_seen(b, "orders", "a"));
+  BOOST_REQUIRE(home_seen(c, "orders", "a"));
+
+  // Published through b with confirms: routed means the queue on a has it on disk.
+  auto b_conn = connect(b);
+  auto publisher = b_conn->open_channel();
+  publisher->confirm_select();
+  for (const auto& r : publisher->publish_batch(numbered("orders", 100)).get())
+    BOOST_REQUIRE(r.outcome == warren::publish_outcome::routed);
+
+  // Declared again through c: its home node answers, with its count and its arguments.
+  auto c_conn = connect(c);
+  auto ch = c_conn->open_channel();
+  warren::client::queue_options passive;
+  passive.passive = true;
+  BOOST_CHECK_EQUAL(ch->queue_declare("orders", passive).message_count, 100u);
+  BOOST_CHECK_EXCEPTION(
+      ch->queue_declare("orders", warren::client::queue_options{}), warren::client::error,
+      [](const warren::client::error& e) { return e.code() == "PRECONDITION_FAILED"; });
+  ch = c_conn->open_channel();  // the failed declare closed the channel
+
+  // Consumed through c, in order, with acks.
+  for (int i = 0; i < 50; ++i) {
+    auto d = ch->get("orders");
+    BOOST_REQUIRE(d);
+    BOOST_CHECK_EQUAL(d->body, "m" + std::to_string(i));
+    ch->ack(d->delivery_tag);
+  }
+  std::promise<std::string> cancelled;
+  std::atomic<int> received{0};
+  ch->qos(10);
+  ch->consume(
+      "orders", {},
+      [&](const warren::client::delivery& d) {
+        ++received;
+        ch->ack(d.delivery_tag);
+      },
+      [&](const std::string&, const std::string& reason) { cancelled.set_value(reason); });
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (received < 50 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  BOOST_CHECK_EQUAL(received.load(), 50);
+
+  // The queue's node dies: c's consumer is cancelled, publishes through b are refused (never
+  // confirmed), and declaring the queue names the node that is down.
+  a->kill9();
+  a.reset();
+  auto reason = cancelled.get_future();
+  BOOST_REQUIRE(reason.wait_for(std::chrono::minutes(1)) == std::future_status::ready);
+  BOOST_TEST_MESSAGE("cancelled: " << reason.get());
+  BOOST_REQUIRE(sees(b, {{"a", false}, {"b", true}, {"c", true}}));
+  for (const auto& r : publisher->publish_batch(numbered("orders", 10)).get())
+    BOOST_CHECK(r.outcome == warren::publish_outcome::rejected);
+  auto probe_conn = connect(b);
+  auto probe = probe_conn->open_channel();
+  BOOST_CHECK_EXCEPTION(probe->queue_declare("orders", passive), warren::client::error,
+                        [](const warren::client::error& e) {
+                          BOOST_TEST_MESSAGE(e.what());
+                          return e.code() == "NOT_FOUND" &&
+                                 e.text().find("node a") != std::string::npos;
+                        });
+
+  // It comes back with its durable messages, and publishes reach it again.
+  node_process a_again(cluster_args("a", pa), a_dir.path());
+  BOOST_REQUIRE(sees(b, {{"a", true}, {"b", true}, {"c", true}}));
+  auto deadline2 = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  warren::client::publish_result again;
+  do {
+    again = publisher->publish(numbered("orders", 1)[0]);
+  } while (again.outcome != warren::publish_outcome::routed &&
+           std::chrono::steady_clock::now() < deadline2);
+  BOOST_CHECK(again.outcome == warren::publish_outcome::routed);
+  auto count = connect(c)->open_channel()->queue_declare("orders", passive).message_count;
+  BOOST_CHECK_GE(count, 1u);  // what c had taken and acked stays taken
+  BOOST_TEST_MESSAGE("after the restart: " << count << " messages");
 }

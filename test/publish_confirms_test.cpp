@@ -93,3 +93,30 @@ BOOST_AUTO_TEST_CASE(abandon_names_each_waiting_call_once_and_forgets_it) {
   BOOST_REQUIRE_EQUAL(answers.size(), 1u);  // only the call that completed before
   BOOST_TEST(answers[0].request == 22u);
 }
+
+BOOST_AUTO_TEST_CASE(a_member_going_down_refuses_every_waiting_message_and_nothing_else) {
+  publish_confirms pc;
+  auto done = pc.start(1, 1);
+  auto done_seq = pc.add(done, 0, false);
+  pc.routed(done_seq, 1);
+  pc.acked(done_seq);  // answered before: stays routed
+  auto c = pc.start(2, 3);
+  auto a = pc.add(c, 0, false);
+  auto b = pc.add(c, 1, false);
+  auto d = pc.add(c, 2, false);
+  pc.routed(a, 2);
+  pc.acked(a);  // one of its two queues has it: not enough
+  pc.routed(b, 1);
+  // d: the exchange has not answered yet
+  pc.refuse_waiting();
+  auto answers = pc.take_answers();
+  BOOST_REQUIRE_EQUAL(answers.size(), 2u);
+  BOOST_CHECK_EQUAL(answers[0].request, 1u);
+  BOOST_CHECK(answers[0].outcomes[0] == publish_outcome::routed);
+  BOOST_CHECK_EQUAL(answers[1].request, 2u);
+  for (auto o : answers[1].outcomes) BOOST_CHECK(o == publish_outcome::rejected);
+  BOOST_CHECK_EQUAL(pc.waiting(), 0u);
+  pc.acked(b);  // late reports change nothing
+  pc.routed(d, 1);
+  BOOST_CHECK(pc.take_answers().empty());
+}

@@ -103,7 +103,8 @@ struct queue_row {
   traffic_counters traffic;
   uint64_t bytes_on_disk = 0;
   uint32_t segments = 0;
-  std::string unavailable;  // why the queue refuses all work (its files could not be loaded)
+  std::string unavailable;  // why the queue refuses all work (its files, its node down)
+  std::string node;         // the cluster node it lives on
 };
 
 struct binding_row {
