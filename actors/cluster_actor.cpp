@@ -78,6 +78,7 @@ void add_running(cluster_self self, const cluster_member& m, const caf::actor& h
   std::vector<queue_placement> ours;
   for (const auto& [key, p] : st.placements) ours.push_back(p);
   self->send(cluster_handle(handle), placed_atom::value, st.config.self.name, std::move(ours));
+  if (st.config.node) self->send(node_handle(st.config.node), sync_atom::value, handle);
 }
 
 template <class... Ts>
@@ -364,6 +365,18 @@ cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_confi
       [=](placed_atom, const std::string& from, std::vector<queue_placement>& ps) {
         for (auto& p : ps) p.node = from;
         tell_node(self, placed_atom::value, std::move(ps));
+      },
+      [=](replicate_atom, const std::string& vhost, const topology_change& change) {
+        auto& st = self->state;
+        std::vector<topology_change> one{change};
+        for (const auto& [name, m] : st.members)
+          if (m.handle)
+            self->send(cluster_handle(m.handle), replicate_atom::value, st.config.self.name, vhost,
+                       one);
+      },
+      [=](replicate_atom, const std::string& from, const std::string& vhost,
+          std::vector<topology_change>& changes) {
+        tell_node(self, replicate_atom::value, from, vhost, std::move(changes));
       },
       [=](removed_atom, const std::string& from, const std::string& vhost,
           const std::string& name) { tell_node(self, removed_atom::value, vhost, name, from); },

@@ -20,6 +20,17 @@ using forget_atom = caf::atom_constant<caf::atom("forget")>;
 using placed_atom = caf::atom_constant<caf::atom("placed")>;
 using removed_atom = caf::atom_constant<caf::atom("removed")>;
 using down_atom = caf::atom_constant<caf::atom("down")>;
+using replicate_atom = caf::atom_constant<caf::atom("replicate")>;
+
+/// A change to a vhost's exchanges or bindings, made on one node and applied on the others
+/// (queues are not copied: they live on one node, see queue_placement).
+struct topology_change {
+  enum kind_t : uint8_t { declare_exchange, delete_exchange, bind, unbind };
+  uint8_t kind = declare_exchange;
+  exchange_spec exchange;  // declare_exchange
+  std::string name;        // delete_exchange
+  binding_spec binding;    // bind, unbind
+};
 
 /// Where a queue lives: announced by its home node to every member, so that a publish or a
 /// consume arriving anywhere reaches the queue actor itself.
@@ -56,6 +67,10 @@ struct node_info {
 };
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, topology_change& x) {
+  return f(x.kind, x.exchange, x.name, x.binding);
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, queue_placement& x) {
   return f(x.vhost, x.spec, x.node, x.queue, x.home);
 }
@@ -89,6 +104,10 @@ using cluster_actor_type = caf::typed_actor<
     // from other members: their queues (the sender's name first)
     caf::reacts_to<placed_atom, std::string, std::vector<queue_placement>>,
     caf::reacts_to<removed_atom, std::string, std::string, std::string>,  // node, vhost, queue
+    // exchanges and bindings: a change made here (vhost, change), changes made on a member
+    // (its name, vhost, changes)
+    caf::reacts_to<replicate_atom, std::string, topology_change>,
+    caf::reacts_to<replicate_atom, std::string, std::string, std::vector<topology_change>>,
     // its own timer: reconnecting to members that are down
     caf::reacts_to<tick_atom>>;
 

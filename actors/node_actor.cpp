@@ -461,6 +461,10 @@ node_actor_type::behavior_type node_actor(node_self self, storage_context storag
       },
       [=](removed_atom, text node) { node_gone(self, node, false); },
       [=](down_atom, text node) { node_gone(self, node, true); },
+      [=](replicate_atom, text from, text vhost, std::vector<topology_change>& changes) {
+        apply_changes(self, from, vhost, changes);
+      },
+      [=](sync_atom, const caf::actor& peer) { sync_member(self, peer); },
       [=](settings_atom, const connection_settings& settings) { self->state.settings = settings; },
       [=](ready_atom) { return when_ready(self); },
       [=](declare_atom, user_atom, text name, text password, const std::vector<std::string>& tags) {

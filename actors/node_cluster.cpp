@@ -5,6 +5,8 @@
 #include "actors/connection_protocol.hpp"
 #include "actors/node_parts.hpp"
 #include "actors/vhost_protocol.hpp"
+#include "core/log.hpp"
+#include "core/names.hpp"
 
 namespace warren::node_parts {
 
@@ -55,6 +57,59 @@ void node_gone(self_ptr self, const std::string& node, bool down) {
   if (!down) return;
   for (const auto& [addr, conn] : st.connections)
     self->send(caf::actor_cast<connection_actor_type>(conn), down_atom::value, node);
+}
+
+namespace {
+
+template <class... Ts>
+void apply_one(self_ptr self, const caf::actor& vhost, const std::string& what, Ts&&... xs) {
+  self->request(vhost_handle(vhost), caf::infinite, std::forward<Ts>(xs)...)
+      .then([] {},
+            [=](caf::error& err) {
+              log(log_level::warn, "cluster", what + ": " + to_string(describe(err)));
+            });
+}
+
+}  // namespace
+
+void apply_changes(self_ptr self, const std::string& from, const std::string& vhost,
+                   std::vector<topology_change>& changes) {
+  auto v = self->state.vhosts.find(vhost);
+  if (v == self->state.vhosts.end()) return;
+  auto what = [&](const std::string& change) {
+    return change + " in vhost " + quote(vhost) + " (from " + from + ") not applied";
+  };
+  for (auto& c : changes) {
+    switch (c.kind) {
+      case topology_change::declare_exchange:
+        apply_one(self, v->second, what("exchange " + quote(c.exchange.name)),
+                  replicate_atom::value, std::move(c.exchange));
+        break;
+      case topology_change::delete_exchange:
+        apply_one(self, v->second, what("deleting exchange " + quote(c.name)),
+                  replicate_atom::value, delete_atom::value, std::move(c.name));
+        break;
+      case topology_change::bind:
+      case topology_change::unbind: {
+        auto text =
+            "binding of " + quote(c.binding.destination) + " to " + quote(c.binding.exchange);
+        if (c.kind == topology_change::bind)
+          apply_one(self, v->second, what(text), replicate_atom::value, bind_atom::value,
+                    std::move(c.binding));
+        else
+          apply_one(self, v->second, what("un" + text), replicate_atom::value, unbind_atom::value,
+                    std::move(c.binding));
+        break;
+      }
+      default:
+        log(log_level::warn, "cluster", "unknown topology change from " + from);
+    }
+  }
+}
+
+void sync_member(self_ptr self, const caf::actor& peer) {
+  for (const auto& [name, vhost] : self->state.vhosts)
+    self->send(vhost_handle(vhost), sync_atom::value, peer);
 }
 
 }  // namespace warren::node_parts

@@ -64,5 +64,10 @@ void queue_removed(self_ptr self, const std::string& vhost, const std::string& q
                    const std::string& node);
 /// A member went down (down = true: its queues come back with it) or was forgotten.
 void node_gone(self_ptr self, const std::string& node, bool down);
+/// Exchanges and bindings declared on member `from`, applied to our vhost of that name.
+void apply_changes(self_ptr self, const std::string& from, const std::string& vhost,
+                   std::vector<topology_change>& changes);
+/// A member came up: every vhost sends it its exchanges and bindings.
+void sync_member(self_ptr self, const caf::actor& peer);
 
 }  // namespace warren::node_parts

@@ -25,6 +25,10 @@ using node_actor_type = caf::typed_actor<
     caf::reacts_to<placed_atom, std::vector<queue_placement>>,
     caf::reacts_to<removed_atom, std::string, std::string, std::string>,  // vhost, queue, node
     caf::reacts_to<removed_atom, std::string>, caf::reacts_to<down_atom, std::string>,
+    // exchanges and bindings: changes from a member (its name, vhost, changes); a member that
+    // came up gets every vhost's (its cluster actor)
+    caf::reacts_to<replicate_atom, std::string, std::string, std::vector<topology_change>>,
+    caf::reacts_to<sync_atom, caf::actor>,
     // the cluster: its members, forgetting a dead one (administrators)
     caf::replies_to<list_atom, nodes_atom>::with<std::vector<node_info>>,
     caf::reacts_to<forget_atom, std::string>,

@@ -148,6 +148,20 @@ void remove_exchange(self_ptr self, const std::string& name, changes& out) {
 
 // --- the cluster: our queues announced, other nodes' queues reached where they live ------------
 
+// Sends a change made here to the other members (not one applied from them).
+void replicate(self_ptr self, topology_change change) {
+  auto& st = self->state;
+  if (st.cluster)
+    self->send(cluster_handle(st.cluster), replicate_atom::value, st.vhost, std::move(change));
+}
+
+// Bindings to exclusive queues stay with them; the default exchange's are implicit.
+bool replicated(const vhost_state& st, const binding_spec& b) {
+  if (b.exchange.empty()) return false;
+  auto q = st.queues.find(b.destination);
+  return b.to_exchange || q == st.queues.end() || !q->second.spec.exclusive;
+}
+
 constexpr auto remote_timeout = std::chrono::seconds(10);
 
 // Tells the cluster where a queue of ours lives (exclusive queues stay with their connection).
@@ -213,6 +227,17 @@ void remote_placed(self_ptr self, const queue_placement& p) {
   binding_spec implicit{"", p.spec.name, p.spec.name, {}, false};
   st.bindings[binding_key(implicit)] = implicit;
   route_remote(self, *changed, changed->queue);
+  // Bindings from other members that arrived before this queue did.
+  for (auto b = st.waiting_bindings.begin(); b != st.waiting_bindings.end();) {
+    if (b->destination != p.spec.name) {
+      ++b;
+      continue;
+    }
+    self->request(vhost_handle(caf::actor_cast<caf::actor>(self)), caf::infinite,
+                  replicate_atom::value, bind_atom::value, std::move(*b))
+        .then([] {}, [](caf::error&) {});
+    b = st.waiting_bindings.erase(b);
+  }
 }
 
 void remote_removed(self_ptr self, const std::string& name, const std::string& node) {
@@ -233,6 +258,26 @@ caf::error node_down(const vhost_state& st, const remote_queues::entry& e) {
   return make_broker_error(reply_code::not_found, "queue " + quote(e.spec.name) + in_vhost(st) +
                                                       " lives on node " + e.node +
                                                       ", which is down");
+}
+
+// A member came up: it gets every exchange and binding of ours (what it has already is a no-op
+// there).
+void sync_member(self_ptr self, const caf::actor& peer) {
+  auto& st = self->state;
+  // Our queues first, from this same sender, so that bindings to them never arrive before them.
+  std::vector<queue_placement> ours;
+  for (const auto& [name, q] : st.queues)
+    if (!q.spec.exclusive)
+      ours.push_back({st.vhost, q.spec, st.node_name, q.actor, caf::actor_cast<caf::actor>(self)});
+  if (!ours.empty())
+    self->send(cluster_handle(peer), placed_atom::value, st.node_name, std::move(ours));
+  std::vector<topology_change> all;
+  for (const auto& [name, e] : st.exchanges)
+    if (!e.builtin) all.push_back({topology_change::declare_exchange, e.spec, {}, {}});
+  for (const auto& [key, b] : st.bindings)
+    if (replicated(st, b)) all.push_back({topology_change::bind, {}, {}, b});
+  if (!all.empty())
+    self->send(cluster_handle(peer), replicate_atom::value, st.node_name, st.vhost, std::move(all));
 }
 
 void set_cluster(self_ptr self, const caf::actor& cluster, const std::string& node_name) {
@@ -293,7 +338,8 @@ void reply_after(self_ptr self, changes batch, caf::typed_response_promise<void>
   });
 }
 
-caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool passive) {
+caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool passive,
+                                   bool from_peer = false) {
   auto& st = self->state;
   if (spec.name.empty()) {
     if (passive) return caf::unit;
@@ -316,6 +362,7 @@ caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool pass
       return make_broker_error(reply_code::access_refused, "exchange name " + quote(spec.name) +
                                                                " uses the reserved prefix 'amq.'");
     add_exchange(self, spec, false);
+    if (!from_peer) replicate(self, {topology_change::declare_exchange, spec, {}, {}});
     if (!spec.durable) return caf::unit;
     changes batch;
     put_exchange(st.vhost, spec, batch);
@@ -328,7 +375,8 @@ caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool pass
   return caf::unit;
 }
 
-caf::result<void> delete_exchange(self_ptr self, const std::string& name, bool if_unused) {
+caf::result<void> delete_exchange(self_ptr self, const std::string& name, bool if_unused,
+                                  bool from_peer = false) {
   auto& st = self->state;
   if (name.empty() || is_reserved_name(name))
     return make_broker_error(
@@ -343,6 +391,7 @@ caf::result<void> delete_exchange(self_ptr self, const std::string& name, bool i
   }
   changes batch;
   remove_exchange(self, name, batch);
+  if (!from_peer) replicate(self, {topology_change::delete_exchange, {}, name, {}});
   auto rp = self->make_response_promise<void>();
   reply_after(self, std::move(batch), rp);
   return rp;
@@ -502,7 +551,8 @@ caf::error check_binding(self_ptr self, binding_spec& b, const caf::actor& reque
   return {};
 }
 
-caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& requester) {
+caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& requester,
+                       bool from_peer = false) {
   auto& st = self->state;
   binding_target target;
   if (auto err = check_binding(self, b, requester, target)) return err;
@@ -512,6 +562,7 @@ caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& request
   changes batch;
   if (binding_stored(st, b)) put_binding(st.vhost, b, batch);
   auto rp = self->make_response_promise<void>();
+  if (!from_peer && replicated(st, b)) replicate(self, {topology_change::bind, {}, {}, b});
   self->request(exchange_handle(st.exchanges[b.exchange].actor), caf::infinite, bind_atom::value,
                 target.id, target.actor, b.key, b.arguments)
       .then([=](bool) mutable { reply_after(self, batch, rp); },
@@ -519,7 +570,8 @@ caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& request
   return rp;
 }
 
-caf::result<void> unbind(self_ptr self, binding_spec& b, const caf::actor& requester) {
+caf::result<void> unbind(self_ptr self, binding_spec& b, const caf::actor& requester,
+                         bool from_peer = false) {
   auto& st = self->state;
   binding_target target;
   if (auto err = check_binding(self, b, requester, target)) return err;
@@ -527,6 +579,7 @@ caf::result<void> unbind(self_ptr self, binding_spec& b, const caf::actor& reque
   if (st.bindings.count(key) == 0) return caf::unit;  // unbinding twice is a no-op too
   auto rp = self->make_response_promise<void>();
   auto exchange = st.exchanges[b.exchange].actor;
+  if (!from_peer && replicated(st, b)) replicate(self, {topology_change::unbind, {}, {}, b});
   changes batch;
   drop_binding(self, b, batch);  // may delete an auto-delete exchange
   self->request(exchange_handle(exchange), caf::infinite, unbind_atom::value, target.id, b.key,
@@ -855,6 +908,28 @@ vhost_actor_type::behavior_type vhost_actor(vhost_actor_type::stateful_pointer<v
       },
       [=](removed_atom, const std::string& node) { remote_node_gone(self, node, false); },
       [=](down_atom, const std::string& node) { remote_node_gone(self, node, true); },
+      [=](replicate_atom, exchange_spec& spec) {
+        return declare_exchange(self, spec, false, true);
+      },
+      [=](replicate_atom, delete_atom, const std::string& name) {
+        return delete_exchange(self, name, false, true);
+      },
+      [=](replicate_atom, bind_atom, binding_spec& b) -> caf::result<void> {
+        auto& st = self->state;
+        if (!b.to_exchange && st.queues.count(b.destination) == 0 &&
+            st.remote.find(b.destination) == nullptr) {
+          // Its queue's placement comes from its own node and may arrive after this.
+          st.waiting_bindings.push_back(std::move(b));
+          return caf::unit;
+        }
+        const caf::actor peer_change;  // no connection asks: exclusivity does not apply
+        return bind(self, b, peer_change, true);
+      },
+      [=](replicate_atom, unbind_atom, binding_spec& b) {
+        const caf::actor peer_change;
+        return unbind(self, b, peer_change, true);
+      },
+      [=](sync_atom, const caf::actor& peer) { sync_member(self, peer); },
   };
 }
 

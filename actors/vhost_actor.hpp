@@ -75,6 +75,7 @@ struct vhost_state {
   std::string node_name;  // this node's name in the cluster
   remote_queues remote;   // queues of this vhost living on other nodes
   caf::actor down_queue;  // refuses publishes to queues whose node is down
+  std::vector<binding_spec> waiting_bindings;  // from members, to queues not placed here yet
 
   static inline const char* name = "vhost";
 };

@@ -43,7 +43,14 @@ using vhost_actor_type = caf::typed_actor<
     caf::reacts_to<cluster_atom, caf::actor, std::string>,
     caf::reacts_to<placed_atom, queue_placement>,
     caf::reacts_to<removed_atom, std::string, std::string>,  // queue, node
-    caf::reacts_to<removed_atom, std::string>, caf::reacts_to<down_atom, std::string>>;
+    caf::reacts_to<removed_atom, std::string>, caf::reacts_to<down_atom, std::string>,
+    // exchanges and bindings declared on another member, applied here without being sent on;
+    // a member that came up gets all of ours (its cluster actor)
+    caf::reacts_to<replicate_atom, exchange_spec>,
+    caf::reacts_to<replicate_atom, delete_atom, std::string>,
+    caf::reacts_to<replicate_atom, bind_atom, binding_spec>,
+    caf::reacts_to<replicate_atom, unbind_atom, binding_spec>,
+    caf::reacts_to<sync_atom, caf::actor>>;
 
 /// The typed view of a vhost actor held as caf::actor.
 inline vhost_actor_type vhost_handle(const caf::actor& vhost) {

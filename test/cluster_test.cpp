@@ -14,6 +14,7 @@
 #include <chrono>
 #include <functional>
 #include <future>
+#include <set>
 #include <thread>
 
 using warren::test::free_port;
@@ -266,4 +267,90 @@ BOOST_AUTO_TEST_CASE(a_queue_on_one_node_takes_publishes_and_consumers_from_the_
   auto count = connect(c)->open_channel()->queue_declare("orders", passive).message_count;
   BOOST_CHECK_GE(count, 1u);  // what c had taken and acked stays taken
   BOOST_TEST_MESSAGE("after the restart: " << count << " messages");
+}
+
+namespace {
+
+// Bindings of `exchange` as `node` has them: "queue key" each.
+std::set<std::string> bindings_on(const node_process& node, const std::string& exchange) {
+  std::set<std::string> out;
+  for (const auto& b : connect(node)->list_bindings())
+    if (b.exchange == exchange) out.insert(b.queue + " " + b.key);
+  return out;
+}
+
+bool bindings_seen(const node_process& node, const std::string& exchange,
+                   const std::set<std::string>& expected) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (bindings_on(node, exchange) == expected) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+uint32_t ready_in(warren::client::channel& ch, const std::string& queue) {
+  warren::client::queue_options passive;
+  passive.passive = true;
+  return ch.queue_declare(queue, passive).message_count;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(fanout_and_topic_exchanges_reach_queues_on_three_nodes) {
+  uint16_t pa = free_port(), pb = free_port(), pc = free_port();
+  node_process a(cluster_args("a", pa));
+  node_process b(cluster_args("b", pb, address(pa)));
+  node_process c(cluster_args("c", pc, address(pa)));
+  BOOST_REQUIRE(sees(a, {{"a", true}, {"b", true}, {"c", true}}));
+  BOOST_REQUIRE(sees(b, {{"a", true}, {"b", true}, {"c", true}}));
+  auto conn_a = connect(a), conn_b = connect(b), conn_c = connect(c);
+  auto ch_a = conn_a->open_channel(), ch_b = conn_b->open_channel(), ch_c = conn_c->open_channel();
+  ch_a->queue_declare("qa");
+  ch_b->queue_declare("qb");
+  ch_c->queue_declare("qc");
+  for (auto* n : {&a, &b, &c})
+    for (const char* q : {"qa", "qb", "qc"}) BOOST_REQUIRE(home_seen(*n, q, std::string(q, 1, 1)));
+
+  // Declared on one node, bound from each: every node routes the same way.
+  ch_a->exchange_declare("fan", "fanout");
+  ch_b->exchange_declare("logs", "topic");
+  ch_a->queue_bind("qa", "fan", "");
+  ch_b->queue_bind("qb", "fan", "");
+  ch_c->queue_bind("qc", "fan", "");
+  ch_c->queue_bind("qa", "logs", "*.error");
+  ch_a->queue_bind("qb", "logs", "app.#");
+  ch_b->queue_bind("qc", "logs", "#");
+  for (auto* n : {&a, &b, &c}) {
+    BOOST_REQUIRE(bindings_seen(*n, "fan", {"qa ", "qb ", "qc "}));
+    BOOST_REQUIRE(bindings_seen(*n, "logs", {"qa *.error", "qb app.#", "qc #"}));
+  }
+
+  ch_c->confirm_select();
+  auto send = [&](const std::string& exchange, const std::string& key,
+                  warren::publish_outcome expected = warren::publish_outcome::routed) {
+    warren::client::outbound_message m;
+    m.exchange = exchange;
+    m.routing_key = key;
+    m.body = exchange + "/" + key;
+    BOOST_CHECK(ch_c->publish(m).outcome == expected);
+  };
+  send("fan", "");
+  send("logs", "app.error");  // qa, qb, qc
+  send("logs", "app.info");   // qb, qc
+  send("logs", "db.error");   // qa, qc
+  // Confirmed means every queue has it: the counts are there at once, seen from any node.
+  BOOST_CHECK_EQUAL(ready_in(*ch_b, "qa"), 3u);
+  BOOST_CHECK_EQUAL(ready_in(*ch_a, "qb"), 3u);
+  BOOST_CHECK_EQUAL(ready_in(*ch_b, "qc"), 4u);
+  auto first = ch_a->get("qc");  // consumed through a, from c
+  BOOST_REQUIRE(first);
+  BOOST_CHECK_EQUAL(first->body, "fan/");
+  ch_a->ack(first->delivery_tag);
+
+  // Unbinding on one node stops the route on all of them.
+  ch_b->queue_unbind("qc", "logs", "#");
+  for (auto* n : {&a, &b, &c}) BOOST_REQUIRE(bindings_seen(*n, "logs", {"qa *.error", "qb app.#"}));
+  send("logs", "db.info", warren::publish_outcome::dropped);  // nobody
+  BOOST_CHECK_EQUAL(ready_in(*ch_a, "qc"), 3u);
 }
