@@ -301,6 +301,25 @@ caf::result<std::vector<node_info>> list_nodes(cluster_self self) {
   return acc->rp;
 }
 
+// Asks every running member about a queue this node is about to create. A member that does not
+// answer in time is counted as granting (it could not have a conflicting claim it could tell us).
+caf::result<std::vector<claim_reply>> claim(cluster_self self, const std::string& vhost,
+                                            const queue_spec& spec) {
+  auto& st = self->state;
+  std::vector<caf::actor> running;
+  for (const auto& [name, m] : st.members)
+    if (m.handle) running.push_back(m.handle);
+  auto rp = self->make_response_promise<std::vector<claim_reply>>();
+  gather<claim_reply>(
+      running,
+      [=](const caf::actor& peer) {
+        return self->request(cluster_handle(peer), peer_timeout, claim_atom::value,
+                             self->state.config.self.name, vhost, spec);
+      },
+      [=](std::vector<claim_reply> replies) mutable { rp.deliver(std::move(replies)); });
+  return rp;
+}
+
 caf::result<void> forget(cluster_self self, const std::string& name) {
   auto& st = self->state;
   auto it = st.members.find(name);
@@ -365,6 +384,15 @@ cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_confi
       [=](placed_atom, const std::string& from, std::vector<queue_placement>& ps) {
         for (auto& p : ps) p.node = from;
         tell_node(self, placed_atom::value, std::move(ps));
+      },
+      [=](claim_atom, const std::string& vhost, const queue_spec& spec) {
+        return claim(self, vhost, spec);
+      },
+      [=](claim_atom, const std::string& from, const std::string& vhost,
+          const queue_spec& spec) -> caf::result<claim_reply> {
+        if (!self->state.config.node) return claim_reply{};
+        return self->delegate(node_handle(self->state.config.node), claim_atom::value, from, vhost,
+                              spec);
       },
       [=](replicate_atom, const std::string& vhost, const topology_change& change) {
         auto& st = self->state;

@@ -21,6 +21,17 @@ using placed_atom = caf::atom_constant<caf::atom("placed")>;
 using removed_atom = caf::atom_constant<caf::atom("removed")>;
 using down_atom = caf::atom_constant<caf::atom("down")>;
 using replicate_atom = caf::atom_constant<caf::atom("replicate")>;
+using claim_atom = caf::atom_constant<caf::atom("claim")>;
+
+/// A member's answer to a node about to create a queue: granted, or the queue (or a claim that
+/// wins over the asker's: the lower node name) is already there, with its declaration and the
+/// vhost actor that answers declares of it.
+struct claim_reply {
+  bool granted = true;
+  std::string home;
+  queue_spec spec;
+  caf::actor home_vhost;
+};
 
 /// A change to a vhost's exchanges or bindings, made on one node and applied on the others
 /// (queues are not copied: they live on one node, see queue_placement).
@@ -67,6 +78,10 @@ struct node_info {
 };
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, claim_reply& x) {
+  return f(x.granted, x.home, x.spec, x.home_vhost);
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, topology_change& x) {
   return f(x.kind, x.exchange, x.name, x.binding);
 }
@@ -107,6 +122,10 @@ using cluster_actor_type = caf::typed_actor<
     // exchanges and bindings: a change made here (vhost, change), changes made on a member
     // (its name, vhost, changes)
     caf::reacts_to<replicate_atom, std::string, topology_change>,
+    // a queue about to be created here (vhost, declaration): every running member's answer; a
+    // member asking us (its name, vhost, declaration)
+    caf::replies_to<claim_atom, std::string, queue_spec>::with<std::vector<claim_reply>>,
+    caf::replies_to<claim_atom, std::string, std::string, queue_spec>::with<claim_reply>,
     caf::reacts_to<replicate_atom, std::string, std::string, std::vector<topology_change>>,
     // its own timer: reconnecting to members that are down
     caf::reacts_to<tick_atom>>;

@@ -465,6 +465,11 @@ node_actor_type::behavior_type node_actor(node_self self, storage_context storag
         apply_changes(self, from, vhost, changes);
       },
       [=](sync_atom, const caf::actor& peer) { sync_member(self, peer); },
+      [=](claim_atom, text from, text vhost, const queue_spec& spec) -> caf::result<claim_reply> {
+        auto v = self->state.vhosts.find(vhost);
+        if (v == self->state.vhosts.end()) return claim_reply{};
+        return self->delegate(vhost_handle(v->second), claim_atom::value, from, spec);
+      },
       [=](settings_atom, const connection_settings& settings) { self->state.settings = settings; },
       [=](ready_atom) { return when_ready(self); },
       [=](declare_atom, user_atom, text name, text password, const std::vector<std::string>& tags) {

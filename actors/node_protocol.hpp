@@ -29,6 +29,8 @@ using node_actor_type = caf::typed_actor<
     // came up gets every vhost's (its cluster actor)
     caf::reacts_to<replicate_atom, std::string, std::string, std::vector<topology_change>>,
     caf::reacts_to<sync_atom, caf::actor>,
+    // a member about to create a queue (its name, vhost, declaration)
+    caf::replies_to<claim_atom, std::string, std::string, queue_spec>::with<claim_reply>,
     // the cluster: its members, forgetting a dead one (administrators)
     caf::replies_to<list_atom, nodes_atom>::with<std::vector<node_info>>,
     caf::reacts_to<forget_atom, std::string>,

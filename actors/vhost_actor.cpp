@@ -416,9 +416,117 @@ void start_queue(self_ptr self, const queue_spec& spec, const queue_limits& limi
   st.queues[spec.name] = std::move(entry);
 }
 
+// A request naming a queue whose claim is pending waits for it: it goes to this vhost again once
+// the claim is settled (the queue created here, or found elsewhere), and its answer to the asker.
+// So a client (or a definitions import) that binds or consumes right after declaring finds the
+// queue, as on a single node.
+template <class T, class... Ts>
+caf::result<T> park(self_ptr self, const std::string& name, Ts... xs) {
+  auto rp = self->make_response_promise<T>();
+  self->state.claims[name].parked.push_back([=]() mutable {
+    self->request(vhost_handle(caf::actor_cast<caf::actor>(self)), caf::infinite, xs...)
+        .then([=](T& answer) mutable { rp.deliver(std::move(answer)); },
+              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+  });
+  return rp;
+}
+
+template <class... Ts>
+caf::result<void> park_void(self_ptr self, const std::string& name, Ts... xs) {
+  auto rp = self->make_response_promise<void>();
+  self->state.claims[name].parked.push_back([=]() mutable {
+    self->request(vhost_handle(caf::actor_cast<caf::actor>(self)), caf::infinite, xs...)
+        .then([=]() mutable { deliver_unit(rp); },
+              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+  });
+  return rp;
+}
+
+bool claim_pending(const vhost_state& st, const std::string& queue) {
+  return st.claims.count(queue) != 0;
+}
+
+// Starts a new queue of this node and answers `rp` once its record is stored.
+void create_queue(self_ptr self, const queue_spec& spec, const queue_limits& limits,
+                  const caf::actor& requester, caf::typed_response_promise<queue_info> rp) {
+  auto& st = self->state;
+  auto id = ++*st.storage.next_queue_id;
+  start_queue(self, spec, limits, id);
+  if (spec.exclusive) {
+    st.queues[spec.name].owner = requester;
+    self->monitor(requester);
+  }
+  changes batch;
+  if (stored(spec)) put_queue(st.vhost, spec, id, batch);
+  queue_info fresh;
+  fresh.vhost = st.vhost;
+  fresh.spec = spec;
+  reply_after(self, std::move(batch), rp, std::move(fresh));
+}
+
+// Requests that waited for a claim on their name go again, now that it is settled.
+void unpark(std::vector<std::function<void()>> parked) {
+  for (auto& ask_again : parked) ask_again();
+}
+
+// A queue name is ordered across the cluster before a queue of that name is created: every
+// running member is asked; when one already has it (or claims it too and its node name is
+// lower), that queue wins and this declare becomes a declare of it there, failing with
+// PRECONDITION_FAILED when the declarations differ. Never two queues of one name.
+void claim_then_create(self_ptr self, const queue_spec& spec, const queue_limits& limits,
+                       const caf::actor& requester, caf::typed_response_promise<queue_info> rp) {
+  auto& st = self->state;
+  st.claims[spec.name].spec = spec;
+  self->request(cluster_handle(st.cluster), caf::infinite, claim_atom::value, st.vhost, spec)
+      .then(
+          [=](std::vector<claim_reply>& replies) mutable {
+            auto& st = self->state;
+            auto parked = std::move(st.claims[spec.name].parked);
+            st.claims.erase(spec.name);
+            const claim_reply* winner = nullptr;
+            for (const auto& r : replies)
+              if (!r.granted && (winner == nullptr || r.home < winner->home)) winner = &r;
+            if (winner == nullptr) {
+              create_queue(self, spec, limits, requester, rp);
+            } else if (auto m = queue_mismatch(st.vhost, winner->spec, spec); !m.empty()) {
+              rp.deliver(invalid(m + " (it lives on node " + winner->home + ")"));
+            } else if (!winner->home_vhost) {
+              rp.deliver(make_broker_error(
+                  reply_code::not_found, "queue " + quote(spec.name) + in_vhost(st) +
+                                             " lives on node " + winner->home + ", which is down"));
+            } else {
+              self->request(vhost_handle(winner->home_vhost), caf::infinite, declare_atom::value,
+                            spec, false, requester)
+                  .then([=](queue_info& info) mutable { rp.deliver(std::move(info)); },
+                        [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+            }
+            unpark(std::move(parked));
+          },
+          [=](caf::error& err) mutable {
+            auto parked = std::move(self->state.claims[spec.name].parked);
+            self->state.claims.erase(spec.name);
+            rp.deliver(std::move(err));
+            unpark(std::move(parked));
+          });
+}
+
+// Another member is about to create queue `spec.name`: what we know of that name.
+claim_reply answer_claim(self_ptr self, const std::string& from, const queue_spec& spec) {
+  auto& st = self->state;
+  auto self_handle = caf::actor_cast<caf::actor>(self);
+  if (auto q = st.queues.find(spec.name); q != st.queues.end())
+    return {false, st.node_name, q->second.spec, self_handle};
+  if (const auto* r = st.remote.find(spec.name)) return {false, r->node, r->spec, r->home};
+  if (auto c = st.claims.find(spec.name); c != st.claims.end() && st.node_name < from)
+    return {false, st.node_name, c->second.spec, self_handle};
+  return {};
+}
+
 caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool passive,
                                       const caf::actor& requester) {
   auto& st = self->state;
+  if (st.claims.count(spec.name) != 0)
+    return park<queue_info>(self, spec.name, declare_atom::value, spec, passive, requester);
   if (st.queues.count(spec.name) == 0) {
     if (const auto* r = st.remote.find(spec.name)) {  // its home node decides
       if (!r->home) return node_down(st, *r);
@@ -466,25 +574,20 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
   if (st.limits.max_queues >= 0 && st.queues.size() >= static_cast<size_t>(st.limits.max_queues))
     return invalid("cannot declare queue " + quote(spec.name) + ": queue limit in vhost " +
                    quote(st.vhost) + " (" + std::to_string(st.limits.max_queues) + ") is reached");
-  auto id = ++*st.storage.next_queue_id;
-  start_queue(self, spec, limits, id);
-  if (spec.exclusive) {
-    st.queues[spec.name].owner = requester;
-    self->monitor(requester);
-  }
-  changes batch;
-  if (stored(spec)) put_queue(st.vhost, spec, id, batch);
   auto rp = self->make_response_promise<queue_info>();
-  queue_info fresh;
-  fresh.vhost = st.vhost;
-  fresh.spec = spec;
-  reply_after(self, std::move(batch), rp, std::move(fresh));
+  if (st.cluster && !spec.exclusive)
+    claim_then_create(self, spec, limits, requester, rp);
+  else
+    create_queue(self, spec, limits, requester, rp);
   return rp;
 }
 
 caf::result<uint32_t> delete_queue(self_ptr self, const std::string& name, bool if_unused,
                                    bool if_empty, const caf::actor& requester) {
   auto& st = self->state;
+  if (claim_pending(st, name))
+    return park<uint32_t>(self, name, delete_atom::value, queues_atom::value, name, if_unused,
+                          if_empty, requester);
   auto q = st.queues.find(name);
   if (q == st.queues.end()) {
     const auto* r = st.remote.find(name);
@@ -554,6 +657,9 @@ caf::error check_binding(self_ptr self, binding_spec& b, const caf::actor& reque
 caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& requester,
                        bool from_peer = false) {
   auto& st = self->state;
+  if (!b.to_exchange && claim_pending(st, b.destination))
+    return from_peer ? park_void(self, b.destination, replicate_atom::value, bind_atom::value, b)
+                     : park_void(self, b.destination, bind_atom::value, b, requester);
   binding_target target;
   if (auto err = check_binding(self, b, requester, target)) return err;
   auto key = binding_key(b);
@@ -573,6 +679,9 @@ caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& request
 caf::result<void> unbind(self_ptr self, binding_spec& b, const caf::actor& requester,
                          bool from_peer = false) {
   auto& st = self->state;
+  if (!b.to_exchange && claim_pending(st, b.destination))
+    return from_peer ? park_void(self, b.destination, replicate_atom::value, unbind_atom::value, b)
+                     : park_void(self, b.destination, unbind_atom::value, b, requester);
   binding_target target;
   if (auto err = check_binding(self, b, requester, target)) return err;
   auto key = binding_key(b);
@@ -655,6 +764,8 @@ void restore(self_ptr self, vhost_recovery recovered) {
 
 caf::result<uint32_t> purge(self_ptr self, const std::string& name, const caf::actor& requester) {
   auto& st = self->state;
+  if (claim_pending(st, name))
+    return park<uint32_t>(self, name, purge_atom::value, name, requester);
   auto q = st.queues.find(name);
   if (q == st.queues.end()) {
     const auto* r = st.remote.find(name);
@@ -680,6 +791,8 @@ caf::result<caf::actor, bool> find_exchange(self_ptr self, const std::string& na
 caf::result<caf::actor> find_queue(self_ptr self, const std::string& name,
                                    const caf::actor& requester) {
   auto& st = self->state;
+  if (claim_pending(st, name))
+    return park<caf::actor>(self, name, find_atom::value, queues_atom::value, name, requester);
   auto q = st.queues.find(name);
   if (q == st.queues.end()) {
     const auto* r = st.remote.find(name);
@@ -930,6 +1043,9 @@ vhost_actor_type::behavior_type vhost_actor(vhost_actor_type::stateful_pointer<v
         return unbind(self, b, peer_change, true);
       },
       [=](sync_atom, const caf::actor& peer) { sync_member(self, peer); },
+      [=](claim_atom, const std::string& from, const queue_spec& spec) {
+        return answer_claim(self, from, spec);
+      },
   };
 }
 

@@ -36,7 +36,9 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
 
+#include <functional>
 #include <map>
 #include <unordered_map>
 
@@ -76,6 +78,13 @@ struct vhost_state {
   remote_queues remote;   // queues of this vhost living on other nodes
   caf::actor down_queue;  // refuses publishes to queues whose node is down
   std::vector<binding_spec> waiting_bindings;  // from members, to queues not placed here yet
+  // Queues about to be created here while the members are asked (cluster claims), with the
+  // requests naming them that wait for the answer (each asks again when called).
+  struct claim {
+    queue_spec spec;
+    std::vector<std::function<void()>> parked;
+  };
+  std::map<std::string, claim> claims;
 
   static inline const char* name = "vhost";
 };

@@ -50,7 +50,9 @@ using vhost_actor_type = caf::typed_actor<
     caf::reacts_to<replicate_atom, delete_atom, std::string>,
     caf::reacts_to<replicate_atom, bind_atom, binding_spec>,
     caf::reacts_to<replicate_atom, unbind_atom, binding_spec>,
-    caf::reacts_to<sync_atom, caf::actor>>;
+    caf::reacts_to<sync_atom, caf::actor>,
+    // a member about to create a queue (its name, the declaration)
+    caf::replies_to<claim_atom, std::string, queue_spec>::with<claim_reply>>;
 
 /// The typed view of a vhost actor held as caf::actor.
 inline vhost_actor_type vhost_handle(const caf::actor& vhost) {

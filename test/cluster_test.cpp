@@ -354,3 +354,52 @@ BOOST_AUTO_TEST_CASE(fanout_and_topic_exchanges_reach_queues_on_three_nodes) {
   send("logs", "db.info", warren::publish_outcome::dropped);  // nobody
   BOOST_CHECK_EQUAL(ready_in(*ch_a, "qc"), 3u);
 }
+
+BOOST_AUTO_TEST_CASE(concurrent_declares_on_two_nodes_end_with_one_queue) {
+  uint16_t pa = free_port(), pb = free_port();
+  node_process a(cluster_args("a", pa));
+  node_process b(cluster_args("b", pb, address(pa)));
+  BOOST_REQUIRE(sees(a, {{"a", true}, {"b", true}}));
+  auto conn_a = connect(a), conn_b = connect(b);
+  constexpr int names = 20;
+  // Each name is declared on both nodes at once: with different arguments for even names, the
+  // same for odd ones.
+  auto declare_all = [&](warren::client::connection& conn, int max_length) {
+    std::vector<std::string> outcome;
+    for (int i = 0; i < names; ++i) {
+      warren::client::queue_options o;
+      o.durable = true;
+      o.arguments.push_back(
+          {"x-max-length", warren::field_value::of_int(i % 2 == 0 ? max_length : 1000)});
+      auto ch = conn.open_channel();
+      try {
+        ch->queue_declare("contested-" + std::to_string(i), o);
+        outcome.push_back("ok");
+      } catch (const warren::client::error& e) {
+        outcome.push_back(e.code());
+      }
+    }
+    return outcome;
+  };
+  auto on_a = std::async(std::launch::async, [&] { return declare_all(*conn_a, 10); });
+  auto on_b = std::async(std::launch::async, [&] { return declare_all(*conn_b, 20); });
+  auto from_a = on_a.get(), from_b = on_b.get();
+  for (int i = 0; i < names; ++i) {
+    auto name = "contested-" + std::to_string(i);
+    if (i % 2 == 0) {
+      BOOST_CHECK_MESSAGE((from_a[i] == "ok") != (from_b[i] == "ok"),
+                          name << ": " << from_a[i] << " on a, " << from_b[i] << " on b");
+      BOOST_CHECK(from_a[i] == "ok" || from_a[i] == "PRECONDITION_FAILED");
+      BOOST_CHECK(from_b[i] == "ok" || from_b[i] == "PRECONDITION_FAILED");
+    } else {
+      BOOST_CHECK_MESSAGE(from_a[i] == "ok" && from_b[i] == "ok", name);
+    }
+    // One queue, on one node, and both nodes agree which.
+    std::string home = home_of(a, name);
+    BOOST_CHECK_MESSAGE(home == "a" || home == "b", name << " lives on '" << home << "'");
+    BOOST_CHECK(home_seen(b, name, home));
+  }
+  size_t listed = 0;
+  for (const auto& q : conn_a->list_queues()) listed += q.name.rfind("contested-", 0) == 0;
+  BOOST_CHECK_EQUAL(listed, size_t{names});
+}
