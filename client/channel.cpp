@@ -41,6 +41,11 @@ kj::Promise<void> send_acks(channel::state& st, const std::vector<uint64_t>& tag
   return req.send().ignoreResult();
 }
 
+// Waits for two calls that are both on the wire already, the first one first.
+kj::Promise<void> both(kj::Promise<void> first, kj::Promise<void> second) {
+  return first.then([second = kj::mv(second)]() mutable { return kj::mv(second); });
+}
+
 // While the worker runs the callbacks of one delivery batch, single acks only gather; they go
 // out when the batch is done (or every ack_flush_count), so a consumer that acks each message
 // makes one call per batch rather than one per message, and its credit comes back in one piece.
@@ -320,7 +325,10 @@ void channel::cancel(const std::string& consumer_tag) {
   runtime_->call<void>([st, consumer_tag]() {
     auto req = cap_of(st).cancelRequest();
     req.setConsumerTag(consumer_tag);
-    return req.send().ignoreResult();
+    // Acks gathered in a callback that is still running go first: the cancel requeues what is
+    // unacked, and an ack arriving after it would name a tag the channel no longer holds.
+    auto acks = send_acks(*st, take_acks(*st));
+    return both(kj::mv(acks), req.send().ignoreResult());
   });
 }
 
@@ -358,8 +366,7 @@ void channel::settle(uint64_t tag, bool multiple, int kind) {
       req.setRequeue(kind == 1);
       sent = req.send().ignoreResult();
     }
-    // Both calls are on the wire now; the task ends when both are answered.
-    return acks.then([sent = kj::mv(sent)]() mutable { return kj::mv(sent); });
+    return both(kj::mv(acks), kj::mv(sent));
   });
 }
 
@@ -411,7 +418,11 @@ void channel::confirm_select() {
 
 void channel::recover() {
   auto st = state_;
-  runtime_->call<void>([st]() { return cap_of(st).recoverRequest().send().ignoreResult(); });
+  runtime_->call<void>([st]() {
+    auto req = cap_of(st).recoverRequest();
+    auto acks = send_acks(*st, take_acks(*st));  // what was acked is not requeued
+    return both(kj::mv(acks), req.send().ignoreResult());
+  });
 }
 
 std::optional<lookup_result> channel::lookup(const message_id& id) {
@@ -436,7 +447,10 @@ void channel::close() {
   auto st = state_;
   runtime_->call<void>([st]() -> kj::Promise<void> {
     if (!st->cap) return kj::READY_NOW;
-    return st->cap->closeRequest().send().then([st](auto&&) { st->cap = nullptr; });
+    // What was acked is not requeued; a failed ack does not make the close fail.
+    auto acks = send_acks(*st, take_acks(*st)).catch_([](kj::Exception&&) {});
+    auto closed = st->cap->closeRequest().send().then([st](auto&&) { st->cap = nullptr; });
+    return both(kj::mv(acks), kj::mv(closed));
   });
 }
 

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <map>
 #include <mutex>
 #include <regex>
@@ -610,6 +611,32 @@ BOOST_AUTO_TEST_CASE(unacked_messages_return_when_the_consumer_is_cancelled) {
   auto d = ch->get("q");
   BOOST_REQUIRE(d.has_value());
   BOOST_TEST(d->redelivered);
+}
+
+// An ack made in a callback is gathered until the callback returns; a cancel made meanwhile from
+// another thread must not overtake it (the cancel would requeue the message and the late ack
+// then close the channel over an unknown tag).
+BOOST_AUTO_TEST_CASE(an_ack_made_in_a_callback_is_not_overtaken_by_a_cancel) {
+  ch->queue_declare("q");
+  send("", "q", "m");
+  std::promise<void> acked;
+  std::promise<void> cancelled;
+  auto cancel_done = cancelled.get_future().share();
+  auto* raw = ch.get();
+  consume_options o;
+  o.prefetch = 1;
+  auto tag = ch->consume("q", o, [&, raw, cancel_done](const delivery& d) {
+    raw->ack(d.delivery_tag);
+    acked.set_value();
+    cancel_done.wait();  // the callback returns only after the cancel was answered
+  });
+  acked.get_future().wait();
+  ch->cancel(tag);
+  cancelled.set_value();
+  auto q = wait_queue("q", [](const queue_row& r) { return r.traffic.acked == 1; });
+  BOOST_TEST(q.messages_ready == 0u);
+  BOOST_TEST(q.messages_unacked == 0u);
+  BOOST_TEST(ch->queue_declare("q", {}).message_count == 0u);  // the channel is still open
 }
 
 BOOST_AUTO_TEST_CASE(unacked_messages_return_when_the_channel_closes) {

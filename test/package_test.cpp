@@ -45,7 +45,9 @@ BOOST_AUTO_TEST_CASE(an_installed_client_builds_and_runs_a_program) {
   auto hello = run_command({build + "/hello", std::to_string(node.port())});
   BOOST_TEST_MESSAGE(hello.out);
   require_ok(hello, "hello");
-  BOOST_CHECK(hello.out.find(": routed\n") != std::string::npos);
-  BOOST_CHECK(hello.out.find("received: hello, warren\n") != std::string::npos);
-  BOOST_CHECK(hello.out.find("refused: PRECONDITION_FAILED\n") != std::string::npos);
+  for (const char* line :
+       {": routed\n", "received: hello, warren\n", "refused: PRECONDITION_FAILED\n"})
+    BOOST_CHECK_MESSAGE(hello.out.find(line) != std::string::npos, "hello printed no '"
+                                                                       << line << "':\n"
+                                                                       << hello.out << hello.err);
 }
