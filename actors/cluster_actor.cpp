@@ -402,6 +402,16 @@ cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_confi
             self->send(cluster_handle(m.handle), replicate_atom::value, st.config.self.name, vhost,
                        one);
       },
+      [=](replicate_atom, const access_change& change) {
+        auto& st = self->state;
+        for (const auto& [name, m] : st.members)
+          if (m.handle)
+            self->send(cluster_handle(m.handle), replicate_atom::value, st.config.self.name,
+                       change);
+      },
+      [=](replicate_atom, const std::string& from, access_change& change) {
+        tell_node(self, replicate_atom::value, from, std::move(change));
+      },
       [=](replicate_atom, const std::string& from, const std::string& vhost,
           std::vector<topology_change>& changes) {
         tell_node(self, replicate_atom::value, from, vhost, std::move(changes));

@@ -43,6 +43,18 @@ struct topology_change {
   binding_spec binding;    // bind, unbind
 };
 
+/// Users, vhosts and permissions changed on one node, applied on every other: what to add or
+/// replace (`put`, as a definitions file carries them; its exchanges, queues and bindings stay
+/// empty) and what to remove. `whole` marks a member's entire view, sent to each member it meets;
+/// only a node joining a cluster for the first time adopts it (node_cluster.cpp).
+struct access_change {
+  definitions put;
+  std::vector<std::string> users_deleted;
+  std::vector<std::string> vhosts_deleted;
+  std::vector<permission_record> permissions_cleared;  // by user and vhost
+  bool whole = false;
+};
+
 /// Where a queue lives: announced by its home node to every member, so that a publish or a
 /// consume arriving anywhere reaches the queue actor itself.
 struct queue_placement {
@@ -80,6 +92,10 @@ struct node_info {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, claim_reply& x) {
   return f(x.granted, x.home, x.spec, x.home_vhost);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, access_change& x) {
+  return f(x.put, x.users_deleted, x.vhosts_deleted, x.permissions_cleared, x.whole);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, topology_change& x) {
@@ -127,6 +143,9 @@ using cluster_actor_type = caf::typed_actor<
     caf::replies_to<claim_atom, std::string, queue_spec>::with<std::vector<claim_reply>>,
     caf::replies_to<claim_atom, std::string, std::string, queue_spec>::with<claim_reply>,
     caf::reacts_to<replicate_atom, std::string, std::string, std::vector<topology_change>>,
+    // users, vhosts and permissions: a change made here, one made on a member (its name first)
+    caf::reacts_to<replicate_atom, access_change>,
+    caf::reacts_to<replicate_atom, std::string, access_change>,
     // its own timer: reconnecting to members that are down
     caf::reacts_to<tick_atom>>;
 

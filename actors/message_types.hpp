@@ -75,6 +75,7 @@ void for_each_message_type(Visitor&& visit) {
   visit(message_type_tag<client_hello>{}, "warren::client_hello");
   visit(message_type_tag<queue_placement>{}, "warren::queue_placement");
   visit(message_type_tag<topology_change>{}, "warren::topology_change");
+  visit(message_type_tag<access_change>{}, "warren::access_change");
   visit(message_type_tag<claim_reply>{}, "warren::claim_reply");
   visit(message_type_tag<join_request>{}, "warren::join_request");
   visit(message_type_tag<join_reply>{}, "warren::join_reply");

@@ -184,6 +184,10 @@ void restore(self_ptr self, persistence::metadata_contents contents) {
   }
 }
 
+}  // namespace
+
+namespace node_parts {
+
 // Puts `defs`' users, vhosts (with their limits) and permissions into the node's state; returns
 // the records to store.
 std::vector<persistence::meta_mutation> apply_definitions(self_ptr self, const definitions& defs) {
@@ -207,6 +211,36 @@ std::vector<persistence::meta_mutation> apply_definitions(self_ptr self, const d
   }
   return batch;
 }
+
+// Stops the vhost (its queues' messages and its records go), then forgets its permissions.
+void drop_vhost(self_ptr self, const std::string& name, std::function<void(caf::error)> done) {
+  auto v = self->state.vhosts.find(name);
+  if (v == self->state.vhosts.end()) {
+    done(caf::error{});
+    return;
+  }
+  auto vhost = v->second;
+  self->state.vhosts.erase(v);
+  self->state.limits_of.erase(name);
+  auto finish = [=](const caf::error& err) mutable {
+    if (err) {
+      done(err);
+      return;
+    }
+    std::vector<persistence::meta_mutation> batch{vhost_record(name, true)};
+    forget_permissions(self->state, batch, [&](const auto& key) { return key.second == name; });
+    persist(self, std::move(batch), [=](const caf::error& err) mutable {
+      if (!err) log(log_level::info, "node", "vhost " + quote(name) + " deleted");
+      done(err);
+    });
+  };
+  self->request(vhost_handle(vhost), caf::infinite, shutdown_atom::value)
+      .then([=]() mutable { finish(caf::error{}); }, [=](caf::error& err) mutable { finish(err); });
+}
+
+}  // namespace node_parts
+
+namespace {
 
 caf::result<caf::actor, connection_settings, permission_record> connect(self_ptr self,
                                                                         client_hello& hello,
@@ -249,36 +283,26 @@ caf::result<void> add_vhost(self_ptr self, const std::string& name) {
   // Its creator may use it, as with RabbitMQ's management interface.
   permission_record all{requester(self), name, ".*", ".*", ".*"};
   self->state.permissions[{all.user, name}] = all;
+  access_change shared;
+  shared.put.vhosts.push_back({name, {}});
+  shared.put.permissions.push_back(all);
+  share_access(self, std::move(shared));
   return store(self, {vhost_record(name, false), permission_change(all, false)});
 }
 
-// Stops the vhost (its queues' messages and its records go), then forgets its permissions.
 caf::result<void> delete_vhost(self_ptr self, const std::string& name) {
   if (auto err = require_admin(self, "deleting a vhost")) return err;
-  auto v = self->state.vhosts.find(name);
-  if (v == self->state.vhosts.end())
+  if (self->state.vhosts.count(name) == 0)
     return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
-  auto vhost = v->second;
-  self->state.vhosts.erase(v);
   auto rp = self->make_response_promise<void>();
-  auto finish = [=](const caf::error& err) mutable {
+  drop_vhost(self, name, [=](const caf::error& err) mutable {
     if (err) {
       rp.deliver(err);
       return;
     }
-    std::vector<persistence::meta_mutation> batch{vhost_record(name, true)};
-    forget_permissions(self->state, batch, [&](const auto& key) { return key.second == name; });
-    persist(self, std::move(batch), [=](const caf::error& err) mutable {
-      if (err) {
-        rp.deliver(err);
-        return;
-      }
-      log(log_level::info, "node", "vhost " + quote(name) + " deleted");
-      deliver_unit(rp);
-    });
-  };
-  self->request(vhost_handle(vhost), caf::infinite, shutdown_atom::value)
-      .then([=]() mutable { finish(caf::error{}); }, [=](caf::error& err) mutable { finish(err); });
+    share_access(self, vhost_deleted(name));
+    deliver_unit(rp);
+  });
   return rp;
 }
 
@@ -290,6 +314,9 @@ caf::result<void> set_vhost_limits(self_ptr self, const std::string& name,
     return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
   self->state.limits_of[name] = limits;
   self->send(vhost_handle(v->second), settings_atom::value, limits);
+  access_change shared;
+  shared.put.vhosts.push_back({name, limits});
+  share_access(self, std::move(shared));
   return store(self, {vhost_record(name, false, limits)});
 }
 
@@ -369,6 +396,11 @@ caf::result<void> import_definitions(self_ptr self, const definitions& defs) {
     return make_broker_error(reply_code::precondition_failed,
                              "definitions not imported: " + problem);
   auto rp = self->make_response_promise<void>();
+  access_change shared;
+  shared.put.users = defs.users;
+  shared.put.vhosts = defs.vhosts;
+  shared.put.permissions = defs.permissions;
+  share_access(self, std::move(shared));
   persist(self, apply_definitions(self, defs), [=](const caf::error& err) mutable {
     if (err) {
       rp.deliver(err);
@@ -452,7 +484,9 @@ node_actor_type::behavior_type node_actor(node_self self, storage_context storag
         return connect(self, hello, conn);
       },
       [=](alarm_atom, const caf::actor& alarm) { self->state.alarm = alarm; },
-      [=](cluster_atom, const caf::actor& cluster, text name) { set_cluster(self, cluster, name); },
+      [=](cluster_atom, const caf::actor& cluster, text name, bool first_join) {
+        set_cluster(self, cluster, name, first_join);
+      },
       [=](list_atom, nodes_atom) { return list_nodes(self); },
       [=](forget_atom, text name) { return forget_node(self, name); },
       [=](placed_atom, std::vector<queue_placement>& ps) { placements_arrived(self, ps); },
@@ -464,6 +498,7 @@ node_actor_type::behavior_type node_actor(node_self self, storage_context storag
       [=](replicate_atom, text from, text vhost, std::vector<topology_change>& changes) {
         apply_changes(self, from, vhost, changes);
       },
+      [=](replicate_atom, text from, access_change& change) { apply_access(self, from, change); },
       [=](sync_atom, const caf::actor& peer) { sync_member(self, peer); },
       [=](claim_atom, text from, text vhost, const queue_spec& spec) -> caf::result<claim_reply> {
         auto v = self->state.vhosts.find(vhost);

@@ -62,6 +62,7 @@ struct node_state {
   caf::actor alarm;              // resource_alarm: connections subscribe to it when they connect
   caf::actor cluster;            // cluster_actor: this node's membership
   std::string node_name;         // this node's name in the cluster
+  bool adopt_access = false;     // joining for the first time: take a member's users and vhosts
   connection_settings settings;  // handed to connections as they log in
   std::unordered_map<caf::actor_addr, std::string> connection_vhost;
   std::map<std::string, vhost_limits> limits_of;  // vhosts that have limits

@@ -4,9 +4,12 @@
 #include "actors/broker_error.hpp"
 #include "actors/connection_protocol.hpp"
 #include "actors/node_parts.hpp"
+#include "actors/persistence_actor.hpp"
 #include "actors/vhost_protocol.hpp"
 #include "core/log.hpp"
 #include "core/names.hpp"
+
+#include <algorithm>
 
 namespace warren::node_parts {
 
@@ -23,10 +26,12 @@ caf::result<void> forget_node(self_ptr self, const std::string& name) {
   return self->delegate(cluster_handle(self->state.cluster), forget_atom::value, name);
 }
 
-void set_cluster(self_ptr self, const caf::actor& cluster, const std::string& name) {
+void set_cluster(self_ptr self, const caf::actor& cluster, const std::string& name,
+                 bool first_join) {
   auto& st = self->state;
   st.cluster = cluster;
   st.node_name = name;
+  st.adopt_access = first_join;
   for (const auto& [vhost_name, vhost] : st.vhosts)
     self->send(vhost_handle(vhost), cluster_atom::value, cluster, name);
 }
@@ -107,7 +112,86 @@ void apply_changes(self_ptr self, const std::string& from, const std::string& vh
   }
 }
 
+namespace {
+
+access_change whole_view(const node_state& st) {
+  access_change view;
+  view.whole = true;
+  for (const auto& [name, u] : st.users) view.put.users.push_back(u);
+  for (const auto& [name, vhost] : st.vhosts) {
+    auto l = st.limits_of.find(name);
+    view.put.vhosts.push_back({name, l == st.limits_of.end() ? vhost_limits{} : l->second});
+  }
+  for (const auto& [key, p] : st.permissions) view.put.permissions.push_back(p);
+  return view;
+}
+
+// Adopting a member's whole view: what we have and it lacks goes.
+void remove_what_view_lacks(const node_state& st, access_change& view) {
+  auto has = [](const auto& list, auto match) {
+    return std::any_of(list.begin(), list.end(), match);
+  };
+  for (const auto& [name, u] : st.users)
+    if (!has(view.put.users, [&](const user_record& x) { return x.name == name; }))
+      view.users_deleted.push_back(name);
+  for (const auto& [name, vhost] : st.vhosts)
+    if (!has(view.put.vhosts, [&](const vhost_definition& x) { return x.name == name; }))
+      view.vhosts_deleted.push_back(name);
+  for (const auto& [key, p] : st.permissions)
+    if (!has(view.put.permissions, [&](const permission_record& x) {
+          return x.user == key.first && x.vhost == key.second;
+        }))
+      view.permissions_cleared.push_back(p);
+}
+
+}  // namespace
+
+void share_access(self_ptr self, access_change change) {
+  if (self->state.cluster)
+    self->send(cluster_handle(self->state.cluster), replicate_atom::value, std::move(change));
+}
+
+access_change vhost_deleted(const std::string& name) {
+  access_change change;
+  change.vhosts_deleted.push_back(name);
+  return change;
+}
+
+void apply_access(self_ptr self, const std::string& from, access_change& change) {
+  auto& st = self->state;
+  if (change.whole) {
+    if (!st.adopt_access) return;  // a node already in the cluster keeps its own view
+    st.adopt_access = false;
+    remove_what_view_lacks(st, change);
+    log(log_level::info, "cluster", "took the users, vhosts and permissions of " + from);
+  }
+  auto batch = apply_definitions(self, change.put);
+  for (const auto& name : change.users_deleted) {
+    if (st.users.erase(name) == 0) continue;
+    batch.push_back(user_change(user_record{name, {}, {}}, true));
+    forget_permissions(st, batch, [&](const auto& key) { return key.first == name; });
+  }
+  for (const auto& p : change.permissions_cleared) {
+    auto it = st.permissions.find({p.user, p.vhost});
+    if (it == st.permissions.end()) continue;
+    batch.push_back(permission_change(it->second, true));
+    st.permissions.erase(it);
+  }
+  auto failed = [from](const std::string& what) {
+    return [=](const caf::error& err) {
+      if (err)
+        log(log_level::error, "cluster",
+            what + " from " + from + " not stored: " + to_string(describe(err)));
+    };
+  };
+  persist(self, st.storage.persistence, std::move(batch), failed("users and permissions"));
+  for (const auto& name : change.vhosts_deleted)
+    drop_vhost(self, name, failed("deleting vhost " + quote(name)));
+}
+
 void sync_member(self_ptr self, const caf::actor& peer) {
+  self->send(cluster_handle(peer), replicate_atom::value, self->state.node_name,
+             whole_view(self->state));
   for (const auto& [name, vhost] : self->state.vhosts)
     self->send(vhost_handle(vhost), sync_atom::value, peer);
 }

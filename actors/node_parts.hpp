@@ -8,6 +8,8 @@
 
 #include <caf/error.hpp>
 
+#include <functional>
+
 #include <string>
 #include <vector>
 
@@ -39,6 +41,12 @@ void forget_permissions(node_state& st, std::vector<persistence::meta_mutation>&
   }
 }
 
+/// Puts `defs`' users, vhosts (with their limits) and permissions into the node's state; returns
+/// the records to store (node_actor.cpp).
+std::vector<persistence::meta_mutation> apply_definitions(self_ptr self, const definitions& defs);
+/// Stops vhost `name` and drops its records and permissions; `done` once they are stored.
+void drop_vhost(self_ptr self, const std::string& name, std::function<void(caf::error)> done);
+
 // --- users and permissions (node_users.cpp), each for administrators --------------------------
 
 caf::result<void> add_user(self_ptr self, const std::string& name, const std::string& password,
@@ -57,7 +65,10 @@ caf::result<std::vector<permission_record>> list_permissions(self_ptr self);
 caf::result<std::vector<node_info>> list_nodes(self_ptr self);
 caf::result<void> forget_node(self_ptr self, const std::string& name);  // administrators
 /// The cluster actor and this node's name, handed on to every vhost.
-void set_cluster(self_ptr self, const caf::actor& cluster, const std::string& name);
+/// `first_join`: this node has never been in a cluster, so it takes the users, vhosts and
+/// permissions of the first member it meets in place of its own.
+void set_cluster(self_ptr self, const caf::actor& cluster, const std::string& name,
+                 bool first_join);
 /// Other members' queues, each for its vhost (unknown vhosts are skipped).
 void placements_arrived(self_ptr self, std::vector<queue_placement>& placements);
 void queue_removed(self_ptr self, const std::string& vhost, const std::string& queue,
@@ -67,7 +78,13 @@ void node_gone(self_ptr self, const std::string& node, bool down);
 /// Exchanges and bindings declared on member `from`, applied to our vhost of that name.
 void apply_changes(self_ptr self, const std::string& from, const std::string& vhost,
                    std::vector<topology_change>& changes);
-/// A member came up: every vhost sends it its exchanges and bindings.
+/// A member came up: it gets our users, vhosts and permissions, and every vhost sends it its
+/// exchanges and bindings.
 void sync_member(self_ptr self, const caf::actor& peer);
+/// Users, vhosts and permissions changed here: every member applies the change too.
+void share_access(self_ptr self, access_change change);
+access_change vhost_deleted(const std::string& name);
+/// A change from member `from` (or its whole view: adopted only on a first join).
+void apply_access(self_ptr self, const std::string& from, access_change& change);
 
 }  // namespace warren::node_parts

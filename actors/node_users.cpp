@@ -10,6 +10,16 @@
 
 namespace warren::node_parts {
 
+namespace {
+
+access_change user_put(const user_record& u) {
+  access_change shared;
+  shared.put.users.push_back(u);
+  return shared;
+}
+
+}  // namespace
+
 caf::result<void> add_user(self_ptr self, const std::string& name, const std::string& password,
                            const std::vector<std::string>& tags) {
   if (auto err = require_admin(self, "adding a user")) return err;
@@ -24,6 +34,7 @@ caf::result<void> add_user(self_ptr self, const std::string& name, const std::st
   user_record u{name, hash_password(password), tags};
   self->state.users[name] = u;
   log(log_level::info, "node", "user " + quote(name) + " added");
+  share_access(self, user_put(u));
   return store(self, {user_change(u, false)});
 }
 
@@ -37,6 +48,7 @@ caf::result<void> change_password(self_ptr self, const std::string& name,
     return make_broker_error(reply_code::precondition_failed,
                              "user " + quote(name) + " needs a password");
   u->second.password_hash = hash_password(password);
+  share_access(self, user_put(u->second));
   return store(self, {user_change(u->second, false)});
 }
 
@@ -50,6 +62,9 @@ caf::result<void> delete_user(self_ptr self, const std::string& name) {
   std::vector<persistence::meta_mutation> batch{user_change(gone, true)};
   forget_permissions(self->state, batch, [&](const auto& key) { return key.first == name; });
   log(log_level::info, "node", "user " + quote(name) + " deleted");
+  access_change shared;
+  shared.users_deleted.push_back(name);
+  share_access(self, std::move(shared));
   return store(self, std::move(batch));
 }
 
@@ -70,6 +85,9 @@ caf::result<void> set_permissions(self_ptr self, const permission_record& p) {
     if (auto problem = check_permission_pattern(*pattern); !problem.empty())
       return make_broker_error(reply_code::precondition_failed, problem);
   self->state.permissions[{p.user, p.vhost}] = p;
+  access_change shared;
+  shared.put.permissions.push_back(p);
+  share_access(self, std::move(shared));
   return store(self, {permission_change(p, false)});
 }
 
@@ -80,6 +98,9 @@ caf::result<void> clear_permissions(self_ptr self, const std::string& user,
   if (p == self->state.permissions.end()) return caf::unit;
   auto gone = p->second;
   self->state.permissions.erase(p);
+  access_change shared;
+  shared.permissions_cleared.push_back(gone);
+  share_access(self, std::move(shared));
   return store(self, {permission_change(gone, true)});
 }
 

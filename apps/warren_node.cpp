@@ -220,6 +220,11 @@ caf::actor start_cluster(caf::actor_system& system, const node_options& opt, caf
   std::string port = std::to_string(opt.cluster_port);
   warren::cluster_config config;
   config.self.name = opt.node_name.empty() ? "warren@" + host_name() + ":" + port : opt.node_name;
+  // A node that is told to join and has never been in a cluster takes the cluster's users,
+  // vhosts and permissions instead of its own defaults.
+  bool first_join = clustered && !opt.join.empty() &&
+                    std::none_of(stored.begin(), stored.end(),
+                                 [&](const auto& m) { return m.name != config.self.name; });
   if (clustered) {
     bool wildcard = opt.bind == "0.0.0.0" || opt.bind == "::";
     config.self.address = (wildcard ? host_name() : opt.bind) + ":" + port;
@@ -233,7 +238,7 @@ caf::actor start_cluster(caf::actor_system& system, const node_options& opt, caf
   auto cluster = caf::actor_cast<caf::actor>(system.spawn(warren::cluster_actor, config));
   // The vhosts announce their queues to it from now on.
   caf::anon_send(warren::node_handle(node_actor), warren::cluster_atom::value, cluster,
-                 config.self.name);
+                 config.self.name, first_join);
   if (!clustered) {
     warren::log(warren::log_level::info, "cluster",
                 "standalone (a cluster needs --cluster-secret and a --cluster-port)");

@@ -403,3 +403,117 @@ BOOST_AUTO_TEST_CASE(concurrent_declares_on_two_nodes_end_with_one_queue) {
   for (const auto& q : conn_a->list_queues()) listed += q.name.rfind("contested-", 0) == 0;
   BOOST_CHECK_EQUAL(listed, size_t{names});
 }
+
+namespace {
+
+// Polls until `node`'s users, vhosts and permissions (as `describe` prints them) satisfy `pred`.
+template <class Pred>
+bool access_seen(const node_process& node, Pred pred) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto conn = connect(node);
+    std::set<std::string> users, vhosts, permissions;
+    for (const auto& u : conn->list_users()) users.insert(u.name);
+    for (const auto& v : conn->list_vhosts()) vhosts.insert(v);
+    for (const auto& p : conn->list_permissions())
+      permissions.insert(p.user + "@" + p.vhost + ":" + p.configure + "/" + p.write + "/" + p.read);
+    if (pred(users, vhosts, permissions)) return true;
+    if (std::chrono::steady_clock::now() + std::chrono::milliseconds(100) >= deadline) {
+      std::string seen;
+      for (const auto* set : {&users, &vhosts, &permissions})
+        for (const auto& x : *set) seen += x + " ";
+      BOOST_TEST_MESSAGE("last seen: " << seen);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+bool logs_in(const node_process& node, const std::string& user, const std::string& password,
+             const std::string& vhost) {
+  warren::client::connect_options o;
+  o.port = node.port();
+  o.user = user;
+  o.password = password;
+  o.vhost = vhost;
+  try {
+    warren::client::connection::open(o)->open_channel()->queue_declare("", {});
+    return true;
+  } catch (const warren::client::error& e) {
+    BOOST_TEST_MESSAGE(user << " on " << vhost << ": " << e.what());
+    return false;
+  }
+}
+
+}  // namespace
+
+// Polls until logging in as `user` on `node` succeeds (changes reach other members
+// asynchronously).
+bool eventually_logs_in(const node_process& node, const std::string& user,
+                        const std::string& password, const std::string& vhost) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (logs_in(node, user, password, vhost)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+using names = std::set<std::string>;
+
+BOOST_AUTO_TEST_CASE(users_vhosts_and_permissions_are_the_same_on_every_node) {
+  uint16_t pa = free_port(), pb = free_port();
+  node_process a(cluster_args("a", pa));
+  auto on_a = connect(a);
+  on_a->add_user("alice", "alice-secret", {"administrator"});
+  on_a->add_vhost("orders");
+  on_a->set_permissions({"alice", "orders", ".*", ".*", ".*"});
+  on_a->set_permissions({"guest", "/", ".*", ".*", "^amq\\.gen"});
+
+  // b had a user of its own before it ever joined a cluster: joining for the first time, it
+  // takes a's users, vhosts and permissions in place of its own.
+  warren::test::temp_dir b_dir;
+  {
+    node_process b_alone({}, b_dir.path());
+    connect(b_alone)->add_user("only-on-b", "x");
+    b_alone.stop();
+  }
+  auto b = std::make_unique<node_process>(cluster_args("b", pb, address(pa)), b_dir.path());
+  BOOST_CHECK(access_seen(*b, [](const names& users, const names& vhosts, const names& perms) {
+    return users == names{"alice", "guest"} && vhosts == names{"/", "orders"} &&
+           perms ==
+               names{"alice@orders:.*/.*/.*", "guest@/:.*/.*/^amq\\.gen", "guest@orders:.*/.*/.*"};
+  }));
+  BOOST_CHECK(logs_in(*b, "alice", "alice-secret", "orders"));
+
+  // Changes made on either node reach the other.
+  auto on_b = connect(*b);
+  on_b->add_user("bob", "bob-secret");
+  on_b->add_vhost("billing");
+  on_b->set_permissions({"bob", "orders", ".*", ".*", ".*"});
+  BOOST_CHECK(eventually_logs_in(a, "bob", "bob-secret", "orders"));
+  BOOST_CHECK(access_seen(a, [](const names& users, const names& vhosts, const names&) {
+    return users.count("bob") != 0 && vhosts.count("billing") != 0;
+  }));
+  on_a->change_password("bob", "bob-new-secret");
+  BOOST_CHECK(eventually_logs_in(*b, "bob", "bob-new-secret", "orders"));
+  BOOST_CHECK(!logs_in(*b, "bob", "bob-secret", "orders"));
+  on_a->delete_user("alice");
+  on_a->delete_vhost("billing");
+  on_b->clear_permissions("bob", "orders");
+  auto settled = [](const names& users, const names& vhosts, const names& perms) {
+    return users == names{"bob", "guest"} && vhosts == names{"/", "orders"} &&
+           perms == names{"guest@/:.*/.*/^amq\\.gen", "guest@orders:.*/.*/.*"};
+  };
+  BOOST_CHECK(access_seen(*b, settled));
+  BOOST_CHECK(access_seen(a, settled));
+  BOOST_CHECK(!logs_in(*b, "alice", "alice-secret", "orders"));
+
+  // A member that comes back keeps what it stored, and does not hand its view to the others.
+  on_b.reset();
+  b->kill9();
+  b = std::make_unique<node_process>(cluster_args("b", pb), b_dir.path());
+  BOOST_REQUIRE(sees(a, {{"a", true}, {"b", true}}));
+  BOOST_CHECK(access_seen(*b, settled));
+  BOOST_CHECK(access_seen(a, settled));
+}
