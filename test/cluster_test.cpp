@@ -517,3 +517,23 @@ BOOST_AUTO_TEST_CASE(users_vhosts_and_permissions_are_the_same_on_every_node) {
   BOOST_CHECK(access_seen(*b, settled));
   BOOST_CHECK(access_seen(a, settled));
 }
+
+#ifdef PYTHON3_PATH
+// pika, as a RabbitMQ user runs it, with its three connections on three nodes: declared on a,
+// published with confirms through b, consumed with acks through c (test/amqp/pika_cluster.py).
+BOOST_AUTO_TEST_CASE(pika_declares_publishes_and_consumes_through_three_nodes) {
+  uint16_t pa = free_port(), pb = free_port(), pc = free_port();
+  node_process a(cluster_args("a", pa));
+  node_process b(cluster_args("b", pb, address(pa)));
+  node_process c(cluster_args("c", pc, address(pa)));
+  std::map<std::string, bool> all_up{{"a", true}, {"b", true}, {"c", true}};
+  BOOST_REQUIRE(sees(a, all_up) && sees(b, all_up) && sees(c, all_up));
+  auto r = run_command({PYTHON3_PATH, std::string(WARREN_SOURCE_DIR) + "/test/amqp/pika_cluster.py",
+                        std::to_string(a.amqp_port()), std::to_string(b.amqp_port()),
+                        std::to_string(c.amqp_port())});
+  BOOST_CHECK_MESSAGE(r.exit_code == 0, "pika_cluster.py exited " << r.exit_code << ":\n"
+                                                                  << r.out << r.err);
+  BOOST_CHECK_EQUAL(home_of(b, "cross"), "a");
+  BOOST_CHECK(a.alive() && b.alive() && c.alive());
+}
+#endif
