@@ -11,6 +11,7 @@
 #include <caf/io/middleman_actor.hpp>
 
 #include <chrono>
+#include <optional>
 
 namespace warren {
 
@@ -48,6 +49,98 @@ void erase_member_record(cluster_self self, const std::string& name) {
   });
 }
 
+template <class... Ts>
+void tell_node(cluster_self self, Ts&&... xs) {
+  if (self->state.config.node)
+    self->send(node_handle(self->state.config.node), std::forward<Ts>(xs)...);
+}
+
+// The metadata version goes to LMDB with each change, in the persistence actor's order.
+void store_version(cluster_self self) {
+  using persistence::meta_mutation;
+  using persistence::meta_table;
+  auto version = self->state.metadata_version;
+  std::vector<meta_mutation> batch{{meta_table::cluster, persistence::cluster_state_key,
+                                    persistence::encode_cluster_state(version), false}};
+  persist(self, self->state.config.persistence, std::move(batch), [=](const caf::error& err) {
+    if (err)
+      note(log_level::error, "could not store metadata version " + std::to_string(version) + ": " +
+                                 to_string(describe(err)));
+  });
+}
+
+void count_changes(cluster_self self, size_t n) {
+  self->state.metadata_version += n;
+  store_version(self);
+}
+
+// Hands `send` every running member's cluster actor, or holds it for a member whose view from
+// us is being put together (it goes right after the view).
+void to_members(cluster_self self, const std::function<void(const caf::actor&)>& send) {
+  auto& st = self->state;
+  for (const auto& [name, m] : st.members) {
+    if (!m.handle) continue;
+    if (auto h = st.held.find(name); h != st.held.end())
+      h->second.push_back(send);
+    else
+      send(m.handle);
+  }
+}
+
+// Sends member `name` our view (if we have one: the node may fail to answer), then whatever was
+// held back for it meanwhile.
+void view_ready(cluster_self self, const std::string& name, std::optional<metadata_view> view) {
+  auto& st = self->state;
+  auto held = std::move(st.held[name]);
+  st.held.erase(name);
+  auto m = st.members.find(name);
+  if (m == st.members.end() || !m->second.handle) return;
+  if (view) self->send(cluster_handle(m->second.handle), replicate_atom::value, std::move(*view));
+  for (auto& send : held) send(m->second.handle);
+}
+
+// A member came up: it gets our whole view, stamped with the version it had when we took it
+// (what changes after that is held back and follows it).
+void send_view(cluster_self self, const std::string& name) {
+  auto& st = self->state;
+  if (!st.config.node) return;
+  bool under_way = st.held.count(name) != 0;
+  st.held[name];
+  if (under_way) return;  // the view being put together goes to its new handle
+  auto version = st.metadata_version;
+  auto first_join = st.first_join;
+  self->request(node_handle(st.config.node), caf::infinite, view_atom::value)
+      .then(
+          [=](metadata_view& view) {
+            view.from = self->state.config.self.name;
+            view.version = version;
+            view.first_join = first_join;
+            view_ready(self, name, std::move(view));
+          },
+          [=](caf::error& err) {
+            note(log_level::error, "could not put together our metadata for " + name + ": " +
+                                       to_string(describe(err)));
+            view_ready(self, name, std::nullopt);
+          });
+}
+
+// A member's view: taken in place of ours when we are behind it, or on our first join.
+void view_arrived(cluster_self self, metadata_view& view) {
+  auto& st = self->state;
+  if (view.first_join) return;  // a node joining for the first time gives nothing
+  bool behind = view.version > st.metadata_version ||
+                (view.version == st.metadata_version && view.from < st.config.self.name);
+  if (!st.first_join && !behind) return;
+  note(view.version == st.metadata_version && !st.first_join ? log_level::debug : log_level::info,
+       "taking the metadata of " + view.from + " (its version " + std::to_string(view.version) +
+           ", ours " + std::to_string(st.metadata_version) +
+           (st.first_join ? ", joining for the first time)" : ")"));
+  st.first_join = false;
+  st.metadata_version = view.version;
+  store_version(self);
+  tell_node(self, adopt_atom::value, std::move(view));
+}
+
 void answer_ready(cluster_self self, const caf::error& err) {
   for (auto& rp : self->state.waiting_ready) {
     if (err)
@@ -78,13 +171,7 @@ void add_running(cluster_self self, const cluster_member& m, const caf::actor& h
   std::vector<queue_placement> ours;
   for (const auto& [key, p] : st.placements) ours.push_back(p);
   self->send(cluster_handle(handle), placed_atom::value, st.config.self.name, std::move(ours));
-  if (st.config.node) self->send(node_handle(st.config.node), sync_atom::value, handle);
-}
-
-template <class... Ts>
-void tell_node(cluster_self self, Ts&&... xs) {
-  if (self->state.config.node)
-    self->send(node_handle(self->state.config.node), std::forward<Ts>(xs)...);
+  send_view(self, m.name);
 }
 
 // A queue of this node started (or restarted): every running member learns where it is.
@@ -349,6 +436,8 @@ void on_down(cluster_self self, const caf::down_msg& dm) {
 cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_config config) {
   auto& st = self->state;
   st.config = std::move(config);
+  st.metadata_version = st.config.metadata_version;
+  st.first_join = st.config.first_join;
   for (const auto& m : st.config.stored)
     if (m.name != st.config.self.name) st.members[m.name].info = m;
   for (const auto& address : st.config.join)
@@ -395,27 +484,30 @@ cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_confi
                               spec);
       },
       [=](replicate_atom, const std::string& vhost, const topology_change& change) {
-        auto& st = self->state;
+        count_changes(self, 1);
         std::vector<topology_change> one{change};
-        for (const auto& [name, m] : st.members)
-          if (m.handle)
-            self->send(cluster_handle(m.handle), replicate_atom::value, st.config.self.name, vhost,
-                       one);
+        auto from = self->state.config.self.name;
+        to_members(self, [=](const caf::actor& member) {
+          self->send(cluster_handle(member), replicate_atom::value, from, vhost, one);
+        });
       },
       [=](replicate_atom, const access_change& change) {
-        auto& st = self->state;
-        for (const auto& [name, m] : st.members)
-          if (m.handle)
-            self->send(cluster_handle(m.handle), replicate_atom::value, st.config.self.name,
-                       change);
+        count_changes(self, 1);
+        auto from = self->state.config.self.name;
+        to_members(self, [=](const caf::actor& member) {
+          self->send(cluster_handle(member), replicate_atom::value, from, change);
+        });
       },
       [=](replicate_atom, const std::string& from, access_change& change) {
+        count_changes(self, 1);
         tell_node(self, replicate_atom::value, from, std::move(change));
       },
       [=](replicate_atom, const std::string& from, const std::string& vhost,
           std::vector<topology_change>& changes) {
+        count_changes(self, changes.size());
         tell_node(self, replicate_atom::value, from, vhost, std::move(changes));
       },
+      [=](replicate_atom, metadata_view& view) { view_arrived(self, view); },
       [=](removed_atom, const std::string& from, const std::string& vhost,
           const std::string& name) { tell_node(self, removed_atom::value, vhost, name, from); },
   };

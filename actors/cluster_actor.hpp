@@ -19,6 +19,22 @@
 // member as it comes up. What members send (placed_atom, from, placements) / (removed_atom, from,
 // vhost, name) goes to the node, which hands it to the vhost. A member going down or forgotten is
 // told to the node as (down_atom, name) / (removed_atom, name).
+//
+// Shared metadata (users, vhosts, permissions, exchanges, bindings): every change made here goes
+// out through this actor to every running member, and every change from one comes in through it,
+// so it counts them all: the metadata version, stored in LMDB. Members that meet send each other
+// their whole view (metadata_view) with their version. The one that is behind takes the other's
+// view in place of its own, deletions included: a member that was down catches up, and what was
+// deleted while it was away does not come back. "Behind" means a lower version, or with equal
+// versions the higher node name (views that are equal change nothing then). A node joining a
+// cluster for the first time takes the first view it gets whatever the versions, and its own
+// view is taken by no one. Changes for a member whose view is being put together are held back
+// and sent right after it, so the member never takes a view older than a change it already has.
+//
+// Caveats: after a network split, the side with fewer changes since the split loses them when
+// the two meet again (as RabbitMQ's autoheal restarts the losing side); queues are not part of
+// this (each lives on its home node). A change a node makes in the moment between meeting a
+// member it is behind and taking that member's view can be undone on it (not on the member).
 #pragma once
 
 #include "actors/cluster_protocol.hpp"
@@ -29,6 +45,7 @@
 #include <caf/typed_response_promise.hpp>
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -41,6 +58,8 @@ struct cluster_config {
   std::string secret;                  // shared by every member
   std::vector<std::string> join;       // HOST:PORT of nodes to join (--join)
   std::vector<cluster_member> stored;  // members found in LMDB
+  uint64_t metadata_version = 0;       // found in LMDB
+  bool first_join = false;             // --join with no members stored: take the cluster's view
   caf::io::middleman_actor middleman;  // connects to other nodes
   caf::actor node;                     // counts this node's queues
   caf::actor persistence;              // stores member records
@@ -54,6 +73,10 @@ struct cluster_state {
 
   cluster_config config;
   std::map<std::string, member> members;  // by name; never this node
+  uint64_t metadata_version = 0;          // shared-metadata changes made or applied here
+  bool first_join = false;                // no member's view taken yet, on a first join
+  // Members whose view from us is being put together: changes for them wait here until it went.
+  std::map<std::string, std::vector<std::function<void(const caf::actor&)>>> held;
   std::map<std::pair<std::string, std::string>, queue_placement> placements;  // ours, by vhost+name
   std::set<std::string> join_pending;  // --join addresses not reached yet
   std::set<std::string> connecting;    // addresses a join is under way to

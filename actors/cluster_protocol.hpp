@@ -22,6 +22,8 @@ using removed_atom = caf::atom_constant<caf::atom("removed")>;
 using down_atom = caf::atom_constant<caf::atom("down")>;
 using replicate_atom = caf::atom_constant<caf::atom("replicate")>;
 using claim_atom = caf::atom_constant<caf::atom("claim")>;
+using view_atom = caf::atom_constant<caf::atom("view")>;
+using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 
 /// A member's answer to a node about to create a queue: granted, or the queue (or a claim that
 /// wins over the asker's: the lower node name) is already there, with its declaration and the
@@ -45,14 +47,33 @@ struct topology_change {
 
 /// Users, vhosts and permissions changed on one node, applied on every other: what to add or
 /// replace (`put`, as a definitions file carries them; its exchanges, queues and bindings stay
-/// empty) and what to remove. `whole` marks a member's entire view, sent to each member it meets;
-/// only a node joining a cluster for the first time adopts it (node_cluster.cpp).
+/// empty) and what to remove. In a metadata_view, `put` is the sender's whole view and the
+/// rest is empty (the taker works out what goes).
 struct access_change {
   definitions put;
   std::vector<std::string> users_deleted;
   std::vector<std::string> vhosts_deleted;
   std::vector<permission_record> permissions_cleared;  // by user and vhost
-  bool whole = false;
+};
+
+/// A vhost's exchanges and bindings as the members share them: not its built-in exchanges, not
+/// the default exchange's implicit bindings, not bindings of exclusive queues.
+struct vhost_topology {
+  std::string vhost;
+  std::vector<exchange_spec> exchanges;
+  std::vector<binding_spec> bindings;
+};
+
+/// All that members share except queues (which live on their home node and are announced with
+/// queue_placement): each member sends its view to every member it meets. The one behind takes
+/// it whole, removing what the view lacks, so a member that was down or cut off catches up on
+/// what it missed, deletions included (cluster_actor.hpp: who takes whose).
+struct metadata_view {
+  std::string from;         // the sender's node name
+  uint64_t version = 0;     // shared-metadata changes the sender had made or applied
+  bool first_join = false;  // the sender is joining a cluster for the first time
+  access_change access;     // users, vhosts with their limits, permissions (whole)
+  std::vector<vhost_topology> vhosts;
 };
 
 /// Where a queue lives: announced by its home node to every member, so that a publish or a
@@ -95,11 +116,19 @@ typename Inspector::result_type inspect(Inspector& f, claim_reply& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, access_change& x) {
-  return f(x.put, x.users_deleted, x.vhosts_deleted, x.permissions_cleared, x.whole);
+  return f(x.put, x.users_deleted, x.vhosts_deleted, x.permissions_cleared);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, topology_change& x) {
   return f(x.kind, x.exchange, x.name, x.binding);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, vhost_topology& x) {
+  return f(x.vhost, x.exchanges, x.bindings);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, metadata_view& x) {
+  return f(x.from, x.version, x.first_join, x.access, x.vhosts);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, queue_placement& x) {
@@ -146,6 +175,8 @@ using cluster_actor_type = caf::typed_actor<
     // users, vhosts and permissions: a change made here, one made on a member (its name first)
     caf::reacts_to<replicate_atom, access_change>,
     caf::reacts_to<replicate_atom, std::string, access_change>,
+    // a member's whole view, sent as it comes up (catching up on what one of us missed)
+    caf::reacts_to<replicate_atom, metadata_view>,
     // its own timer: reconnecting to members that are down
     caf::reacts_to<tick_atom>>;
 

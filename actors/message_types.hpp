@@ -77,6 +77,8 @@ void for_each_message_type(Visitor&& visit) {
   visit(message_type_tag<topology_change>{}, "warren::topology_change");
   visit(message_type_tag<access_change>{}, "warren::access_change");
   visit(message_type_tag<claim_reply>{}, "warren::claim_reply");
+  visit(message_type_tag<vhost_topology>{}, "warren::vhost_topology");
+  visit(message_type_tag<metadata_view>{}, "warren::metadata_view");
   visit(message_type_tag<join_request>{}, "warren::join_request");
   visit(message_type_tag<join_reply>{}, "warren::join_reply");
   visit(message_type_tag<node_info>{}, "warren::node_info");

@@ -484,9 +484,7 @@ node_actor_type::behavior_type node_actor(node_self self, storage_context storag
         return connect(self, hello, conn);
       },
       [=](alarm_atom, const caf::actor& alarm) { self->state.alarm = alarm; },
-      [=](cluster_atom, const caf::actor& cluster, text name, bool first_join) {
-        set_cluster(self, cluster, name, first_join);
-      },
+      [=](cluster_atom, const caf::actor& cluster, text name) { set_cluster(self, cluster, name); },
       [=](list_atom, nodes_atom) { return list_nodes(self); },
       [=](forget_atom, text name) { return forget_node(self, name); },
       [=](placed_atom, std::vector<queue_placement>& ps) { placements_arrived(self, ps); },
@@ -499,7 +497,8 @@ node_actor_type::behavior_type node_actor(node_self self, storage_context storag
         apply_changes(self, from, vhost, changes);
       },
       [=](replicate_atom, text from, access_change& change) { apply_access(self, from, change); },
-      [=](sync_atom, const caf::actor& peer) { sync_member(self, peer); },
+      [=](view_atom) { return metadata_of(self); },
+      [=](adopt_atom, metadata_view& view) { adopt_metadata(self, view); },
       [=](claim_atom, text from, text vhost, const queue_spec& spec) -> caf::result<claim_reply> {
         auto v = self->state.vhosts.find(vhost);
         if (v == self->state.vhosts.end()) return claim_reply{};

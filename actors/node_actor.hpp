@@ -30,6 +30,8 @@
 //   (down_atom, node)                                from the cluster actor: other members'
 //                                                    queues for the vhosts; a member down for
 //                                                    the vhosts and the connections
+//   (view_atom)                                      -> metadata_view  ours, for a member
+//   (adopt_atom, metadata_view)                      a member's, taken in place of ours
 //   (list_atom, nodes_atom)                          -> std::vector<node_info>  the cluster
 //   (forget_atom, name)                              -> void   a dead member (administrators)
 //   (stats_atom)                                     -> node_stats_info  queues, connections,
@@ -62,7 +64,6 @@ struct node_state {
   caf::actor alarm;              // resource_alarm: connections subscribe to it when they connect
   caf::actor cluster;            // cluster_actor: this node's membership
   std::string node_name;         // this node's name in the cluster
-  bool adopt_access = false;     // joining for the first time: take a member's users and vhosts
   connection_settings settings;  // handed to connections as they log in
   std::unordered_map<caf::actor_addr, std::string> connection_vhost;
   std::map<std::string, vhost_limits> limits_of;  // vhosts that have limits

@@ -3,6 +3,7 @@
 // down to the vhosts and the connections (whose waiting confirms may depend on it).
 #include "actors/broker_error.hpp"
 #include "actors/connection_protocol.hpp"
+#include "actors/gather.hpp"
 #include "actors/node_parts.hpp"
 #include "actors/persistence_actor.hpp"
 #include "actors/vhost_protocol.hpp"
@@ -26,12 +27,10 @@ caf::result<void> forget_node(self_ptr self, const std::string& name) {
   return self->delegate(cluster_handle(self->state.cluster), forget_atom::value, name);
 }
 
-void set_cluster(self_ptr self, const caf::actor& cluster, const std::string& name,
-                 bool first_join) {
+void set_cluster(self_ptr self, const caf::actor& cluster, const std::string& name) {
   auto& st = self->state;
   st.cluster = cluster;
   st.node_name = name;
-  st.adopt_access = first_join;
   for (const auto& [vhost_name, vhost] : st.vhosts)
     self->send(vhost_handle(vhost), cluster_atom::value, cluster, name);
 }
@@ -114,9 +113,8 @@ void apply_changes(self_ptr self, const std::string& from, const std::string& vh
 
 namespace {
 
-access_change whole_view(const node_state& st) {
+access_change whole_access(const node_state& st) {
   access_change view;
-  view.whole = true;
   for (const auto& [name, u] : st.users) view.put.users.push_back(u);
   for (const auto& [name, vhost] : st.vhosts) {
     auto l = st.limits_of.find(name);
@@ -159,12 +157,6 @@ access_change vhost_deleted(const std::string& name) {
 
 void apply_access(self_ptr self, const std::string& from, access_change& change) {
   auto& st = self->state;
-  if (change.whole) {
-    if (!st.adopt_access) return;  // a node already in the cluster keeps its own view
-    st.adopt_access = false;
-    remove_what_view_lacks(st, change);
-    log(log_level::info, "cluster", "took the users, vhosts and permissions of " + from);
-  }
   auto batch = apply_definitions(self, change.put);
   for (const auto& name : change.users_deleted) {
     if (st.users.erase(name) == 0) continue;
@@ -189,11 +181,36 @@ void apply_access(self_ptr self, const std::string& from, access_change& change)
     drop_vhost(self, name, failed("deleting vhost " + quote(name)));
 }
 
-void sync_member(self_ptr self, const caf::actor& peer) {
-  self->send(cluster_handle(peer), replicate_atom::value, self->state.node_name,
-             whole_view(self->state));
-  for (const auto& [name, vhost] : self->state.vhosts)
-    self->send(vhost_handle(vhost), sync_atom::value, peer);
+caf::result<metadata_view> metadata_of(self_ptr self) {
+  auto& st = self->state;
+  auto rp = self->make_response_promise<metadata_view>();
+  auto access = whole_access(st);
+  std::vector<caf::actor> vhosts;
+  for (const auto& [name, vhost] : st.vhosts) vhosts.push_back(vhost);
+  gather<vhost_topology>(
+      vhosts,
+      [=](const caf::actor& vhost) {
+        return self->request(vhost_handle(vhost), caf::infinite, view_atom::value);
+      },
+      [=](std::vector<vhost_topology> topologies) mutable {
+        metadata_view view;
+        view.access = std::move(access);
+        view.vhosts = std::move(topologies);
+        rp.deliver(std::move(view));
+      });
+  return rp;
+}
+
+void adopt_metadata(self_ptr self, metadata_view& view) {
+  auto& st = self->state;
+  remove_what_view_lacks(st, view.access);
+  apply_access(self, view.from, view.access);
+  // Vhosts the view adds exist now (apply_definitions started them); those it lacks are going.
+  for (auto& topology : view.vhosts) {
+    auto v = st.vhosts.find(topology.vhost);
+    if (v != st.vhosts.end())
+      self->send(vhost_handle(v->second), adopt_atom::value, std::move(topology));
+  }
 }
 
 }  // namespace warren::node_parts

@@ -65,10 +65,7 @@ caf::result<std::vector<permission_record>> list_permissions(self_ptr self);
 caf::result<std::vector<node_info>> list_nodes(self_ptr self);
 caf::result<void> forget_node(self_ptr self, const std::string& name);  // administrators
 /// The cluster actor and this node's name, handed on to every vhost.
-/// `first_join`: this node has never been in a cluster, so it takes the users, vhosts and
-/// permissions of the first member it meets in place of its own.
-void set_cluster(self_ptr self, const caf::actor& cluster, const std::string& name,
-                 bool first_join);
+void set_cluster(self_ptr self, const caf::actor& cluster, const std::string& name);
 /// Other members' queues, each for its vhost (unknown vhosts are skipped).
 void placements_arrived(self_ptr self, std::vector<queue_placement>& placements);
 void queue_removed(self_ptr self, const std::string& vhost, const std::string& queue,
@@ -78,13 +75,16 @@ void node_gone(self_ptr self, const std::string& node, bool down);
 /// Exchanges and bindings declared on member `from`, applied to our vhost of that name.
 void apply_changes(self_ptr self, const std::string& from, const std::string& vhost,
                    std::vector<topology_change>& changes);
-/// A member came up: it gets our users, vhosts and permissions, and every vhost sends it its
-/// exchanges and bindings.
-void sync_member(self_ptr self, const caf::actor& peer);
+/// Our users, vhosts, permissions and every vhost's exchanges and bindings, for a member that
+/// came up (a vhost that does not answer is left out, so the taker keeps its own of it).
+caf::result<metadata_view> metadata_of(self_ptr self);
+/// A member's view taken in place of ours (the cluster actor decided we are behind): what it
+/// lacks goes, what it has comes, vhost by vhost.
+void adopt_metadata(self_ptr self, metadata_view& view);
 /// Users, vhosts and permissions changed here: every member applies the change too.
 void share_access(self_ptr self, access_change change);
 access_change vhost_deleted(const std::string& name);
-/// A change from member `from` (or its whole view: adopted only on a first join).
+/// A change from member `from`.
 void apply_access(self_ptr self, const std::string& from, access_change& change);
 
 }  // namespace warren::node_parts

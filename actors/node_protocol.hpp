@@ -18,20 +18,20 @@ using node_actor_type = caf::typed_actor<
     // logging in: the vhost, the node's settings and the user's permissions there
     caf::replies_to<connect_atom, client_hello, caf::actor>::with<caf::actor, connection_settings,
                                                                   permission_record>,
-    // from warren-node at start-up (the cluster actor: with this node's name, and whether it
-    // joins for the first time, so takes the cluster's users, vhosts and permissions)
+    // from warren-node at start-up (the cluster actor, with this node's name)
     caf::reacts_to<alarm_atom, caf::actor>, caf::reacts_to<settings_atom, connection_settings>,
-    caf::reacts_to<ready_atom>, caf::reacts_to<cluster_atom, caf::actor, std::string, bool>,
+    caf::reacts_to<ready_atom>, caf::reacts_to<cluster_atom, caf::actor, std::string>,
     // from the cluster actor: other members' queues, members down or forgotten
     caf::reacts_to<placed_atom, std::vector<queue_placement>>,
     caf::reacts_to<removed_atom, std::string, std::string, std::string>,  // vhost, queue, node
     caf::reacts_to<removed_atom, std::string>, caf::reacts_to<down_atom, std::string>,
-    // exchanges and bindings: changes from a member (its name, vhost, changes); a member that
-    // came up gets every vhost's (its cluster actor)
+    // exchanges and bindings: changes from a member (its name, vhost, changes)
     caf::reacts_to<replicate_atom, std::string, std::string, std::vector<topology_change>>,
     // users, vhosts and permissions changed on a member (its name, the change)
     caf::reacts_to<replicate_atom, std::string, access_change>,
-    caf::reacts_to<sync_atom, caf::actor>,
+    // from the cluster actor: our shared metadata, for a member that came up (it fills in who
+    // and which version); a member's, to take in place of ours
+    caf::replies_to<view_atom>::with<metadata_view>, caf::reacts_to<adopt_atom, metadata_view>,
     // a member about to create a queue (its name, vhost, declaration)
     caf::replies_to<claim_atom, std::string, std::string, queue_spec>::with<claim_reply>,
     // the cluster: its members, forgetting a dead one (administrators)

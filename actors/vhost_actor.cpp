@@ -13,6 +13,7 @@
 #include "actors/queue_actor.hpp"
 #include "actors/refusing_queue.hpp"
 #include "actors/topic_trie.hpp"
+#include "actors/topology_view.hpp"
 #include "core/log.hpp"
 #include "core/names.hpp"
 
@@ -74,8 +75,7 @@ void persist_quietly(self_ptr self, changes batch) {
 }
 
 std::string binding_key(const binding_spec& b) {
-  return b.exchange + '\0' + (b.to_exchange ? "e:" : "q:") + b.destination + '\0' + b.key + '\0' +
-         persistence::canonical_arguments(b.arguments);
+  return binding_identity(b);
 }
 
 // Whether `b` leads to the queue (or, with to_exchange, the exchange) named `name`.
@@ -260,24 +260,50 @@ caf::error node_down(const vhost_state& st, const remote_queues::entry& e) {
                                                       ", which is down");
 }
 
-// A member came up: it gets every exchange and binding of ours (what it has already is a no-op
-// there).
-void sync_member(self_ptr self, const caf::actor& peer) {
-  auto& st = self->state;
-  // Our queues first, from this same sender, so that bindings to them never arrive before them.
-  std::vector<queue_placement> ours;
-  for (const auto& [name, q] : st.queues)
-    if (!q.spec.exclusive)
-      ours.push_back({st.vhost, q.spec, st.node_name, q.actor, caf::actor_cast<caf::actor>(self)});
-  if (!ours.empty())
-    self->send(cluster_handle(peer), placed_atom::value, st.node_name, std::move(ours));
-  std::vector<topology_change> all;
+// Our exchanges and bindings as the members share them (a member's metadata_view carries them).
+vhost_topology topology(const vhost_state& st) {
+  vhost_topology out{st.vhost, {}, {}};
   for (const auto& [name, e] : st.exchanges)
-    if (!e.builtin) all.push_back({topology_change::declare_exchange, e.spec, {}, {}});
+    if (!e.builtin) out.exchanges.push_back(e.spec);
   for (const auto& [key, b] : st.bindings)
-    if (replicated(st, b)) all.push_back({topology_change::bind, {}, {}, b});
-  if (!all.empty())
-    self->send(cluster_handle(peer), replicate_atom::value, st.node_name, st.vhost, std::move(all));
+    if (replicated(st, b)) out.bindings.push_back(b);
+  return out;
+}
+
+// Takes a member's exchanges and bindings in place of ours: each change goes through this
+// actor's own mailbox, in order, as if a member had sent it.
+void adopt_topology(self_ptr self, const vhost_topology& theirs) {
+  auto changes = changes_to_adopt(topology(self->state), theirs);
+  if (!changes.empty())
+    log(log_level::info, "vhost",
+        std::to_string(changes.size()) + " exchange and binding change(s) taken from " +
+            "the cluster" + in_vhost(self->state));
+  auto me = vhost_handle(caf::actor_cast<caf::actor>(self));
+  auto failed = [vhost = self->state.vhost](caf::error& err) {
+    log(log_level::warn, "vhost",
+        "a change taken from the cluster in vhost " + quote(vhost) +
+            " was not applied: " + to_string(describe(err)));
+  };
+  for (auto& c : changes) {
+    switch (c.kind) {
+      case topology_change::declare_exchange:
+        self->request(me, caf::infinite, replicate_atom::value, std::move(c.exchange))
+            .then([] {}, failed);
+        break;
+      case topology_change::delete_exchange:
+        self->request(me, caf::infinite, replicate_atom::value, delete_atom::value, c.name)
+            .then([] {}, failed);
+        break;
+      case topology_change::bind:
+        self->request(me, caf::infinite, replicate_atom::value, bind_atom::value, c.binding)
+            .then([] {}, failed);
+        break;
+      case topology_change::unbind:
+        self->request(me, caf::infinite, replicate_atom::value, unbind_atom::value, c.binding)
+            .then([] {}, failed);
+        break;
+    }
+  }
 }
 
 void set_cluster(self_ptr self, const caf::actor& cluster, const std::string& node_name) {
@@ -1042,7 +1068,8 @@ vhost_actor_type::behavior_type vhost_actor(vhost_actor_type::stateful_pointer<v
         const caf::actor peer_change;
         return unbind(self, b, peer_change, true);
       },
-      [=](sync_atom, const caf::actor& peer) { sync_member(self, peer); },
+      [=](view_atom) { return topology(self->state); },
+      [=](adopt_atom, const vhost_topology& theirs) { adopt_topology(self, theirs); },
       [=](claim_atom, const std::string& from, const queue_spec& spec) {
         return answer_claim(self, from, spec);
       },

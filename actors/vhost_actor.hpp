@@ -20,10 +20,12 @@
 // deletes an auto-delete / expired queue.
 //   (shutdown_atom) -> void   the vhost is deleted: its queues' messages and its records go
 //   (ready_atom)    -> void   once every queue has recovered its messages
-// In a cluster (vhost_cluster.cpp): (cluster_atom, cluster, node name) starts announcing this
-// node's queues; (placed_atom, placement) / (removed_atom, queue, node) / (removed_atom, node) /
+// In a cluster: (cluster_atom, cluster, node name) starts announcing this node's queues;
+// (placed_atom, placement) / (removed_atom, queue, node) / (removed_atom, node) /
 // (down_atom, node) keep the queues of other nodes, which lookups, declares, bindings and the
-// default exchange then reach where they live.
+// default exchange then reach where they live. (replicate_atom, ...) applies one exchange or
+// binding change made on a member; (view_atom) -> vhost_topology hands out ours and
+// (adopt_atom, vhost_topology) takes a member's in place of ours (topology_view.hpp).
 // Durable declarations are answered after the persistence actor committed them.
 #pragma once
 

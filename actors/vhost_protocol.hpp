@@ -44,13 +44,14 @@ using vhost_actor_type = caf::typed_actor<
     caf::reacts_to<placed_atom, queue_placement>,
     caf::reacts_to<removed_atom, std::string, std::string>,  // queue, node
     caf::reacts_to<removed_atom, std::string>, caf::reacts_to<down_atom, std::string>,
-    // exchanges and bindings declared on another member, applied here without being sent on;
-    // a member that came up gets all of ours (its cluster actor)
+    // exchanges and bindings declared on another member, applied here without being sent on
     caf::reacts_to<replicate_atom, exchange_spec>,
     caf::reacts_to<replicate_atom, delete_atom, std::string>,
     caf::reacts_to<replicate_atom, bind_atom, binding_spec>,
     caf::reacts_to<replicate_atom, unbind_atom, binding_spec>,
-    caf::reacts_to<sync_atom, caf::actor>,
+    // from the node: our exchanges and bindings as members share them; a member's, to take
+    // in place of ours (topology_view.hpp)
+    caf::replies_to<view_atom>::with<vhost_topology>, caf::reacts_to<adopt_atom, vhost_topology>,
     // a member about to create a queue (its name, the declaration)
     caf::replies_to<claim_atom, std::string, queue_spec>::with<claim_reply>>;
 

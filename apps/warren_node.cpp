@@ -212,7 +212,8 @@ std::string host_name() {
 // cluster port and waits until it joined the nodes --join names. Throws std::runtime_error
 // naming what stopped it (the port, a node that refused us).
 caf::actor start_cluster(caf::actor_system& system, const node_options& opt, caf::actor node,
-                         caf::actor persistence, std::vector<warren::cluster_member> stored) {
+                         caf::actor persistence, std::vector<warren::cluster_member> stored,
+                         uint64_t metadata_version) {
   auto node_actor = node;
   bool clustered = !opt.cluster_secret.empty() && opt.cluster_port != 0;
   if (!opt.join.empty() && opt.cluster_port == 0)
@@ -220,11 +221,11 @@ caf::actor start_cluster(caf::actor_system& system, const node_options& opt, caf
   std::string port = std::to_string(opt.cluster_port);
   warren::cluster_config config;
   config.self.name = opt.node_name.empty() ? "warren@" + host_name() + ":" + port : opt.node_name;
-  // A node that is told to join and has never been in a cluster takes the cluster's users,
-  // vhosts and permissions instead of its own defaults.
-  bool first_join = clustered && !opt.join.empty() &&
-                    std::none_of(stored.begin(), stored.end(),
-                                 [&](const auto& m) { return m.name != config.self.name; });
+  // A node that is told to join and has never been in a cluster takes the cluster's metadata
+  // instead of its own.
+  config.first_join = clustered && !opt.join.empty() &&
+                      std::none_of(stored.begin(), stored.end(),
+                                   [&](const auto& m) { return m.name != config.self.name; });
   if (clustered) {
     bool wildcard = opt.bind == "0.0.0.0" || opt.bind == "::";
     config.self.address = (wildcard ? host_name() : opt.bind) + ":" + port;
@@ -232,13 +233,14 @@ caf::actor start_cluster(caf::actor_system& system, const node_options& opt, caf
     config.join = opt.join;
     config.stored = std::move(stored);
   }
+  config.metadata_version = metadata_version;
   config.middleman = system.middleman().actor_handle();
   config.node = std::move(node);
   config.persistence = std::move(persistence);
   auto cluster = caf::actor_cast<caf::actor>(system.spawn(warren::cluster_actor, config));
   // The vhosts announce their queues to it from now on.
   caf::anon_send(warren::node_handle(node_actor), warren::cluster_atom::value, cluster,
-                 config.self.name, first_join);
+                 config.self.name);
   if (!clustered) {
     warren::log(warren::log_level::info, "cluster",
                 "standalone (a cluster needs --cluster-secret and a --cluster-port)");
@@ -343,6 +345,7 @@ int main(int argc, char** argv) {
   auto& metadata = opened.metadata;
   auto& contents = opened.contents;
   auto members = std::move(contents.members);
+  auto metadata_version = contents.metadata_version;
 
   caf::actor_system_config cfg;
   cfg.set("scheduler.policy",
@@ -374,7 +377,7 @@ int main(int argc, char** argv) {
   caf::actor cluster;
   try {
     cluster = start_cluster(system, opt, caf::actor_cast<caf::actor>(node), storage.persistence,
-                            std::move(members));
+                            std::move(members), metadata_version);
   } catch (const std::exception& e) {
     warren::log(warren::log_level::error, "cluster", e.what());
     caf::anon_send_exit(alarm, caf::exit_reason::user_shutdown);

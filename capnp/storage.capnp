@@ -47,6 +47,13 @@ struct MemberRecord {
   address @1 :Text;          # HOST:PORT of its cluster listener
 }
 
+# LMDB "cluster" database, key "state": this node's standing in its cluster.
+struct ClusterStateRecord {
+  metadataVersion @0 :UInt64;  # changes to shared metadata (users, vhosts, permissions,
+                               # exchanges, bindings) this node made or applied; members that
+                               # meet compare them to see who is behind (cluster_actor.hpp)
+}
+
 # LMDB "exchanges" database, key = vhost NUL name. Only durable exchanges are stored.
 struct ExchangeRecord {
   vhost @0 :Text;

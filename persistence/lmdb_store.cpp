@@ -8,8 +8,8 @@ namespace warren::persistence {
 
 namespace {
 
-constexpr const char* names[] = {"meta",     "vhosts", "exchanges",   "queues",
-                                 "bindings", "users",  "permissions", "members"};
+constexpr const char* names[] = {"meta",  "vhosts",      "exchanges", "queues", "bindings",
+                                 "users", "permissions", "members",   "cluster"};
 constexpr int table_count = sizeof(names) / sizeof(names[0]);
 constexpr size_t map_size = size_t{1} << 30;  // address space only; the file grows as needed
 
@@ -179,6 +179,9 @@ metadata_contents lmdb_store::load() {
             break;
           case 7:
             out.members.push_back(decode_member(bytes));
+            break;
+          case 8:
+            if (view(key) == cluster_state_key) out.metadata_version = decode_cluster_state(bytes);
             break;
         }
         rc = mdb_cursor_get(cursor, &key, &data, MDB_NEXT);

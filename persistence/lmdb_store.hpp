@@ -1,7 +1,7 @@
 // lmdb_store: the metadata database (LMDB) of a data directory.
 //
 // Databases: "meta" (format version), "vhosts", "exchanges", "queues", "bindings", "users",
-// "permissions", "members" (cluster peers), with keys
+// "permissions", "members" (cluster peers), "cluster" (this node's metadata version), with keys
 // from metadata_codec.hpp. apply() writes a batch of mutations in one write transaction
 // (LMDB fsyncs on commit), so a batch is on disk, whole, or not at all.
 //
@@ -30,7 +30,8 @@ enum class meta_table : uint8_t {
   bindings,
   users,
   permissions,
-  members
+  members,
+  cluster
 };
 
 /// One change: put `value` under `key`, or (erase) delete `key`.
@@ -55,6 +56,7 @@ struct metadata_contents {
   std::vector<user_record> users;
   std::vector<permission_record> permissions;
   std::vector<cluster_member> members;  // the other nodes of its cluster
+  uint64_t metadata_version = 0;        // its shared-metadata changes (cluster_actor.hpp)
   bool fresh = false;                   // the directory was new
 };
 
@@ -83,8 +85,8 @@ class lmdb_store {
 
  private:
   MDB_env* env_ = nullptr;
-  MDB_dbi dbis_[8] = {};  // meta, vhosts, exchanges, queues, bindings, users, permissions,
-                          // members
+  MDB_dbi dbis_[9] = {};  // meta, vhosts, exchanges, queues, bindings, users, permissions,
+                          // members, cluster
   bool fresh_ = false;
   uint32_t found_version_ = format_version;
 

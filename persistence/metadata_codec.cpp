@@ -168,6 +168,18 @@ cluster_member decode_member(std::string_view bytes) {
   });
 }
 
+std::string encode_cluster_state(uint64_t metadata_version) {
+  capnp::MallocMessageBuilder builder;
+  builder.initRoot<storage::ClusterStateRecord>().setMetadataVersion(metadata_version);
+  return to_bytes(builder);
+}
+
+uint64_t decode_cluster_state(std::string_view bytes) {
+  return from_bytes<storage::ClusterStateRecord>(
+      bytes, "cluster state",
+      [](storage::ClusterStateRecord::Reader r) { return r.getMetadataVersion(); });
+}
+
 std::string encode_exchange(const stored_exchange& e) {
   capnp::MallocMessageBuilder builder;
   auto r = builder.initRoot<storage::ExchangeRecord>();

@@ -50,6 +50,10 @@ permission_record decode_permission(std::string_view bytes);
 std::string member_key(std::string_view name);
 std::string encode_member(const cluster_member& m);
 cluster_member decode_member(std::string_view bytes);
+/// The one key of the "cluster" table, and its record: the node's metadata version.
+inline constexpr const char* cluster_state_key = "state";
+std::string encode_cluster_state(uint64_t metadata_version);
+uint64_t decode_cluster_state(std::string_view bytes);
 
 std::string encode_exchange(const stored_exchange& e);
 stored_exchange decode_exchange(std::string_view bytes);

@@ -1,8 +1,10 @@
 // The cluster's pure parts: the proofs nodes exchange to show they hold the cluster secret,
-// cluster addresses, and a vhost's record of queues living on other nodes.
+// cluster addresses, a vhost's record of queues living on other nodes, and what a vhost changes
+// to take a member's exchanges and bindings.
 #define BOOST_TEST_MODULE cluster_parts
 #include "actors/cluster_auth.hpp"
 #include "actors/remote_queues.hpp"
+#include "actors/topology_view.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -91,4 +93,103 @@ BOOST_AUTO_TEST_CASE(remote_queues_keep_their_route_id_while_their_node_comes_an
   BOOST_CHECK_EQUAL(rq.node_gone("b", false).size(), 1u);  // forgotten: gone for good
   BOOST_CHECK(rq.all().empty());
   for (auto& a : {q1, q1_again, q2}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+namespace {
+
+exchange_spec exchange(const std::string& name, exchange_type type, bool durable = true) {
+  exchange_spec e;
+  e.name = name;
+  e.type = type;
+  e.durable = durable;
+  return e;
+}
+
+binding_spec binding(const std::string& exchange, const std::string& queue,
+                     const std::string& key) {
+  return {exchange, queue, key, {}, false};
+}
+
+// The changes as "kind name" lines, in order.
+std::vector<std::string> described(const std::vector<topology_change>& changes) {
+  std::vector<std::string> out;
+  for (const auto& c : changes) {
+    switch (c.kind) {
+      case topology_change::declare_exchange:
+        out.push_back("declare " + c.exchange.name);
+        break;
+      case topology_change::delete_exchange:
+        out.push_back("delete " + c.name);
+        break;
+      case topology_change::bind:
+        out.push_back("bind " + c.binding.exchange + ">" + c.binding.destination + " " +
+                      c.binding.key);
+        break;
+      case topology_change::unbind:
+        out.push_back("unbind " + c.binding.exchange + ">" + c.binding.destination + " " +
+                      c.binding.key);
+        break;
+    }
+  }
+  return out;
+}
+
+using lines = std::vector<std::string>;
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(equal_topologies_need_no_change) {
+  vhost_topology t{"/", {exchange("logs", exchange_type::topic)}, {binding("logs", "q", "a.#")}};
+  BOOST_CHECK(changes_to_adopt(t, t).empty());
+}
+
+BOOST_AUTO_TEST_CASE(what_the_view_lacks_goes_and_what_it_has_comes) {
+  vhost_topology ours{
+      "/",
+      {exchange("keep", exchange_type::fanout), exchange("gone", exchange_type::direct)},
+      {binding("keep", "q", ""), binding("gone", "q", "k")}};
+  vhost_topology theirs{
+      "/",
+      {exchange("keep", exchange_type::fanout), exchange("new", exchange_type::topic)},
+      {binding("keep", "q", "again"), binding("new", "q", "x.#")}};
+  // The deleted exchange takes its binding with it; binds come before unbinds.
+  BOOST_CHECK(described(changes_to_adopt(ours, theirs)) ==
+              (lines{"delete gone", "declare new", "bind keep>q again", "bind new>q x.#",
+                     "unbind keep>q "}));
+}
+
+BOOST_AUTO_TEST_CASE(an_exchange_of_another_kind_is_deleted_and_declared_again) {
+  vhost_topology ours{
+      "/", {exchange("shape", exchange_type::direct)}, {binding("shape", "q", "s")}};
+  vhost_topology theirs{"/",
+                        {exchange("shape", exchange_type::topic)},
+                        {binding("shape", "q", "s"), binding("shape", "q", "s.*")}};
+  // Its bindings went with it, so even the one both have is made again.
+  BOOST_CHECK(described(changes_to_adopt(ours, theirs)) ==
+              (lines{"delete shape", "declare shape", "bind shape>q s", "bind shape>q s.*"}));
+  auto durable_only = theirs;
+  durable_only.exchanges[0] = exchange("shape", exchange_type::direct, false);
+  durable_only.bindings = ours.bindings;
+  BOOST_CHECK(described(changes_to_adopt(ours, durable_only)) ==
+              (lines{"delete shape", "declare shape", "bind shape>q s"}));
+}
+
+BOOST_AUTO_TEST_CASE(bindings_differ_by_their_arguments) {
+  auto with_arg = binding("h", "q", "");
+  with_arg.arguments.push_back({"x-match", field_value::of_text("any")});
+  vhost_topology ours{"/", {exchange("h", exchange_type::headers)}, {binding("h", "q", "")}};
+  vhost_topology theirs{"/", {exchange("h", exchange_type::headers)}, {with_arg}};
+  BOOST_CHECK(described(changes_to_adopt(ours, theirs)) == (lines{"bind h>q ", "unbind h>q "}));
+  BOOST_CHECK_NE(binding_identity(with_arg), binding_identity(binding("h", "q", "")));
+}
+
+BOOST_AUTO_TEST_CASE(exchange_to_exchange_bindings_go_with_their_destination) {
+  binding_spec e2e{"src", "dst", "k", {}, true};
+  vhost_topology ours{
+      "/", {exchange("src", exchange_type::direct), exchange("dst", exchange_type::fanout)}, {e2e}};
+  vhost_topology theirs{"/", {exchange("src", exchange_type::direct)}, {}};
+  BOOST_CHECK(described(changes_to_adopt(ours, theirs)) == (lines{"delete dst"}));
+  // Nothing at all in the view: everything of ours goes.
+  BOOST_CHECK(described(changes_to_adopt(ours, vhost_topology{"/", {}, {}})) ==
+              (lines{"delete dst", "delete src"}));
 }

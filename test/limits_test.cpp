@@ -51,10 +51,10 @@ BOOST_AUTO_TEST_CASE(both_listeners_accept_again_after_running_out_of_descriptor
   for (int i = 0; i < 150; ++i) {
     held.push_back(idle_socket(i % 2 ? node.amqp_port() : node.port()));
   }
-  BOOST_TEST(node.wait_for_log("out of file descriptors"));
+  BOOST_TEST(node.wait_for_log("out of file descriptors"), "the node logged:\n" << node.log());
   for (int fd : held)
     if (fd >= 0) close(fd);
-  BOOST_TEST(node.alive());
+  BOOST_REQUIRE_MESSAGE(node.alive(), "the node exited; it logged:\n" << node.log());
   BOOST_TEST(eventually([&] {
     raw_client c(node.amqp_port());
     c.handshake();

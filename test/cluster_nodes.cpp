@@ -1,0 +1,180 @@
+#include "cluster_nodes.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <thread>
+
+namespace warren::test::cluster {
+
+std::string address(uint16_t port) {
+  return "127.0.0.1:" + std::to_string(port);
+}
+
+// Arguments of a clustered node named `name` on `cluster_port`, joining `join` (may be empty).
+std::vector<std::string> cluster_args(const std::string& name, uint16_t cluster_port,
+                                      const std::string& join, const std::string& with_secret) {
+  std::vector<std::string> args{"--cluster-port",   std::to_string(cluster_port),
+                                "--node-name",      name,
+                                "--cluster-secret", with_secret};
+  if (!join.empty()) args.insert(args.end(), {"--join", join});
+  return args;
+}
+
+json warrenctl_json(const node_process& node, std::vector<std::string> args) {
+  args.insert(args.begin(), {WARRENCTL_PATH, "--port", std::to_string(node.port()), "--json"});
+  auto r = run_command(args);
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, "warrenctl failed: " << r.err);
+  return json::parse(r.out);
+}
+
+// name -> running, as `node` sees the cluster.
+std::map<std::string, bool> members_seen_by(const node_process& node) {
+  std::map<std::string, bool> out;
+  for (const auto& row : warrenctl_json(node, {"list", "nodes"}))
+    out[row["name"].get<std::string>()] = row["running"].get<bool>();
+  return out;
+}
+
+// Polls until `node` sees exactly `expected`. Joining and noticing a dead peer take network round
+// trips and CAF's heartbeat timeout; the minute is a guard against hanging, not a speed test.
+bool sees(const node_process& node, const std::map<std::string, bool>& expected) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (members_seen_by(node) == expected) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  BOOST_TEST_MESSAGE("last seen: " << warrenctl_json(node, {"list", "nodes"}).dump());
+  return false;
+}
+
+std::unique_ptr<warren::client::connection> connect(const node_process& node) {
+  warren::client::connect_options o;
+  o.port = node.port();
+  return warren::client::connection::open(o);
+}
+
+// The node each queue of `node`'s vhost "/" lives on, by name ("" for none).
+std::string home_of(const node_process& node, const std::string& queue) {
+  for (const auto& q : connect(node)->list_queues())
+    if (q.name == queue) return q.node;
+  return {};
+}
+
+bool home_seen(const node_process& node, const std::string& queue, const std::string& home) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (home_of(node, queue) == home) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+std::vector<warren::client::outbound_message> numbered(const std::string& queue, int count) {
+  std::vector<warren::client::outbound_message> out;
+  for (int i = 0; i < count; ++i) {
+    warren::client::outbound_message m;
+    m.routing_key = queue;
+    m.body = "m" + std::to_string(i);
+    m.properties.persistent = true;
+    m.mandatory = true;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// Bindings of `exchange` as `node` has them: "queue key" each.
+std::set<std::string> bindings_on(const node_process& node, const std::string& exchange) {
+  std::set<std::string> out;
+  for (const auto& b : connect(node)->list_bindings())
+    if (b.exchange == exchange) out.insert(b.queue + " " + b.key);
+  return out;
+}
+
+bool bindings_seen(const node_process& node, const std::string& exchange,
+                   const std::set<std::string>& expected) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (bindings_on(node, exchange) == expected) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+names exchanges_on(const node_process& node) {
+  names out;
+  for (const auto& e : connect(node)->list_exchanges())
+    if (e.vhost == "/" && !e.name.empty() && e.name.rfind("amq.", 0) != 0)
+      out.insert(e.name + ":" + e.type);
+  return out;
+}
+
+bool exchanges_seen(const node_process& node, const names& expected) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (exchanges_on(node) == expected) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::string seen;
+  for (const auto& e : exchanges_on(node)) seen += e + " ";
+  BOOST_TEST_MESSAGE("exchanges last seen: " << seen);
+  return false;
+}
+
+uint32_t ready_in(warren::client::channel& ch, const std::string& queue) {
+  warren::client::queue_options passive;
+  passive.passive = true;
+  return ch.queue_declare(queue, passive).message_count;
+}
+
+// Polls until `node`'s users, vhosts and permissions (as `describe` prints them) satisfy `pred`.
+bool access_seen(const node_process& node, const access_predicate& pred) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto conn = connect(node);
+    std::set<std::string> users, vhosts, permissions;
+    for (const auto& u : conn->list_users()) users.insert(u.name);
+    for (const auto& v : conn->list_vhosts()) vhosts.insert(v);
+    for (const auto& p : conn->list_permissions())
+      permissions.insert(p.user + "@" + p.vhost + ":" + p.configure + "/" + p.write + "/" + p.read);
+    if (pred(users, vhosts, permissions)) return true;
+    if (std::chrono::steady_clock::now() + std::chrono::milliseconds(100) >= deadline) {
+      std::string seen;
+      for (const auto* set : {&users, &vhosts, &permissions})
+        for (const auto& x : *set) seen += x + " ";
+      BOOST_TEST_MESSAGE("last seen: " << seen);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+bool logs_in(const node_process& node, const std::string& user, const std::string& password,
+             const std::string& vhost) {
+  warren::client::connect_options o;
+  o.port = node.port();
+  o.user = user;
+  o.password = password;
+  o.vhost = vhost;
+  try {
+    warren::client::connection::open(o)->open_channel()->queue_declare("", {});
+    return true;
+  } catch (const warren::client::error& e) {
+    BOOST_TEST_MESSAGE(user << " on " << vhost << ": " << e.what());
+    return false;
+  }
+}
+
+// Polls until logging in as `user` on `node` succeeds (changes reach other members
+// asynchronously).
+bool eventually_logs_in(const node_process& node, const std::string& user,
+                        const std::string& password, const std::string& vhost) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (logs_in(node, user, password, vhost)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+}  // namespace warren::test::cluster
