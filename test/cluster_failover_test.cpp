@@ -137,3 +137,97 @@ BOOST_AUTO_TEST_CASE(a_member_that_was_down_catches_up_and_brings_nothing_delete
   m.mandatory = true;
   BOOST_CHECK(ch->publish(m).outcome == warren::publish_outcome::routed);
 }
+
+namespace {
+
+// Publishes numbered persistent messages through `ch` (confirm mode) in batches until `stop`,
+// keeping the bodies the node confirmed; counts batches whose every message was refused.
+struct confirmed_publisher {
+  std::vector<std::string> confirmed;
+  std::atomic<size_t> confirmed_count{0};
+  std::atomic<int> refused_batches{0};
+  std::atomic<bool> stop{false};
+  bool hung = false;
+
+  void run(warren::client::channel& ch, const std::string& queue) {
+    for (int batch = 0; !stop; ++batch) {
+      auto messages = numbered(queue, 20);
+      for (size_t i = 0; i < messages.size(); ++i)
+        messages[i].body = "p" + std::to_string(batch) + "-" + std::to_string(i);
+      auto answer = ch.publish_batch(messages);
+      // A confirm that never comes is the bug this guards against; a minute is not a speed test.
+      if (answer.wait_for(std::chrono::minutes(1)) != std::future_status::ready) {
+        hung = true;
+        return;
+      }
+      auto results = answer.get();
+      bool all_refused = true;
+      for (size_t i = 0; i < results.size(); ++i) {
+        if (results[i].outcome == warren::publish_outcome::routed) {
+          confirmed.push_back(messages[i].body);
+          all_refused = false;
+        }
+      }
+      confirmed_count = confirmed.size();
+      if (all_refused) ++refused_batches;
+    }
+  }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(kill_9_of_a_queues_node_during_confirmed_publishing_loses_nothing_confirmed) {
+  uint16_t pa = free_port(), pb = free_port();
+  temp_dir a_dir;
+  auto a = std::make_unique<node_process>(cluster_args("a", pa), a_dir.path());
+  node_process b(cluster_args("b", pb, address(pa)));
+  BOOST_REQUIRE(sees(b, {{"a", true}, {"b", true}}));
+  connect(*a)->open_channel()->queue_declare("orders", durable_queue());
+  BOOST_REQUIRE(home_seen(b, "orders", "a"));
+
+  // A consumer through b that holds its deliveries unacked, and a publisher through b.
+  auto consumer_conn = connect(b);
+  auto consumer = consumer_conn->open_channel();
+  consumer->qos(10);
+  std::promise<std::string> cancelled;
+  std::atomic<int> held{0};
+  consumer->consume(
+      "orders", {}, [&](const warren::client::delivery&) { ++held; },
+      [&](const std::string&, const std::string& reason) { cancelled.set_value(reason); });
+  auto publisher_conn = connect(b);
+  auto publisher_ch = publisher_conn->open_channel();
+  publisher_ch->confirm_select();
+  confirmed_publisher publisher;
+  std::thread publishing([&] { publisher.run(*publisher_ch, "orders"); });
+
+  // a dies in the middle of it: the publisher goes on until its batches are refused.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (publisher.confirmed_count < 2000 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  a->kill9();
+  a.reset();
+  while (publisher.refused_batches < 5 && !publisher.hung &&
+         std::chrono::steady_clock::now() < deadline + std::chrono::minutes(1))
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  publisher.stop = true;
+  publishing.join();
+  BOOST_REQUIRE_MESSAGE(!publisher.hung, "a publish through b was never answered");
+  BOOST_CHECK_GE(publisher.refused_batches.load(), 5);
+  auto reason = cancelled.get_future();
+  BOOST_REQUIRE(reason.wait_for(std::chrono::minutes(1)) == std::future_status::ready);
+  BOOST_TEST_MESSAGE("consumer cancelled: " << reason.get() << "; it held " << held.load());
+
+  // a comes back with every confirmed message (the ones the consumer held included).
+  node_process a_again(cluster_args("a", pa), a_dir.path());
+  BOOST_REQUIRE(sees(b, {{"a", true}, {"b", true}}));
+  auto reader_conn = connect(b);
+  auto reader = reader_conn->open_channel();
+  std::set<std::string> stored;
+  while (auto d = reader->get("orders", true)) stored.insert(d->body);
+  size_t lost = 0;
+  for (const auto& body : publisher.confirmed) lost += stored.count(body) == 0;
+  BOOST_TEST_MESSAGE(publisher.confirmed.size()
+                     << " confirmed, " << stored.size() << " back after the restart");
+  BOOST_CHECK_GE(publisher.confirmed.size(), 2000u);
+  BOOST_CHECK_EQUAL(lost, 0u);
+}

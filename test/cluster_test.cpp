@@ -364,4 +364,49 @@ BOOST_AUTO_TEST_CASE(pika_declares_publishes_and_consumes_through_three_nodes) {
   BOOST_CHECK_EQUAL(home_of(b, "cross"), "a");
   BOOST_CHECK(a.alive() && b.alive() && c.alive());
 }
+
+// AMQP 0-9-1 and Cap'n Proto clients on different nodes share one queue: declared with Cap'n
+// Proto on a, published with amqp-tools through b, consumed with Cap'n Proto through c, and the
+// other way round.
+BOOST_AUTO_TEST_CASE(amqp_and_capnp_clients_on_different_nodes_share_a_queue) {
+  uint16_t pa = free_port(), pb = free_port(), pc = free_port();
+  node_process a(cluster_args("a", pa));
+  node_process b(cluster_args("b", pb, address(pa)));
+  node_process c(cluster_args("c", pc, address(pa)));
+  std::map<std::string, bool> all_up{{"a", true}, {"b", true}, {"c", true}};
+  BOOST_REQUIRE(sees(b, all_up) && sees(c, all_up));
+  warren::client::queue_options durable;
+  durable.durable = true;
+  connect(a)->open_channel()->queue_declare("mixed", durable);
+  BOOST_REQUIRE(home_seen(b, "mixed", "a") && home_seen(c, "mixed", "a"));
+
+  auto amqp_url = [](const node_process& n) {
+    return "amqp://guest:guest@127.0.0.1:" + std::to_string(n.amqp_port());
+  };
+  for (int i = 0; i < 3; ++i) {
+    auto r = run_command({AMQP_PUBLISH_PATH, "--url", amqp_url(b), "-r", "mixed", "-p", "-b",
+                          "amqp-" + std::to_string(i)});
+    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, "amqp-publish: " << r.err);
+  }
+  auto c_conn = connect(c);
+  auto ch = c_conn->open_channel();
+  for (int i = 0; i < 3; ++i) {
+    auto d = ch->get("mixed");
+    BOOST_REQUIRE(d);
+    BOOST_CHECK_EQUAL(d->body, "amqp-" + std::to_string(i));
+    BOOST_CHECK(d->properties.persistent);
+    ch->ack(d->delivery_tag);
+  }
+  BOOST_CHECK(!ch->get("mixed"));
+
+  ch->confirm_select();
+  warren::client::outbound_message m;
+  m.routing_key = "mixed";
+  m.body = "from capnp on c";
+  BOOST_REQUIRE(ch->publish(m).outcome == warren::publish_outcome::routed);
+  auto r = run_command({AMQP_GET_PATH, "--url", amqp_url(b), "-q", "mixed"});
+  BOOST_CHECK_EQUAL(r.exit_code, 0);
+  BOOST_CHECK_EQUAL(r.out, "from capnp on c");
+  BOOST_CHECK(a.alive() && b.alive() && c.alive());
+}
 #endif
