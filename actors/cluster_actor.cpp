@@ -508,6 +508,24 @@ cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_confi
         tell_node(self, replicate_atom::value, from, vhost, std::move(changes));
       },
       [=](replicate_atom, metadata_view& view) { view_arrived(self, view); },
+      [=](declare_atom, const std::string& node, const std::string& vhost,
+          queue_spec& spec) -> caf::result<queue_info, queue_placement> {
+        auto& st = self->state;
+        auto m = st.members.find(node);
+        if (m == st.members.end())
+          return make_broker_error(reply_code::not_found, "no node '" + node + "' in the cluster");
+        if (!m->second.handle)
+          return make_broker_error(reply_code::not_found, "node '" + node + "' is down");
+        return self->delegate(cluster_handle(m->second.handle), declare_atom::value, vhost,
+                              std::move(spec));
+      },
+      [=](declare_atom, const std::string& vhost,
+          queue_spec& spec) -> caf::result<queue_info, queue_placement> {
+        if (!self->state.config.node)
+          return make_broker_error(reply_code::internal_error, "the cluster actor has no node");
+        return self->delegate(node_handle(self->state.config.node), declare_atom::value, vhost,
+                              std::move(spec));
+      },
       [=](removed_atom, const std::string& from, const std::string& vhost,
           const std::string& name) { tell_node(self, removed_atom::value, vhost, name, from); },
   };

@@ -12,6 +12,10 @@
 //   (stats_atom)                              -> uint32     queues living on this node
 //   (list_atom, nodes_atom)                   -> node_info rows, this node first
 //   (forget_atom, name)                       -> void       a member that is down, for good
+//   (declare_atom, node, vhost, spec)         -> (queue_info, queue_placement)  a queue created
+//                                                on member `node` (declare-queue --node);
+//                                                NOT_FOUND when it is unknown or down
+//   (declare_atom, vhost, spec)               -> the same, from a member: created here
 //   (ready_atom)                              -> void       once joined (at once without --join);
 //                                                ACCESS_REFUSED when a node refused us
 // Queue placements: this node's vhosts report their queues (placed_atom, queue_placement) /

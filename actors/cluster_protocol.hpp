@@ -175,6 +175,12 @@ using cluster_actor_type = caf::typed_actor<
     // users, vhosts and permissions: a change made here, one made on a member (its name first)
     caf::reacts_to<replicate_atom, access_change>,
     caf::reacts_to<replicate_atom, std::string, access_change>,
+    // a queue to create on another node (declare-queue --node): from a vhost here (the node,
+    // vhost, declaration), and from a member to us (vhost, declaration); the answer carries its
+    // placement, so the asking vhost routes to it at once
+    caf::replies_to<declare_atom, std::string, std::string, queue_spec>::with<queue_info,
+                                                                              queue_placement>,
+    caf::replies_to<declare_atom, std::string, queue_spec>::with<queue_info, queue_placement>,
     // a member's whole view, sent as it comes up (catching up on what one of us missed)
     caf::reacts_to<replicate_atom, metadata_view>,
     // its own timer: reconnecting to members that are down

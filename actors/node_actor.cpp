@@ -498,6 +498,9 @@ node_actor_type::behavior_type node_actor(node_self self, storage_context storag
       },
       [=](replicate_atom, text from, access_change& change) { apply_access(self, from, change); },
       [=](view_atom) { return metadata_of(self); },
+      [=](declare_atom, text vhost, queue_spec& spec) {
+        return declare_for_member(self, vhost, spec);
+      },
       [=](adopt_atom, metadata_view& view) { adopt_metadata(self, view); },
       [=](claim_atom, text from, text vhost, const queue_spec& spec) -> caf::result<claim_reply> {
         auto v = self->state.vhosts.find(vhost);

@@ -181,6 +181,34 @@ void apply_access(self_ptr self, const std::string& from, access_change& change)
     drop_vhost(self, name, failed("deleting vhost " + quote(name)));
 }
 
+caf::result<queue_info, queue_placement> declare_for_member(self_ptr self, const std::string& vhost,
+                                                            queue_spec& spec) {
+  auto& st = self->state;
+  auto v = st.vhosts.find(vhost);
+  if (v == st.vhosts.end())
+    return make_broker_error(reply_code::not_found,
+                             "no vhost " + quote(vhost) + " on node " + quote(st.node_name));
+  auto rp = self->make_response_promise<queue_info, queue_placement>();
+  auto home = v->second;
+  auto node_name = st.node_name;
+  const caf::actor no_connection;  // a member asks: the queue is not exclusive
+  self->request(vhost_handle(home), caf::infinite, declare_atom::value, std::move(spec), false,
+                no_connection)
+      .then(
+          [=](queue_info& info) mutable {
+            self->request(vhost_handle(home), caf::infinite, find_atom::value, queues_atom::value,
+                          info.spec.name, no_connection)
+                .then(
+                    [=](caf::actor& queue) mutable {
+                      queue_placement placed{vhost, info.spec, node_name, queue, home};
+                      rp.deliver(std::move(info), std::move(placed));
+                    },
+                    [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+          },
+          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
 caf::result<metadata_view> metadata_of(self_ptr self) {
   auto& st = self->state;
   auto rp = self->make_response_promise<metadata_view>();

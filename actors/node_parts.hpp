@@ -75,6 +75,9 @@ void node_gone(self_ptr self, const std::string& node, bool down);
 /// Exchanges and bindings declared on member `from`, applied to our vhost of that name.
 void apply_changes(self_ptr self, const std::string& from, const std::string& vhost,
                    std::vector<topology_change>& changes);
+/// A queue a member asked to have created here (declare-queue --node), with its placement.
+caf::result<queue_info, queue_placement> declare_for_member(self_ptr self, const std::string& vhost,
+                                                            queue_spec& spec);
 /// Our users, vhosts, permissions and every vhost's exchanges and bindings, for a member that
 /// came up (a vhost that does not answer is left out, so the taker keeps its own of it).
 caf::result<metadata_view> metadata_of(self_ptr self);

@@ -32,6 +32,8 @@ using node_actor_type = caf::typed_actor<
     // from the cluster actor: our shared metadata, for a member that came up (it fills in who
     // and which version); a member's, to take in place of ours
     caf::replies_to<view_atom>::with<metadata_view>, caf::reacts_to<adopt_atom, metadata_view>,
+    // a member asking for a queue to be created here (vhost, declaration): with its placement
+    caf::replies_to<declare_atom, std::string, queue_spec>::with<queue_info, queue_placement>,
     // a member about to create a queue (its name, vhost, declaration)
     caf::replies_to<claim_atom, std::string, std::string, queue_spec>::with<claim_reply>,
     // the cluster: its members, forgetting a dead one (administrators)

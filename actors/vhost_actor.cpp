@@ -548,6 +548,31 @@ claim_reply answer_claim(self_ptr self, const std::string& from, const queue_spe
   return {};
 }
 
+// A new queue asked for on another node (--node): that node's vhost of this name declares it,
+// and its placement is taken here before the answer, so that routes to it exist once we answer.
+caf::result<queue_info> declare_elsewhere(self_ptr self, queue_spec spec) {
+  auto& st = self->state;
+  if (spec.exclusive)
+    return invalid("exclusive queue " + quote(spec.name) + in_vhost(st) +
+                   " belongs to its connection and lives on that connection's node, not on " +
+                   quote(spec.home));
+  if (!st.cluster)
+    return make_broker_error(reply_code::not_found,
+                             "no node " + quote(spec.home) + ": this node is not in a cluster");
+  auto home = std::move(spec.home);
+  spec.home.clear();
+  auto rp = self->make_response_promise<queue_info>();
+  self->request(cluster_handle(st.cluster), caf::infinite, declare_atom::value, home, st.vhost,
+                std::move(spec))
+      .then(
+          [=](queue_info& info, queue_placement& placed) mutable {
+            remote_placed(self, placed);
+            rp.deliver(std::move(info));
+          },
+          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
 caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool passive,
                                       const caf::actor& requester) {
   auto& st = self->state;
@@ -558,6 +583,8 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
       if (!r->home) return node_down(st, *r);
       return self->delegate(vhost_handle(r->home), declare_atom::value, spec, passive, requester);
     }
+    if (!passive && !spec.home.empty() && spec.home != st.node_name)
+      return declare_elsewhere(self, std::move(spec));
   }
   if (passive) {
     auto q = st.queues.find(spec.name);

@@ -38,6 +38,8 @@ void topology_commands::add_queue_commands(CLI::App& app) {
   declare_queue_->add_flag("--exclusive", exclusive_);
   declare_queue_->add_flag("--auto-delete", auto_delete_);
   declare_queue_->add_option("--arg", args_, "KEY=VALUE argument, e.g. x-max-length=1000");
+  declare_queue_->add_option("--node", node_,
+                             "cluster node to create it on (default: the connected node)");
   delete_queue_ = app.add_subcommand("delete-queue", "delete a queue");
   delete_queue_->add_option("NAME", name_)->required();
   delete_queue_->add_flag("--if-unused", if_unused_);
@@ -96,8 +98,8 @@ bool topology_commands::run(const CLI::App* cmd, warren::client::connection& con
 }
 
 void topology_commands::declare_queue(channel& ch, bool as_json) {
-  auto ok = ch.queue_declare(
-      name_, {durable_, exclusive_, auto_delete_, false, parse_assignments(args_, "argument")});
+  auto ok = ch.queue_declare(name_, {durable_, exclusive_, auto_delete_, false,
+                                     parse_assignments(args_, "argument"), node_});
   if (as_json)
     std::cout << dump_json(json{{"name", ok.name},
                                 {"messages", ok.message_count},

@@ -317,9 +317,13 @@ interface Channel {
   # x-max-length-bytes, x-overflow (drop-head | reject-publish | reject-publish-dlx),
   # x-dead-letter-exchange, x-dead-letter-routing-key, x-max-priority (1-255),
   # x-single-active-consumer (bool), x-queue-type (classic). Others are kept and listed.
+  # In a cluster, `node` names the node a new queue is created on (empty: the node this
+  # connection is on); it is ignored for a queue that exists already. An unknown or stopped
+  # node is NOT_FOUND naming it; an exclusive queue cannot be put on another node
+  # (PRECONDITION_FAILED).
   queueDeclare @2 (name :Text, durable :Bool, exclusive :Bool, autoDelete :Bool, passive :Bool,
-                   arguments :List(Field)) -> (name :Text, messageCount :UInt32,
-                                               consumerCount :UInt32);
+                   arguments :List(Field), node :Text) -> (name :Text, messageCount :UInt32,
+                                                           consumerCount :UInt32);
 
   # Deletes a queue; its consumers are cancelled. Returns how many ready messages were dropped.
   # Deleting a queue that does not exist succeeds and returns 0 (as in RabbitMQ).

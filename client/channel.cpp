@@ -161,6 +161,7 @@ declare_ok channel::queue_declare(const std::string& name, const queue_options& 
     req.setExclusive(o.exclusive);
     req.setAutoDelete(o.auto_delete);
     req.setPassive(o.passive);
+    req.setNode(o.node);
     wire::write_table(o.arguments, req.initArguments(static_cast<unsigned>(o.arguments.size())));
     return req.send().then([](capnp::Response<rpc::Channel::QueueDeclareResults>&& r) {
       return declare_ok{wire::text(r.getName()), r.getMessageCount(), r.getConsumerCount()};

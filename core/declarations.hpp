@@ -30,6 +30,8 @@ struct queue_spec {
   bool exclusive = false;
   bool auto_delete = false;
   field_table arguments;
+  std::string home;  // declare only: the cluster node to create it on (empty: the declaring
+                     // node); never stored, and not part of equivalence
 };
 
 /// A binding from `exchange` (the source) to a queue or, with to_exchange (exchange.bind), to
@@ -121,7 +123,7 @@ typename Inspector::result_type inspect(Inspector& f, exchange_spec& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, queue_spec& x) {
-  return f(x.name, x.durable, x.exclusive, x.auto_delete, x.arguments);
+  return f(x.name, x.durable, x.exclusive, x.auto_delete, x.arguments, x.home);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, binding_spec& x) {

@@ -64,6 +64,7 @@ class channel_impl final : public rpc::Channel::Server {
     spec.exclusive = p.getExclusive();
     spec.auto_delete = p.getAutoDelete();
     spec.arguments = read_table(p.getArguments());
+    spec.home = text(p.getNode());
     bool passive = p.getPassive();
     return ask([&](uint64_t r) { conn().declare_queue(r, id_, std::move(spec), passive); })
         .then([ctx](caf::message m) mutable {

@@ -260,7 +260,7 @@ BOOST_FIXTURE_TEST_SUITE(vhost_steps, vhost_fixture)
 BOOST_AUTO_TEST_CASE(a_durable_declare_is_answered_once_its_record_is_committed) {
   auto seen = std::make_shared<answers>();
   auto asker = system.spawn([=](caf::event_based_actor* self) {
-    auto q = [](const std::string& name) { return queue_spec{name, true, false, false, {}}; };
+    auto q = [](const std::string& name) { return queue_spec{name, true, false, false, {}, {}}; };
     for (const auto* name : {"stored", "lost"})
       self->request(vhost, caf::infinite, declare_atom::value, q(name), false, caf::actor{})
           .then([=](const queue_info&) { seen->got.push_back("ok"); },
@@ -279,7 +279,7 @@ BOOST_AUTO_TEST_CASE(a_transient_declare_writes_nothing_and_is_answered_at_once)
   auto seen = std::make_shared<answers>();
   auto asker = system.spawn([=](caf::event_based_actor* self) {
     self->request(vhost, caf::infinite, declare_atom::value,
-                  queue_spec{"t", false, false, false, {}}, false, caf::actor{})
+                  queue_spec{"t", false, false, false, {}, {}}, false, caf::actor{})
         .then([=](const queue_info& info) { seen->got.push_back(info.spec.name); },
               [=](caf::error&) { seen->got.push_back("error"); });
   });

@@ -346,6 +346,47 @@ BOOST_AUTO_TEST_CASE(users_vhosts_and_permissions_are_the_same_on_every_node) {
   BOOST_CHECK(access_seen(a, settled));
 }
 
+BOOST_AUTO_TEST_CASE(declare_queue_with_node_creates_it_on_that_node) {
+  uint16_t pa = free_port(), pb = free_port();
+  node_process a(cluster_args("a", pa));
+  node_process b(cluster_args("b", pb, address(pa)));
+  BOOST_REQUIRE(sees(a, {{"a", true}, {"b", true}}));
+  auto ctl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {WARRENCTL_PATH, "--port", std::to_string(a.port())});
+    return run_command(args);
+  };
+  // Asked on a, made on b, and routed to at once through a.
+  auto made = ctl({"declare-queue", "placed", "--durable", "--node", "b"});
+  BOOST_REQUIRE_MESSAGE(made.exit_code == 0, made.err);
+  BOOST_CHECK_EQUAL(made.out, "placed\n");
+  BOOST_CHECK_EQUAL(home_of(a, "placed"), "b");
+  auto conn = connect(a);
+  auto ch = conn->open_channel();
+  ch->confirm_select();
+  BOOST_CHECK(ch->publish(numbered("placed", 1)[0]).outcome == warren::publish_outcome::routed);
+  BOOST_CHECK(home_seen(b, "placed", "b"));
+  BOOST_CHECK_EQUAL(ready_in(*connect(b)->open_channel(), "placed"), 1u);
+  // The C++ client's queue_options::node; naming the connected node is an ordinary declare.
+  warren::client::queue_options on_a;
+  on_a.node = "a";
+  ch->queue_declare("here", on_a);
+  BOOST_CHECK_EQUAL(home_of(b, "here"), "a");
+  // Redeclaring an existing queue ignores --node, with the usual equivalence check.
+  BOOST_CHECK_EQUAL(ctl({"declare-queue", "placed", "--durable", "--node", "a"}).exit_code, 0);
+  BOOST_CHECK_EQUAL(home_of(a, "placed"), "b");
+
+  auto unknown = ctl({"declare-queue", "nowhere", "--node", "z"});
+  BOOST_CHECK_NE(unknown.exit_code, 0);
+  BOOST_CHECK_MESSAGE(unknown.err.find("NOT_FOUND") != std::string::npos &&
+                          unknown.err.find("'z'") != std::string::npos,
+                      unknown.err);
+  auto exclusive = ctl({"declare-queue", "mine", "--exclusive", "--node", "b"});
+  BOOST_CHECK_NE(exclusive.exit_code, 0);
+  BOOST_CHECK_MESSAGE(exclusive.err.find("PRECONDITION_FAILED") != std::string::npos,
+                      exclusive.err);
+  BOOST_CHECK_EQUAL(home_of(a, "nowhere"), "");
+}
+
 #ifdef PYTHON3_PATH
 // pika, as a RabbitMQ user runs it, with its three connections on three nodes: declared on a,
 // published with confirms through b, consumed with acks through c (test/amqp/pika_cluster.py).

@@ -392,7 +392,8 @@ BOOST_AUTO_TEST_CASE(permissions_decide_what_a_user_may_do_in_a_vhost) {
   auto ch = [&] { return bob->open_channel(); };
   BOOST_CHECK_NO_THROW(ch()->queue_declare("bob-q"));
   BOOST_TEST(error_code_of([&] { ch()->queue_declare("other"); }) == "ACCESS_REFUSED");
-  BOOST_CHECK_NO_THROW(ch()->queue_declare("shared", {false, false, false, true, {}}));  // passive
+  BOOST_CHECK_NO_THROW(
+      ch()->queue_declare("shared", {false, false, false, true, {}, {}}));  // passive
   outbound_message m;
   m.routing_key = "bob-q";
   m.body = "x";

@@ -30,7 +30,7 @@ struct fixture {
   caf::scoped_actor vhost{system};
 
   queue_actor_type make_queue(field_table args = {}, std::string name = "q") {
-    queue_spec spec{name, false, false, false, args};
+    queue_spec spec{name, false, false, false, args, {}};
     queue_limits limits;
     BOOST_REQUIRE(parse_queue_arguments(args, limits).empty());
     return system.spawn(queue_actor, "/", spec, limits, caf::actor{vhost}, uint64_t{1},

@@ -247,14 +247,14 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(equivalence)
 
 BOOST_AUTO_TEST_CASE(the_same_declaration_is_equivalent) {
-  queue_spec q{"q", true, false, false, {{"x-message-ttl", field_value::of_int(1000)}}};
+  queue_spec q{"q", true, false, false, {{"x-message-ttl", field_value::of_int(1000)}}, {}};
   BOOST_TEST(queue_mismatch("/", q, q).empty());
   exchange_spec e{"e", exchange_type::topic, true, false, false, {}};
   BOOST_TEST(exchange_mismatch("/", e, e).empty());
 }
 
 BOOST_AUTO_TEST_CASE(the_first_differing_property_is_named_as_rabbitmq_does) {
-  queue_spec current{"q", true, false, false, {}};
+  queue_spec current{"q", true, false, false, {}, {}};
   auto asked = current;
   asked.durable = false;
   asked.auto_delete = true;  // also differs, but durable comes first
@@ -278,7 +278,8 @@ BOOST_AUTO_TEST_CASE(arguments_are_compared_as_tables_naming_the_first_key_that_
       true,
       false,
       false,
-      {{"x-max-length", field_value::of_int(10)}, {"x-message-ttl", field_value::of_int(1000)}}};
+      {{"x-max-length", field_value::of_int(10)}, {"x-message-ttl", field_value::of_int(1000)}},
+      {}};
   auto reordered = current;
   std::swap(reordered.arguments[0], reordered.arguments[1]);
   BOOST_TEST(queue_mismatch("/", current, reordered).empty());
@@ -293,7 +294,7 @@ BOOST_AUTO_TEST_CASE(arguments_are_compared_as_tables_naming_the_first_key_that_
 }
 
 BOOST_AUTO_TEST_CASE(arguments_that_differ_only_in_kind_are_not_equivalent) {
-  queue_spec current{"q", true, false, false, {{"x-message-ttl", field_value::of_int(1000)}}};
+  queue_spec current{"q", true, false, false, {{"x-message-ttl", field_value::of_int(1000)}}, {}};
   auto asked = current;
   asked.arguments[0].value = field_value::of_double(1000);  // may print as the integer does
   BOOST_TEST(queue_mismatch("/", current, asked).find("'x-message-ttl'") != std::string::npos);

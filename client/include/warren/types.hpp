@@ -72,6 +72,7 @@ struct queue_options {
   bool auto_delete = false;
   bool passive = false;
   field_table arguments;
+  std::string node;  // in a cluster: the node to create a new queue on (empty: the connected one)
 };
 
 struct declare_ok {
