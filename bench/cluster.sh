@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Cluster throughput: the same warren-bench scenario against a queue on the node the bench is
-# connected to (one node), and against a queue that lives on another node of a 2-node cluster
-# (every publish and every delivery crosses CAF's middleman), and the time a killed node takes to
-# rejoin. Prints one Markdown table. Usage: BUILD=build bash bench/cluster.sh [SECONDS]
+# connected to, and against a queue that lives on another node of a 2- or 3-node cluster (every
+# publish and every delivery crosses CAF's middleman); with 3 nodes also publishing through one
+# node and consuming through another, the queue on a third. With AMQPBENCH=/path/to/amqp-bench
+# (built from shared/tools/amqp-bench), amqp-bench against a standalone node and against a
+# cluster member. Then the time a killed node takes to rejoin. Prints Markdown tables.
+# Usage: BUILD=build NODES=2|3 [AMQPBENCH=...] bash bench/cluster.sh [SECONDS]
 set -euo pipefail
 BUILD=${BUILD:-build}
 SECS=${1:-5}
+NODES=${NODES:-2}
+AMQPBENCH=${AMQPBENCH:-}
 WORK=$(mktemp -d /var/tmp/warren-cluster-XXXXXX)
 PIDS=()
 cleanup() {
@@ -18,7 +23,7 @@ SECRET=bench-secret
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# start NAME CLUSTER_PORT [flags...]: sets PORT to the node's client port once it is ready.
+# start NAME CLUSTER_PORT [flags...]: sets PORT and AMQP to the node's ports once it is ready.
 start() {
   local name=$1 cport=$2; shift 2
   local log="$WORK/$name.log"
@@ -30,7 +35,11 @@ start() {
   for _ in $(seq 1 6000); do
     local port
     port=$(grep -ao 'ready on [^ ]*:[0-9]*' "$log" | sed 's/.*://' || true)
-    if [ -n "$port" ]; then PORT=$port; return 0; fi
+    if [ -n "$port" ]; then
+      PORT=$port
+      AMQP=$(grep -ao 'AMQP 0-9-1 listener on [^ ]*:[0-9]*' "$log" | sed 's/.*://' || true)
+      return 0
+    fi
     sleep 0.005
   done
   echo "node $name did not start" >&2; cat "$log" >&2; exit 1
@@ -43,10 +52,10 @@ rate() {
     python3 -c 'import json,sys; print(round(json.load(sys.stdin)["received_per_s"]))'
 }
 
-# b_sees STATE: whether b lists node a as running (STATE = true) or down (false).
+# b_sees STATE [NAME]: whether b lists node NAME (a) as running (STATE = True) or down (False).
 b_sees() {
   "$BUILD/warrenctl" --port "$B" --json list nodes |
-    python3 -c "import json,sys; sys.exit(0 if any(r['name']=='a' and r['running']==$1 for r in json.load(sys.stdin)) else 1)"
+    python3 -c "import json,sys; sys.exit(0 if any(r['name']=='${2:-a}' and r['running']==$1 for r in json.load(sys.stdin)) else 1)"
 }
 
 declare_on() {  # declare_on PORT QUEUE [--durable]
@@ -55,8 +64,13 @@ declare_on() {  # declare_on PORT QUEUE [--durable]
 
 CA=$(free_port); CB=$(free_port)
 start a "$CA"; A=$PORT
-start b "$CB" --join "127.0.0.1:$CA"; B=$PORT
+start b "$CB" --join "127.0.0.1:$CA"; B=$PORT; B_AMQP=$AMQP
 until b_sees True; do sleep 0.1; done
+if [ "$NODES" = 3 ]; then
+  CC=$(free_port)
+  start c "$CC" --join "127.0.0.1:$CA"; C=$PORT
+  until b_sees True c; do sleep 0.1; done
+fi
 
 scenario() {  # scenario LABEL [--durable] -- bench flags
   local label=$1 durable=$2; shift 3
@@ -67,11 +81,51 @@ scenario() {  # scenario LABEL [--durable] -- bench flags
   echo "| $label | $local_ | $remote | $(python3 -c "print(f'{$remote/$local_:.2f}')") |"
 }
 
+# split LABEL [--durable] -- bench flags: publishing through b, consuming through c, queue on a.
+split() {
+  local label=$1 durable=$2; shift 3
+  declare_on "$A" warren-bench-0 $durable
+  rate "$C" --producers 0 --keep "$@" >"$WORK/split.out" &
+  local consumer=$!
+  "$BUILD/warren-bench" --port "$B" --time "$SECS" --consumers 0 --keep "$@" >/dev/null 2>&1
+  wait "$consumer"
+  echo "| $label | $(cat "$WORK/split.out") |"
+}
+
+echo "$NODES-node cluster, warren-bench, 64 B bodies"
+echo
 echo "| scenario (msgs/s received, ${SECS} s each) | queue on the bench's node | queue on the other node | remote / local |"
 echo "|---|---:|---:|---:|"
 scenario "publish + consume, manual ack, prefetch 100" "" -- --prefetch 100
 scenario "publish + consume, auto ack" "" -- --auto-ack
 scenario "persistent + confirms (window 100), consume" --durable -- --persistent --confirm 100 --batch 50
+
+if [ "$NODES" = 3 ]; then
+  echo
+  echo "| publish through b, consume through c, queue on a (msgs/s received) | |"
+  echo "|---|---:|"
+  split "manual ack, prefetch 100" "" -- --prefetch 100
+  split "auto ack" "" -- --auto-ack
+fi
+
+# amqp-bench declares its own queues (deleting them first), so they live on the node it is
+# connected to: this compares a standalone node with a member of the cluster.
+if [ -n "$AMQPBENCH" ]; then
+  start solo 0; SOLO_AMQP=$AMQP  # cluster port 0: standalone
+  abench() {  # abench PORT flags: deliveries/s (e2e) or confirmed msgs/s (publish)
+    local out
+    out=$("$AMQPBENCH" -p "$1" "${@:2}" -T 120 2>/dev/null)
+    { grep -ao 'deliveries_per_s=[0-9]*' <<<"$out" || grep -ao 'accepted_msgs_per_s=[0-9]*' <<<"$out"; } |
+      head -1 | sed 's/.*=//'
+  }
+  echo
+  echo "| amqp-bench scenario (64 B; deliveries/s, or confirmed msgs/s for publish) | standalone node | member of the $NODES-node cluster |"
+  echo "|---|---:|---:|"
+  for args in "-m e2e -s 64 -n 200000 -f 100 -a manual" "-m e2e -s 64 -n 200000 -a auto" \
+              "-m publish -s 64 -n 100000 -P -c"; do
+    echo "| $args | $(abench "$SOLO_AMQP" $args) | $(abench "$B_AMQP" $args) |"
+  done
+fi
 
 # Rejoin: a killed node restarts from its data dir; time from its start to b seeing it running.
 kill -9 "$PID_a"
