@@ -1,11 +1,15 @@
 // Clustering when members fail, with real warren-node processes on one machine: a member that was
-// down catches up on what changed meanwhile (and brings nothing deleted back), and a queue's node
-// killed with kill -9 during confirmed publishing through another node loses nothing confirmed.
+// down catches up on what changed meanwhile (and brings nothing deleted back), a queue's node
+// killed with kill -9 during confirmed publishing through another node loses nothing confirmed,
+// and nodes in two network namespaces agree again after the link between them was cut.
 #define BOOST_TEST_MODULE cluster_failover
 #include "cluster_nodes.hpp"
 
 #include <boost/test/unit_test.hpp>
 
+#include <unistd.h>
+
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -230,4 +234,149 @@ BOOST_AUTO_TEST_CASE(kill_9_of_a_queues_node_during_confirmed_publishing_loses_n
                      << " confirmed, " << stored.size() << " back after the restart");
   BOOST_CHECK_GE(publisher.confirmed.size(), 2000u);
   BOOST_CHECK_EQUAL(lost, 0u);
+}
+
+namespace {
+
+const std::string ip_tool = "/usr/sbin/ip";
+
+// Two network namespaces joined by a veth pair (10.213.N.1 and .2), made for one test and
+// removed with it. Needs root; `usable()` says whether it could be made.
+class namespace_pair {
+ public:
+  namespace_pair() {
+    auto tag = std::to_string(getpid() % 100000);
+    ns_ = {"warren-a-" + tag, "warren-b-" + tag};
+    dev_ = {"wva" + tag, "wvb" + tag};
+    auto subnet = "10.213." + std::to_string(getpid() % 250) + ".";
+    ip_ = {subnet + "1", subnet + "2"};
+    usable_ = ip({"netns", "add", ns_[0]}) && ip({"netns", "add", ns_[1]}) &&
+              ip({"link", "add", dev_[0], "type", "veth", "peer", "name", dev_[1]});
+    for (int i = 0; usable_ && i < 2; ++i)
+      usable_ = ip({"link", "set", dev_[i], "netns", ns_[i]}) &&
+                ip({"-n", ns_[i], "addr", "add", ip_[i] + "/24", "dev", dev_[i]}) &&
+                ip({"-n", ns_[i], "link", "set", "lo", "up"}) && link(i, true);
+  }
+  ~namespace_pair() {
+    for (const auto& ns : ns_) ip({"netns", "del", ns});  // takes the veth pair with it
+  }
+  namespace_pair(const namespace_pair&) = delete;
+  namespace_pair& operator=(const namespace_pair&) = delete;
+
+  bool usable() const { return usable_; }
+  const std::string& address(int i) const { return ip_[i]; }
+  /// What runs a program inside namespace `i`.
+  std::vector<std::string> inside(int i) const { return {ip_tool, "netns", "exec", ns_[i]}; }
+  /// Takes side `i` of the link down (a cut cable) or up again.
+  bool link(int i, bool up) {
+    return ip({"-n", ns_[i], "link", "set", dev_[i], up ? "up" : "down"});
+  }
+
+ private:
+  static bool ip(std::vector<std::string> args) {
+    args.insert(args.begin(), ip_tool);
+    auto r = warren::test::run_command(args);
+    if (r.exit_code != 0) BOOST_TEST_MESSAGE("ip " << args[1] << " ...: " << r.err);
+    return r.exit_code == 0;
+  }
+
+  std::array<std::string, 2> ns_, dev_, ip_;
+  bool usable_ = false;
+};
+
+// warrenctl --json run inside namespace `i` against the node there.
+json ctl_in(const namespace_pair& net, int i, const node_process& node,
+            std::vector<std::string> args) {
+  auto argv = net.inside(i);
+  // guest may only log in over loopback, so the test logs in as an administrator of its own.
+  argv.insert(argv.end(),
+              {WARRENCTL_PATH, "--host", net.address(i), "--port", std::to_string(node.port()),
+               "--user", "ops", "--password", "ops-secret", "--json"});
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = warren::test::run_command(argv);
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, "warrenctl failed: " << r.err);
+  return r.out.empty() ? json{} : json::parse(r.out);
+}
+
+// Polls until `check(rows of warrenctl list WHAT)` holds for the node in namespace `i`.
+template <class Check>
+bool listed_in(const namespace_pair& net, int i, const node_process& node, const std::string& what,
+               Check check) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (check(ctl_in(net, i, node, {"list", what}))) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  BOOST_TEST_MESSAGE("last listed: " << ctl_in(net, i, node, {"list", what}).dump());
+  return false;
+}
+
+auto other_running(const std::string& name, bool running) {
+  return [=](const json& rows) {
+    for (const auto& r : rows)
+      if (r["name"] == name) return r["running"].get<bool>() == running;
+    return false;
+  };
+}
+
+auto split_exchanges(const names& expected) {
+  return [=](const json& rows) {
+    names seen;
+    for (const auto& r : rows)
+      if (r["name"].get<std::string>().rfind("split-", 0) == 0) seen.insert(r["name"]);
+    return seen == expected;
+  };
+}
+
+bool namespaces_usable() {
+  return getuid() == 0 && access(ip_tool.c_str(), X_OK) == 0;
+}
+
+}  // namespace
+
+// Nodes in two network namespaces: the link between them is cut (no socket closes; CAF's
+// heartbeat notices), each side goes on alone, and when the link is back they find each other
+// again and the side with fewer metadata changes since the split takes the other's.
+BOOST_AUTO_TEST_CASE(a_cut_link_is_noticed_and_the_sides_agree_again_when_it_is_back,
+                     *boost::unit_test::precondition([](boost::unit_test::test_unit_id) {
+                       return namespaces_usable();
+                     })) {
+  namespace_pair net;
+  BOOST_REQUIRE_MESSAGE(net.usable(), "could not make the network namespaces");
+  uint16_t pa = free_port(), pb = free_port();
+  auto in_ns = [&](int i, std::vector<std::string> args) {
+    args.insert(args.end(), {"--bind", net.address(i)});
+    return args;
+  };
+  temp_dir a_dir;
+  {
+    node_process seeding({}, a_dir.path());
+    auto conn = connect(seeding);
+    conn->add_user("ops", "ops-secret", {"administrator"});
+    conn->set_permissions({"ops", "/", ".*", ".*", ".*"});
+  }
+  node_process a(in_ns(0, cluster_args("a", pa)), a_dir.path(), net.inside(0));
+  node_process b(in_ns(1, cluster_args("b", pb, net.address(0) + ":" + std::to_string(pa))), {},
+                 net.inside(1));
+  BOOST_REQUIRE(listed_in(net, 0, a, "nodes", other_running("b", true)));
+  ctl_in(net, 0, a, {"declare-exchange", "split-before", "--type", "fanout"});
+  BOOST_REQUIRE(listed_in(net, 1, b, "exchanges", split_exchanges({"split-before"})));
+
+  BOOST_REQUIRE(net.link(0, false));
+  BOOST_CHECK(listed_in(net, 0, a, "nodes", other_running("b", false)));
+  BOOST_CHECK(listed_in(net, 1, b, "nodes", other_running("a", false)));
+  // Each side changes things alone: a twice, b once.
+  ctl_in(net, 0, a, {"declare-exchange", "split-a1", "--type", "direct"});
+  ctl_in(net, 0, a, {"declare-exchange", "split-a2", "--type", "topic"});
+  ctl_in(net, 1, b, {"declare-exchange", "split-b", "--type", "direct"});
+  ctl_in(net, 1, b, {"delete-exchange", "split-before"});
+
+  BOOST_REQUIRE(net.link(0, true));
+  BOOST_CHECK(listed_in(net, 0, a, "nodes", other_running("b", true)));
+  BOOST_CHECK(listed_in(net, 1, b, "nodes", other_running("a", true)));
+  // b made fewer changes during the split, so it takes a's view; a keeps its own.
+  names healed{"split-before", "split-a1", "split-a2"};
+  BOOST_CHECK(listed_in(net, 1, b, "exchanges", split_exchanges(healed)));
+  BOOST_CHECK(listed_in(net, 0, a, "exchanges", split_exchanges(healed)));
+  BOOST_CHECK(a.alive() && b.alive());
 }
