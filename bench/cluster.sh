@@ -34,7 +34,7 @@ start() {
   eval "PID_$name=$!"
   for _ in $(seq 1 6000); do
     local port
-    port=$(grep -ao 'ready on [^ ]*:[0-9]*' "$log" | sed 's/.*://' || true)
+    port=$(grep -ao 'ready on [^ ]*:[0-9]*' "$log" 2>/dev/null | sed 's/.*://' || true)
     if [ -n "$port" ]; then
       PORT=$port
       AMQP=$(grep -ao 'AMQP 0-9-1 listener on [^ ]*:[0-9]*' "$log" | sed 's/.*://' || true)
