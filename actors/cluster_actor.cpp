@@ -419,7 +419,27 @@ caf::result<void> forget(cluster_self self, const std::string& name) {
   erase_member_record(self, name);
   tell_node(self, removed_atom::value, name);
   note(log_level::info, "forgot node " + name);
+  // Every running member forgets it too (a member that is down keeps it until told there).
+  auto from = st.config.self.name;
+  to_members(self, [=](const caf::actor& member) {
+    self->send(cluster_handle(member), forget_atom::value, from, name);
+  });
   return caf::unit;
+}
+
+// A member forgot node `name`: so do we, unless we reach it (then it is not dead for us).
+void forgotten_by(cluster_self self, const std::string& from, const std::string& name) {
+  auto& st = self->state;
+  auto it = st.members.find(name);
+  if (it == st.members.end()) return;
+  if (it->second.handle) {
+    note(log_level::warn, from + " forgot node " + name + ", which is running here; kept");
+    return;
+  }
+  st.members.erase(it);
+  erase_member_record(self, name);
+  tell_node(self, removed_atom::value, name);
+  note(log_level::info, "forgot node " + name + " (as " + from + " did)");
 }
 
 void on_down(cluster_self self, const caf::down_msg& dm) {
@@ -458,6 +478,9 @@ cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_confi
       [=](stats_atom) { return count_queues(self); },
       [=](list_atom, nodes_atom) { return list_nodes(self); },
       [=](forget_atom, const std::string& name) { return forget(self, name); },
+      [=](forget_atom, const std::string& from, const std::string& name) {
+        forgotten_by(self, from, name);
+      },
       [=](ready_atom) -> caf::result<void> {
         auto& st = self->state;
         if (st.refused) return st.refused;

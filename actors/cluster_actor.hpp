@@ -11,7 +11,9 @@
 //                                                use at another address)
 //   (stats_atom)                              -> uint32     queues living on this node
 //   (list_atom, nodes_atom)                   -> node_info rows, this node first
-//   (forget_atom, name)                       -> void       a member that is down, for good
+//   (forget_atom, name)                       -> void       a member that is down, for good;
+//                                                every running member forgets it too
+//   (forget_atom, from, name)                 from a member that forgot `name`
 //   (declare_atom, node, vhost, spec)         -> (queue_info, queue_placement)  a queue created
 //                                                on member `node` (declare-queue --node);
 //                                                NOT_FOUND when it is unknown or down

@@ -156,6 +156,8 @@ using cluster_actor_type = caf::typed_actor<
     // from the node (warrenctl): the members, forgetting a dead one
     caf::replies_to<list_atom, nodes_atom>::with<std::vector<node_info>>,
     caf::reacts_to<forget_atom, std::string>,
+    // from a member: it forgot a node (its name, the node's)
+    caf::reacts_to<forget_atom, std::string, std::string>,
     // from warren-node: answered once the node has joined the cluster it was told to join
     caf::reacts_to<ready_atom>,
     // from this node's vhosts: a queue of theirs started / went

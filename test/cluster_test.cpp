@@ -67,6 +67,23 @@ BOOST_AUTO_TEST_CASE(a_running_node_cannot_be_forgotten_a_stopped_one_can) {
   r = run_command({WARRENCTL_PATH, "--port", std::to_string(a.port()), "forget-node", "nobody"});
   BOOST_CHECK_MESSAGE(r.err.find("NOT_FOUND") != std::string::npos, r.err);
 
+  // A third member with a queue of its own, stopped and then forgotten through a: every running
+  // member forgets it and its queue.
+  uint16_t pc = free_port();
+  node_process c(cluster_args("c", pc, address(pa)));
+  BOOST_REQUIRE(sees(*b, {{"a", true}, {"b", true}, {"c", true}}));
+  warren::client::queue_options durable;
+  durable.durable = true;
+  connect(c)->open_channel()->queue_declare("on-c", durable);
+  BOOST_REQUIRE(home_seen(*b, "on-c", "c"));
+  c.stop();
+  BOOST_REQUIRE(sees(*b, {{"a", true}, {"b", true}, {"c", false}}));
+  BOOST_REQUIRE(sees(a, {{"a", true}, {"b", true}, {"c", false}}));
+  r = run_command({WARRENCTL_PATH, "--port", std::to_string(a.port()), "forget-node", "c"});
+  BOOST_CHECK_MESSAGE(r.exit_code == 0, r.err);
+  BOOST_CHECK(sees(*b, {{"a", true}, {"b", true}}));
+  BOOST_CHECK(home_seen(*b, "on-c", ""));
+
   b->stop();
   b.reset();
   BOOST_REQUIRE(sees(a, {{"a", true}, {"b", false}}));
