@@ -18,7 +18,12 @@ namespace {
 
 constexpr char segment_magic[8] = {'W', 'R', 'N', 'S', 'E', 'G', '0', '2'};
 constexpr char marks_magic[8] = {'W', 'R', 'N', 'A', 'C', 'K', '0', '2'};
+constexpr char index_magic[8] = {'W', 'R', 'N', 'I', 'D', 'X', '0', '2'};
+constexpr size_t index_entry_size = 21;
+constexpr size_t index_frame_entries = 65536;
 constexpr size_t run_size = 12;
+constexpr uint8_t flag_persistent = 1;
+constexpr uint8_t flag_timed = 2;
 
 template <class T>
 void put_le(std::string& out, T v) {
@@ -33,7 +38,15 @@ T get_le(const char* p) {
 }
 
 const char* magic_of(file_kind kind) {
-  return kind == file_kind::segment ? segment_magic : marks_magic;
+  switch (kind) {
+    case file_kind::segment:
+      return segment_magic;
+    case file_kind::marks:
+      return marks_magic;
+    case file_kind::index:
+      return index_magic;
+  }
+  return segment_magic;
 }
 
 uint32_t frame_crc(const char* length_field, std::string_view payload) {
@@ -106,14 +119,16 @@ void append_frame(std::string& out, std::string_view payload) {
   out.append(payload.data(), payload.size());
 }
 
-std::string encode_message(uint64_t seq, const message& m) {
+std::string encode_message(uint64_t seq, const message& m, int64_t enqueued_at_ms) {
   auto props = encode_properties(m.properties());
   std::string out;
-  out.reserve(min_message_payload + m.exchange.size() + m.routing_key.size() + props.size() +
+  out.reserve(min_message_payload + 8 + m.exchange.size() + m.routing_key.size() + props.size() +
               m.body.size());
   put_le(out, seq);
   out.append(reinterpret_cast<const char*>(m.id.bytes.data()), m.id.bytes.size());
-  out.push_back(static_cast<char>(m.persistent() ? 1 : 0));
+  uint8_t flags = (m.persistent() ? flag_persistent : 0) | (enqueued_at_ms ? flag_timed : 0);
+  out.push_back(static_cast<char>(flags));
+  if (enqueued_at_ms != 0) put_le(out, static_cast<uint64_t>(enqueued_at_ms));
   put_short_string(out, m.exchange, "exchange name");
   put_short_string(out, m.routing_key, "routing key");
   put_le(out, static_cast<uint32_t>(props.size()));
@@ -126,7 +141,26 @@ uint64_t payload_seq(std::string_view payload) {
   return payload.size() >= 8 ? get_le<uint64_t>(payload.data()) : 0;
 }
 
-std::shared_ptr<message> decode_message(std::string_view payload, uint64_t& seq) {
+bool summarize_payload(std::string_view payload, payload_summary& out) {
+  if (payload.size() < min_message_payload) return false;
+  out.seq = get_le<uint64_t>(payload.data());
+  auto flags = static_cast<uint8_t>(payload[24]);
+  out.persistent = (flags & flag_persistent) != 0;
+  size_t pos = 25 + ((flags & flag_timed) ? 8 : 0);
+  for (size_t width : {1, 1, 4}) {
+    if (pos + width > payload.size()) return false;
+    uint64_t n =
+        width == 1 ? static_cast<uint8_t>(payload[pos]) : get_le<uint32_t>(payload.data() + pos);
+    pos += width;
+    if (n > payload.size() - pos) return false;
+    pos += n;
+  }
+  out.body_bytes = payload.size() - pos;
+  return true;
+}
+
+std::shared_ptr<message> decode_message(std::string_view payload, uint64_t& seq,
+                                        int64_t* enqueued_at_ms) {
   if (payload.size() < min_message_payload)
     throw std::runtime_error("message record of " + std::to_string(payload.size()) +
                              " bytes is too short");
@@ -134,8 +168,17 @@ std::shared_ptr<message> decode_message(std::string_view payload, uint64_t& seq)
   auto m = std::make_shared<message>();
   static_assert(sizeof(m->id.bytes) == 16);
   std::memcpy(m->id.bytes.data(), payload.data() + 8, 16);
-  bool persistent = (payload[24] & 1) != 0;
+  auto flags = static_cast<uint8_t>(payload[24]);
+  bool persistent = (flags & flag_persistent) != 0;
   size_t pos = 25;
+  int64_t enqueued_at = 0;
+  if (flags & flag_timed) {
+    if (payload.size() < min_message_payload + 8)
+      throw std::runtime_error("enqueue time runs past the payload");
+    enqueued_at = static_cast<int64_t>(get_le<uint64_t>(payload.data() + pos));
+    pos += 8;
+  }
+  if (enqueued_at_ms != nullptr) *enqueued_at_ms = enqueued_at;
   m->exchange = take<uint8_t>(payload, pos, "exchange name");
   m->routing_key = take<uint8_t>(payload, pos, "routing key");
   auto props = take<uint32_t>(payload, pos, "properties");
@@ -180,6 +223,16 @@ bool decode_marks(std::string_view payload, const std::function<void(mark, uint6
   return true;
 }
 
+std::string_view frame_payload(std::string_view data, size_t offset, uint32_t length) {
+  if (offset > data.size() || data.size() - offset < frame_header_size + uint64_t{length})
+    return {};
+  if (get_le<uint32_t>(data.data() + offset + 4) != length) return {};
+  auto payload = data.substr(offset + frame_header_size, length);
+  if (frame_crc(data.data() + offset + 4, payload) != get_le<uint32_t>(data.data() + offset))
+    return {};
+  return payload;
+}
+
 scan_result scan_frames(std::string_view data, size_t start,
                         const std::function<bool(std::string_view payload)>& plausible) {
   scan_result out;
@@ -208,6 +261,63 @@ scan_result scan_frames(std::string_view data, size_t start,
   out.torn_tail =
       !out.damaged.empty() && out.damaged.back().offset + out.damaged.back().bytes == data.size();
   return out;
+}
+
+std::string encode_index(uint64_t first_seq, uint64_t segment_size,
+                         const std::vector<index_entry>& entries) {
+  auto out = file_header(file_kind::index, first_seq);
+  size_t i = 0;
+  do {
+    size_t n = std::min(index_frame_entries, entries.size() - i);
+    std::string payload;
+    payload.reserve(12 + n * index_entry_size);
+    put_le(payload, segment_size);
+    put_le(payload, static_cast<uint32_t>(n));
+    for (size_t end = i + n; i < end; ++i) {
+      const auto& e = entries[i];
+      put_le(payload, e.seq);
+      put_le(payload, e.offset);
+      put_le(payload, e.length);
+      put_le(payload, e.body_bytes);
+      payload.push_back(static_cast<char>(e.persistent ? flag_persistent : 0));
+    }
+    append_frame(out, payload);
+  } while (i < entries.size());
+  return out;
+}
+
+std::string decode_index(std::string_view data, uint64_t first_seq, uint64_t& segment_size,
+                         std::vector<index_entry>& out) {
+  if (auto problem = check_file_header(data, file_kind::index, first_seq); !problem.empty())
+    return problem;
+  size_t pos = file_header_size;
+  bool first_frame = true;
+  while (pos < data.size()) {
+    if (data.size() - pos < frame_header_size) return "torn frame at offset " + std::to_string(pos);
+    auto length = get_le<uint32_t>(data.data() + pos + 4);
+    auto payload = frame_payload(data, pos, length);
+    if (payload.size() < 12) return "damaged frame at offset " + std::to_string(pos);
+    auto size = get_le<uint64_t>(payload.data());
+    auto n = get_le<uint32_t>(payload.data() + 8);
+    if (payload.size() != 12 + uint64_t{n} * index_entry_size)
+      return "frame at offset " + std::to_string(pos) + " has the wrong length";
+    if (!first_frame && size != segment_size) return "frames disagree on the segment's size";
+    segment_size = size;
+    first_frame = false;
+    for (size_t k = 0; k < n; ++k) {
+      const char* p = payload.data() + 12 + k * index_entry_size;
+      index_entry e{get_le<uint64_t>(p), get_le<uint32_t>(p + 8), get_le<uint32_t>(p + 12),
+                    get_le<uint32_t>(p + 16), (p[20] & flag_persistent) != 0};
+      bool in_order = out.empty() || out.back().seq < e.seq;
+      bool inside = e.seq >= first_seq && e.offset >= file_header_size &&
+                    uint64_t{e.offset} + frame_header_size + e.length <= segment_size;
+      if (!in_order || !inside) return "entry for sequence " + std::to_string(e.seq) + " is off";
+      out.push_back(e);
+    }
+    pos += frame_header_size + length;
+  }
+  if (first_frame) return "no entries";
+  return {};
 }
 
 std::string file_stem(uint64_t first_seq) {

@@ -36,6 +36,7 @@ std::string read_or_throw(const std::string& path) {
 struct segment_store::listing {
   std::map<uint64_t, bool> segments;  // first seq -> has a mark file
   std::set<uint64_t> marks;           // mark files
+  std::set<uint64_t> indexes;         // index files
 };
 
 segment_store::listing segment_store::list_folder(recovery_report& report) {
@@ -48,7 +49,8 @@ segment_store::listing segment_store::list_folder(recovery_report& report) {
     auto name = it->path().filename().string();
     auto path = it->path().string();
     uint64_t first = 0;
-    bool ours_tmp = (ends_with(name, ".seg.tmp") || ends_with(name, ".ack.tmp")) &&
+    bool ours_tmp = (ends_with(name, ".seg.tmp") || ends_with(name, ".ack.tmp") ||
+                     ends_with(name, ".idx.tmp")) &&
                     format::parse_file_stem(name.substr(0, name.size() - 8), first);
     if (ours_tmp && it->is_regular_file(ec)) {
       log(log_level::info, "storage",
@@ -56,8 +58,9 @@ segment_store::listing segment_store::list_folder(recovery_report& report) {
       ::unlink(path.c_str());
       continue;
     }
-    bool seg = ends_with(name, ".seg"), ack = ends_with(name, ".ack");
-    if ((seg || ack) && format::parse_file_stem(name.substr(0, name.size() - 4), first)) {
+    bool seg = ends_with(name, ".seg"), ack = ends_with(name, ".ack"),
+         idx = ends_with(name, ".idx");
+    if ((seg || ack || idx) && format::parse_file_stem(name.substr(0, name.size() - 4), first)) {
       max_seq_ = std::max(max_seq_, first);  // no new file may ever take this name
       if (it->symlink_status(ec).type() != fs::file_type::regular) {
         ++report.ignored_files;
@@ -67,6 +70,7 @@ segment_store::listing segment_store::list_folder(recovery_report& report) {
       }
       if (seg) out.segments[first] = false;
       if (ack) out.marks.insert(first);
+      if (idx) out.indexes.insert(first);
       continue;
     }
     ++report.ignored_files;
@@ -83,6 +87,8 @@ segment_store::listing segment_store::list_folder(recovery_report& report) {
         "queue " + label_ + ": removing " + ack_path(first) + ", whose segment is gone");
     ::unlink(ack_path(first).c_str());
   }
+  for (auto first : out.indexes)
+    if (out.segments.count(first) == 0) ::unlink(idx_path(first).c_str());  // derived data
   return out;
 }
 
@@ -93,8 +99,21 @@ void segment_store::report_damage(const std::string& file, uint64_t offset, uint
           ", " + std::to_string(bytes) + " byte(s) skipped (the file is kept as it is)");
 }
 
+// How much recovery may decode into memory before it leaves the rest on disk.
+struct segment_store::recovery_budget {
+  uint64_t limit;
+  uint64_t per_message;
+  uint64_t used = 0;
+  bool paging = false;  // the limit was reached: every later live message stays on disk
+};
+
 std::vector<recovered_message> segment_store::recover(recovery_report& report) {
-  std::vector<recovered_message> out;
+  return recover(report, UINT64_MAX, 0).in_memory;
+}
+
+recovered_queue segment_store::recover(recovery_report& report, uint64_t memory_limit,
+                                       uint64_t per_message_bytes) {
+  recovered_queue out;
   std::error_code ec;
   auto status = fs::symlink_status(dir_, ec);
   if (ec && ec != std::errc::no_such_file_or_directory)
@@ -104,16 +123,16 @@ std::vector<recovered_message> segment_store::recover(recovery_report& report) {
     throw storage_unavailable(dir_ + " is not a directory");
   dir_ready_ = true;
   auto found = list_folder(report);
+  recovery_budget budget{memory_limit, per_message_bytes};
   for (auto s = found.segments.begin(); s != found.segments.end(); ++s) {
     auto next = std::next(s);
     uint64_t limit = next == found.segments.end() ? UINT64_MAX : next->first;
-    recover_segment(s->first, limit, next == found.segments.end(), s->second, out, report);
+    recover_segment(s->first, limit, next == found.segments.end(), s->second,
+                    found.indexes.count(s->first) != 0, out, budget, report);
   }
   // Messages of segments whose marks were damaged came back redelivered: that is written down
   // now, so a restart after the damaged marks were cut away (a torn tail) still says so.
   write_marks();
-  std::sort(out.begin(), out.end(),
-            [](const recovered_message& a, const recovered_message& b) { return a.seq < b.seq; });
   return out;
 }
 
@@ -124,9 +143,41 @@ struct segment_store::segment_marks {
   bool unsure = false;
 };
 
+// The segment's index file, when it checks out and names `size` (the segment's size now).
+bool segment_store::read_index(uint64_t first, uint64_t size,
+                               std::vector<format::index_entry>& entries) {
+  std::string data;
+  if (read_whole(idx_path(first), data) != 0) return false;
+  uint64_t indexed_size = 0;
+  auto problem = format::decode_index(data, first, indexed_size, entries);
+  if (problem.empty() && indexed_size == size) return true;
+  log(log_level::info, "storage",
+      "queue " + label_ + ": " + idx_path(first) + " is not used (" +
+          (problem.empty() ? "it names another size of the segment" : problem) +
+          "); the segment is read instead");
+  entries.clear();
+  return false;
+}
+
 void segment_store::recover_segment(uint64_t first, uint64_t limit, bool last, bool has_marks,
-                                    std::vector<recovered_message>& out, recovery_report& report) {
+                                    bool has_index, recovered_queue& out, recovery_budget& budget,
+                                    recovery_report& report) {
   auto path = seg_path(first);
+  std::vector<format::index_entry> entries;
+  std::error_code ec;
+  auto size = fs::file_size(path, ec);
+  // Messages that stay on disk are indexed from the index file, without reading them.
+  bool index_tried = budget.paging && !last && has_index && !ec;
+  if (index_tried && read_index(first, size, entries)) {
+    ++report.segments;
+    segment seg;
+    seg.first_seq = first;
+    seg.size = size;
+    auto marks = read_marks(first, limit, has_marks, seg, report);
+    take_indexed(entries, limit, marks, seg, out, report);
+    keep_recovered(std::move(seg), report);
+    return;
+  }
   auto data = read_or_throw(path);
   ++report.segments;
   if (data.size() < format::file_header_size) {
@@ -140,8 +191,18 @@ void segment_store::recover_segment(uint64_t first, uint64_t limit, bool last, b
   seg.first_seq = first;
   auto scan = scan_records(first, limit, last, data, seg, report);
   auto marks = read_marks(first, limit, has_marks, seg, report);
-  take_records(first, data, scan, marks, seg, out, report);
-  auto& kept = segments_[first] = seg;
+  take_records(first, data, scan, marks, seg, out, budget, report, entries);
+  // Every start appends to a new segment, so this one is closed now: it gets an index.
+  std::vector<format::index_entry> indexed;
+  bool index_good = has_index && !index_tried && read_index(first, seg.size, indexed);
+  if (!seg.damaged && !index_good) write_index(first, seg.size, entries);
+  keep_recovered(std::move(seg), report);
+}
+
+void segment_store::keep_recovered(segment&& recovered, recovery_report& report) {
+  auto first = recovered.first_seq;
+  recovered.slots.shrink_to_fit();
+  auto& kept = segments_[first] = std::move(recovered);
   if (kept.valid == 0 && !kept.damaged) {
     drop_segment(first);
     ++report.removed_segments;
@@ -244,11 +305,32 @@ segment_store::segment_marks segment_store::read_marks(uint64_t first, uint64_t 
   return marks;
 }
 
-// The messages of the segment that are not acked, indexed; undecodable records are reported.
+// A live record found at recovery: indexed, and marked delivered on disk when its segment's
+// marks were lost (every message of it may have reached a consumer).
+void segment_store::add_recovered_slot(segment& seg, const format::index_entry& e,
+                                       const segment_marks& marks) {
+  bool marked = marks.delivered.count(e.seq) != 0;
+  slot entry{};
+  entry.seq = e.seq;
+  entry.offset = e.offset;
+  entry.length = e.length;
+  entry.live = 1;
+  entry.delivered = (marks.unsure || marked) ? 1 : 0;
+  seg.slots.push_back(entry);
+  ++slot_count_;
+  ++seg.valid;
+  if (marks.unsure && !marked) pending_marks_.push_back({e.seq, seg.first_seq, false});
+}
+
+// The messages of the segment that are not acked, indexed; the first ones (within the budget)
+// decoded into `out`, the rest counted as left on disk. Records of transient messages (paged
+// out before the restart) are dropped; undecodable records are reported. `entries` gets the
+// segment's index.
 void segment_store::take_records(uint64_t first, const std::string& data,
                                  const format::scan_result& scan, const segment_marks& marks,
-                                 segment& seg, std::vector<recovered_message>& out,
-                                 recovery_report& report) {
+                                 segment& seg, recovered_queue& out, recovery_budget& budget,
+                                 recovery_report& report,
+                                 std::vector<format::index_entry>& entries) {
   auto path = seg_path(first);
   for (const auto& f : scan.frames) {
     auto payload = std::string_view(data).substr(f.offset + format::frame_header_size, f.length);
@@ -256,23 +338,64 @@ void segment_store::take_records(uint64_t first, const std::string& data,
     ++seg.records;
     auto seq = format::payload_seq(payload);
     max_seq_ = std::max(max_seq_, seq);
-    if (marks.acked.count(seq) != 0 || index_.count(seq) != 0) continue;
-    recovered_message r;
-    try {
-      r.msg = format::decode_message(payload, r.seq);
-    } catch (const std::exception& e) {
+    if (!entries.empty() && entries.back().seq >= seq) continue;  // out of order: a duplicate
+    format::payload_summary summary;
+    if (!format::summarize_payload(payload, summary)) {
       ++report.undecodable;
       report_damage(path, f.offset, format::frame_header_size + f.length,
-                    ("undecodable record (" + std::string(e.what()) + ")").c_str());
+                    "undecodable record (its lengths run past its end)");
       seg.damaged = true;
       continue;
     }
-    r.delivered = marks.unsure || marks.delivered.count(seq) != 0;
-    index_[seq] = {first, f.offset, r.delivered ? 1u : 0u};
-    if (marks.unsure && marks.delivered.count(seq) == 0)
-      pending_marks_.push_back({seq, first, false});
-    ++seg.valid;
-    out.push_back(std::move(r));
+    format::index_entry entry{seq, static_cast<uint32_t>(f.offset), f.length,
+                              static_cast<uint32_t>(summary.body_bytes), summary.persistent};
+    entries.push_back(entry);
+    if (marks.acked.count(seq) != 0) continue;
+    if (!summary.persistent) {
+      ++report.transient;
+      continue;
+    }
+    uint64_t cost = summary.body_bytes + budget.per_message;
+    budget.paging = budget.paging || budget.used + cost > budget.limit;
+    if (budget.paging) {
+      if (out.paged_count++ == 0) out.paged_from = seq;
+      out.paged_body_bytes += summary.body_bytes;
+    } else {
+      recovered_message r;
+      try {
+        r.msg = format::decode_message(payload, r.seq, &r.enqueued_at_ms);
+      } catch (const std::exception& e) {
+        ++report.undecodable;
+        report_damage(path, f.offset, format::frame_header_size + f.length,
+                      ("undecodable record (" + std::string(e.what()) + ")").c_str());
+        seg.damaged = true;
+        continue;
+      }
+      r.delivered = marks.unsure || marks.delivered.count(seq) != 0;
+      budget.used += cost;
+      out.in_memory.push_back(std::move(r));
+    }
+    add_recovered_slot(seg, entry, marks);
+  }
+}
+
+// The same from the segment's index file: every live message stays on disk.
+void segment_store::take_indexed(const std::vector<format::index_entry>& entries, uint64_t limit,
+                                 const segment_marks& marks, segment& seg, recovered_queue& out,
+                                 recovery_report& report) {
+  for (const auto& e : entries) {
+    if (e.seq >= limit) break;
+    ++report.records;
+    ++seg.records;
+    max_seq_ = std::max(max_seq_, e.seq);
+    if (marks.acked.count(e.seq) != 0) continue;
+    if (!e.persistent) {
+      ++report.transient;
+      continue;
+    }
+    if (out.paged_count++ == 0) out.paged_from = e.seq;
+    out.paged_body_bytes += e.body_bytes;
+    add_recovered_slot(seg, e, marks);
   }
 }
 

@@ -35,7 +35,10 @@ segment_store::segment_store(std::string dir, std::string label, options opts,
     : dir_(std::move(dir)),
       label_(std::move(label)),
       opts_(opts),
-      files_(files ? std::move(files) : std::make_shared<file_cache>(16)) {}
+      files_(files ? std::move(files) : std::make_shared<file_cache>(16)) {
+  // A slot's offset is 32 bits: a segment (its limit plus one frame) must stay under 4 GiB.
+  opts_.segment_bytes = std::min<uint64_t>(opts_.segment_bytes, uint64_t{1} << 30);
+}
 
 segment_store::~segment_store() {
   forget_files();
@@ -79,18 +82,33 @@ void segment_store::create_segment(uint64_t first_seq) {
   seg.marks_size = format::file_header_size;
 }
 
-void segment_store::append(uint64_t seq, const message& m) {
+segment_store::slot* segment_store::find_slot(uint64_t seq, segment** in) {
+  auto s = segments_.upper_bound(seq);
+  if (s == segments_.begin()) return nullptr;
+  auto& slots = std::prev(s)->second.slots;
+  auto i = std::lower_bound(slots.begin(), slots.end(), seq,
+                            [](const slot& a, uint64_t b) { return a.seq < b; });
+  if (i == slots.end() || i->seq != seq || !i->live) return nullptr;
+  if (in != nullptr) *in = &std::prev(s)->second;
+  return &*i;
+}
+
+const segment_store::slot* segment_store::find_slot(uint64_t seq) const {
+  return const_cast<segment_store*>(this)->find_slot(seq, nullptr);
+}
+
+void segment_store::append(uint64_t seq, const message& m, int64_t enqueued_at_ms) {
   max_seq_ = std::max(max_seq_, seq);
   batch_seqs_.push_back(seq);
   try {
-    auto payload = format::encode_message(seq, m);
+    auto payload = format::encode_message(seq, m, enqueued_at_ms);
     auto frame_size = format::frame_header_size + payload.size();
     if (active_ != 0) {
       auto& seg = segments_[active_];
       uint64_t end = seg.size + buffer_.size();
       if (end + frame_size > opts_.segment_bytes && end > format::file_header_size) {
         write_buffer();  // the old segment's last records; failures reported by the next sync
-        active_ = 0;
+        close_active();
       }
     }
     if (active_ == 0) {
@@ -98,7 +116,16 @@ void segment_store::append(uint64_t seq, const message& m) {
       active_ = seq;
     }
     auto& seg = segments_[active_];
-    index_[seq] = {active_, seg.size + buffer_.size(), 0};
+    slot entry{};
+    entry.seq = seq;
+    entry.offset = static_cast<uint32_t>(seg.size + buffer_.size());
+    entry.length = static_cast<uint32_t>(payload.size());
+    entry.live = 1;
+    entry.transient = m.persistent() ? 0 : 1;
+    seg.slots.push_back(entry);
+    ++slot_count_;
+    active_index_.push_back(
+        {seq, entry.offset, entry.length, static_cast<uint32_t>(m.body.size()), m.persistent()});
     format::append_frame(buffer_, payload);
     buffered_seqs_.push_back(seq);
     ++seg.records;
@@ -134,26 +161,33 @@ void segment_store::fail_buffer(const std::string& error) {
   log(log_level::error, "storage", "queue " + label_ + ": " + last_error_);
   auto& seg = segments_[active_];
   (void)truncate_file(seg_path(active_), seg.size);
-  for (auto seq : buffered_seqs_) {
-    if (index_.erase(seq) == 0) continue;
+  // The buffered records are the last slots of the active segment.
+  for (auto b = buffered_seqs_.rbegin(); b != buffered_seqs_.rend(); ++b) {
+    if (seg.slots.empty() || seg.slots.back().seq != *b) continue;
+    bool live = seg.slots.back().live;
+    seg.slots.pop_back();
+    --slot_count_;
+    if (!active_index_.empty() && active_index_.back().seq == *b) active_index_.pop_back();
     --seg.records;
-    --seg.valid;
-    failing_.push_back(seq);
+    if (live) --seg.valid;
+    failing_.push_back(*b);
   }
 }
 
 void segment_store::remove(uint64_t seq) {
-  auto i = index_.find(seq);
-  if (i == index_.end()) return;
-  pending_marks_.push_back({seq, i->second.segment, true});
-  index_.erase(i);
+  segment* seg = nullptr;
+  auto* s = find_slot(seq, &seg);
+  if (s == nullptr) return;
+  s->live = 0;
+  pending_marks_.push_back({seq, seg->first_seq, true});
 }
 
 void segment_store::mark_delivered(uint64_t seq) {
-  auto i = index_.find(seq);
-  if (i == index_.end() || i->second.delivered) return;
-  i->second.delivered = 1;
-  pending_marks_.push_back({seq, i->second.segment, false});
+  segment* seg = nullptr;
+  auto* s = find_slot(seq, &seg);
+  if (s == nullptr || s->delivered) return;
+  s->delivered = 1;
+  pending_marks_.push_back({seq, seg->first_seq, false});
 }
 
 void segment_store::write_marks() {
@@ -215,8 +249,43 @@ void segment_store::roll_if_wasted() {
   if (active_ == 0 || !buffer_.empty()) return;
   auto& seg = segments_[active_];
   if (!(seg.records > 0 && seg.valid == 0) && !compactable(seg)) return;
-  active_ = 0;
+  close_active();
   after_invalidate(seg);
+}
+
+// No more records go to the active segment: its index is written once they are all synced.
+void segment_store::close_active() {
+  if (active_ == 0) return;
+  segments_[active_].slots.shrink_to_fit();
+  unindexed_[active_] = std::move(active_index_);
+  active_index_.clear();
+  active_ = 0;
+}
+
+// Written whole under another name, then renamed: a crash leaves the old index or the new one
+// (or none), and an index that does not match its segment is ignored at start anyway.
+void segment_store::write_index(uint64_t first_seq, uint64_t size,
+                                const std::vector<format::index_entry>& entries) {
+  auto tmp = file_path(first_seq, ".idx.tmp");
+  if (write_new_file(tmp, format::encode_index(first_seq, size, entries)) &&
+      ::rename(tmp.c_str(), idx_path(first_seq).c_str()) == 0) {
+    dir_dirty_ = true;
+    return;
+  }
+  // Costs only a slower restart: the segment is read instead.
+  log(log_level::warn, "storage",
+      "queue " + label_ + ": cannot write " + idx_path(first_seq) + ": " + std::strerror(errno));
+  ::unlink(tmp.c_str());
+  ::unlink(idx_path(first_seq).c_str());
+}
+
+void segment_store::write_pending_indexes() {
+  for (auto& [first, entries] : unindexed_) {
+    auto s = segments_.find(first);
+    if (s == segments_.end() || s->second.damaged) continue;
+    write_index(first, s->second.size, entries);
+  }
+  unindexed_.clear();
 }
 
 void segment_store::drop_segment(uint64_t first_seq) {
@@ -227,7 +296,10 @@ void segment_store::drop_segment(uint64_t first_seq) {
   // The segment first: a mark file left alone by a crash is recognised and removed at start.
   ::unlink(seg_path(first_seq).c_str());
   ::unlink(ack_path(first_seq).c_str());
+  ::unlink(idx_path(first_seq).c_str());
+  unindexed_.erase(first_seq);
   dir_dirty_ = true;
+  slot_count_ -= s->second.slots.size();
   segments_.erase(s);
   unsynced_.erase(first_seq);
   candidates_.erase(std::remove(candidates_.begin(), candidates_.end(), first_seq),
@@ -236,6 +308,7 @@ void segment_store::drop_segment(uint64_t first_seq) {
 
 void segment_store::sync_written(bool durable) {
   if (!durable) {
+    write_pending_indexes();
     unsynced_.clear();
     return;
   }
@@ -247,6 +320,7 @@ void segment_store::sync_written(bool durable) {
         throw std::runtime_error("fdatasync of " + seg_path(first) +
                                  " failed: " + std::strerror(errno));
     }
+    write_pending_indexes();  // their segments are synced now
     if (dir_dirty_) sync_directory(dir_);
     dir_dirty_ = false;
   } catch (const std::exception& e) {
@@ -299,15 +373,22 @@ bool segment_store::compact_one() {
       continue;
     }
     std::string out = format::file_header(file_kind::segment, first);
-    std::vector<std::pair<uint64_t, uint64_t>> moved;  // seq, new offset
+    std::vector<slot> moved;
+    std::vector<format::index_entry> entries;
     std::vector<uint64_t> delivered;
     for (const auto& f : scan.frames) {
       auto payload = std::string_view(data).substr(f.offset + format::frame_header_size, f.length);
       auto seq = format::payload_seq(payload);
-      auto i = index_.find(seq);
-      if (i == index_.end() || i->second.segment != first) continue;
-      moved.emplace_back(seq, out.size());
-      if (i->second.delivered) delivered.push_back(seq);
+      segment* in = nullptr;
+      auto* s = find_slot(seq, &in);
+      if (s == nullptr || in != &seg) continue;
+      moved.push_back(*s);
+      moved.back().offset = static_cast<uint32_t>(out.size());
+      format::payload_summary summary;
+      format::summarize_payload(payload, summary);
+      entries.push_back({seq, moved.back().offset, f.length,
+                         static_cast<uint32_t>(summary.body_bytes), summary.persistent});
+      if (s->delivered) delivered.push_back(seq);
       format::append_frame(out, payload);
     }
     std::string marks = format::file_header(file_kind::marks, first);
@@ -339,8 +420,11 @@ bool segment_store::compact_one() {
         "queue " + label_ + ": compacted segment " + format::file_stem(first) + ".seg from " +
             std::to_string(seg.records) + " to " + std::to_string(moved.size()) + " records (" +
             std::to_string(seg.size) + " to " + std::to_string(out.size()) + " bytes)");
-    for (const auto& [seq, offset] : moved) index_[seq].offset = offset;
-    seg.records = static_cast<uint32_t>(moved.size());
+    slot_count_ -= seg.slots.size() - moved.size();
+    seg.slots = std::move(moved);
+    unindexed_.erase(first);
+    write_index(first, out.size(), entries);
+    seg.records = static_cast<uint32_t>(seg.slots.size());
     seg.valid = seg.records;
     seg.size = out.size();
     seg.marks_size = marks.size();
@@ -353,7 +437,9 @@ bool segment_store::compact_one() {
 void segment_store::destroy() {
   forget_files();
   segments_.clear();
-  index_.clear();
+  slot_count_ = 0;
+  active_index_.clear();
+  unindexed_.clear();
   buffer_.clear();
   buffered_seqs_.clear();
   pending_marks_.clear();
@@ -362,6 +448,10 @@ void segment_store::destroy() {
   active_ = 0;
   remove_tree(dir_);
   dir_ready_ = false;
+}
+
+uint64_t segment_store::index_bytes() const {
+  return slot_count_ * sizeof(slot);
 }
 
 uint64_t segment_store::bytes_on_disk() const {

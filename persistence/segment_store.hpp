@@ -21,6 +21,16 @@
 // File descriptors come from a node-wide file_cache, so a node with thousands of queues stays
 // within its descriptor limit.
 //
+// Paging: the store keeps in memory only a 16-byte slot per record (sequence number, offset,
+// length, live and delivered bits), so a queue can leave message bodies on disk and read them
+// back in order with read_live(), checking each frame's checksum as it goes. Records of
+// transient messages (a queue paging them out) are discarded at recovery, as transient messages
+// are at a restart. A closed segment gets an index file (<first>.idx) once it is synced, so that
+// a restart can index paged-out messages without reading them: recovery trusts it only for
+// messages it leaves on disk, only for a segment that is not the newest, and only while it
+// checks out and names the segment's current size; their checksums are then checked when they
+// are read back.
+//
 // Caveats: an I/O error (ENOSPC, EIO, EMFILE) makes sync() return false; the records of that
 // batch are dropped from the store (the caller nacks them) and the segment is cut back to its
 // last good size, so a later sync can succeed once the cause is gone.
@@ -55,6 +65,24 @@ struct recovered_message {
   uint64_t seq = 0;
   std::shared_ptr<message> msg;
   bool delivered = false;
+  int64_t enqueued_at_ms = 0;  // wall clock; 0 when the record has no enqueue time
+};
+
+/// What recover() found: the first live messages, decoded, up to a memory limit; the rest stay
+/// on disk (paged), to be read with read_live().
+struct recovered_queue {
+  std::vector<recovered_message> in_memory;  // ordered by sequence number
+  uint64_t paged_from = 0;                   // first sequence number left on disk; 0 = none
+  uint64_t paged_count = 0;
+  uint64_t paged_body_bytes = 0;
+};
+
+/// What read_live() read back.
+struct read_result {
+  std::vector<recovered_message> messages;  // ordered by sequence number
+  uint64_t next_seq = 0;         // where the next read goes on (past the last record looked at)
+  size_t lost = 0;               // records that no longer checked out (reported, dropped)
+  uint64_t lost_body_bytes = 0;  // their body bytes, as recorded when they were appended
 };
 
 struct recovery_report {
@@ -67,6 +95,7 @@ struct recovery_report {
   size_t ignored_files = 0;     // unknown names, left alone
   size_t unsure_marks = 0;      // segments whose marks were lost or damaged
   size_t removed_segments = 0;  // segments without a live message, deleted
+  size_t transient = 0;         // records of transient messages (paged out), discarded
 };
 
 class segment_store {
@@ -90,11 +119,27 @@ class segment_store {
   /// Loads the folder (see above). Returns the live messages ordered by sequence number.
   /// Throws storage_unavailable when the folder or one of its files cannot be read.
   std::vector<recovered_message> recover(recovery_report& report);
+  /// The same, decoding messages only until their bodies and `per_message_bytes` each add up
+  /// to `memory_limit`: from there on, every live message stays on disk.
+  recovered_queue recover(recovery_report& report, uint64_t memory_limit,
+                          uint64_t per_message_bytes);
 
   /// Highest sequence number found on disk (0 if none); new records must use larger ones.
   uint64_t max_seq() const { return max_seq_; }
 
-  void append(uint64_t seq, const message& m);
+  /// Sequence numbers must grow from one append to the next. With `enqueued_at_ms`, the
+  /// record keeps its enqueue time (see segment_format).
+  void append(uint64_t seq, const message& m, int64_t enqueued_at_ms = 0);
+
+  /// Reads back live records from sequence number `from` on, in order: at most `max_count`,
+  /// and stopping once `max_bytes` of payload were read. A record that no longer checks out (or
+  /// cannot be read) is reported with its file and offset, dropped from the store, counted in
+  /// `lost`, and its segment is never compacted or deleted.
+  read_result read_live(uint64_t from, size_t max_count, uint64_t max_bytes);
+
+  /// Removes every live record from `from` on (a purge of what is paged out); returns how
+  /// many. Segments left with nothing live are deleted without writing a mark per record.
+  uint64_t remove_from(uint64_t from);
   /// Writes what is buffered and pending; with `durable`, fdatasyncs what was written. False
   /// when some record of this batch is not safely stored (see failed()).
   bool sync(bool durable);
@@ -108,7 +153,7 @@ class segment_store {
   void mark_delivered(uint64_t seq);
   /// Appends the pending marks to their mark files now (no fsync).
   void write_marks();
-  bool holds(uint64_t seq) const { return index_.count(seq) != 0; }
+  bool holds(uint64_t seq) const { return find_slot(seq) != nullptr; }
 
   /// True when some closed segment is worth compacting.
   bool wants_compaction() const { return !candidates_.empty(); }
@@ -120,8 +165,20 @@ class segment_store {
 
   uint64_t bytes_on_disk() const;
   size_t segment_count() const { return segments_.size(); }
+  /// Bytes the store's index holds in memory (its slots), for the node's memory accounting.
+  uint64_t index_bytes() const;
 
  private:
+  // One record of a segment: 16 bytes in memory per stored message.
+  struct slot {
+    uint64_t seq;
+    uint32_t offset;         // of its frame in the .seg file (segments stay under 4 GiB)
+    uint32_t length : 29;    // payload bytes (at most format::max_frame)
+    uint32_t live : 1;       // not acked (nor dropped)
+    uint32_t delivered : 1;  // may have reached a consumer
+    uint32_t transient : 1;  // a transient message paged out: not kept across a restart
+  };
+  static_assert(sizeof(slot) == 16, "a queue of millions keeps one per message");
   struct segment {
     uint64_t first_seq = 0;
     uint64_t size = 0;        // bytes in the .seg file
@@ -129,11 +186,7 @@ class segment_store {
     uint32_t records = 0;     // message records in the file, live or acked
     uint32_t valid = 0;       // live ones
     bool damaged = false;     // recovery found damage: kept as it is, never compacted or deleted
-  };
-  struct location {
-    uint64_t segment;  // first_seq of its segment
-    uint64_t offset : 63;
-    uint64_t delivered : 1;
+    std::vector<slot> slots;  // every record of the file, by sequence number
   };
   struct pending_mark {
     uint64_t seq;
@@ -141,10 +194,20 @@ class segment_store {
     bool acked;  // else delivered
   };
 
+  slot* find_slot(uint64_t seq, segment** in = nullptr);
+  const slot* find_slot(uint64_t seq) const;
+  void read_run(segment& seg, const std::vector<slot*>& run, read_result& out);
+  void drop_unreadable(segment& seg, slot& s, const std::string& why, read_result& out);
+
   // <dir>/<20-digit first_seq><suffix>
   std::string file_path(uint64_t first_seq, const char* suffix) const;
   std::string seg_path(uint64_t first_seq) const { return file_path(first_seq, ".seg"); }
   std::string ack_path(uint64_t first_seq) const { return file_path(first_seq, ".ack"); }
+  std::string idx_path(uint64_t first_seq) const { return file_path(first_seq, ".idx"); }
+  void close_active();
+  void write_index(uint64_t first_seq, uint64_t size,
+                   const std::vector<format::index_entry>& entries);
+  void write_pending_indexes();
   void forget_files();  // closes the cached descriptors of every segment
   void create_segment(uint64_t first_seq);
   void write_buffer();
@@ -160,17 +223,25 @@ class segment_store {
 
   // recovery, one segment at a time
   struct listing;
+  struct recovery_budget;
   listing list_folder(recovery_report& report);
-  void recover_segment(uint64_t first, uint64_t limit, bool last, bool has_marks,
-                       std::vector<recovered_message>& out, recovery_report& report);
+  void recover_segment(uint64_t first, uint64_t limit, bool last, bool has_marks, bool has_index,
+                       recovered_queue& out, recovery_budget& budget, recovery_report& report);
+  bool read_index(uint64_t first, uint64_t size, std::vector<format::index_entry>& entries);
+  void keep_recovered(segment&& seg, recovery_report& report);
   struct segment_marks;
   format::scan_result scan_records(uint64_t first, uint64_t limit, bool last, std::string& data,
                                    segment& seg, recovery_report& report);
   segment_marks read_marks(uint64_t first, uint64_t limit, bool has_marks, segment& seg,
                            recovery_report& report);
-  void take_records(uint64_t first, const std::string& data, const format::scan_result& scan,
-                    const segment_marks& marks, segment& seg, std::vector<recovered_message>& out,
+  void add_recovered_slot(segment& seg, const format::index_entry& e, const segment_marks& marks);
+  void take_indexed(const std::vector<format::index_entry>& entries, uint64_t limit,
+                    const segment_marks& marks, segment& seg, recovered_queue& out,
                     recovery_report& report);
+  void take_records(uint64_t first, const std::string& data, const format::scan_result& scan,
+                    const segment_marks& marks, segment& seg, recovered_queue& out,
+                    recovery_budget& budget, recovery_report& report,
+                    std::vector<format::index_entry>& entries);
   void report_damage(const std::string& file, uint64_t offset, uint64_t bytes, const char* what);
 
   std::string dir_;
@@ -180,9 +251,14 @@ class segment_store {
   bool dir_ready_ = false;
   bool dir_dirty_ = false;  // a file was created or removed since the folder was last synced
   std::map<uint64_t, segment> segments_;
-  std::unordered_map<uint64_t, location> index_;
+  uint64_t slot_count_ = 0;  // slots in all segments
   uint64_t max_seq_ = 0;
   uint64_t active_ = 0;  // first_seq of the segment appended to; 0 = none yet
+
+  // The index entries of the active segment, and of closed segments whose index waits for
+  // their records to be synced.
+  std::vector<format::index_entry> active_index_;
+  std::map<uint64_t, std::vector<format::index_entry>> unindexed_;
 
   std::string buffer_;  // records appended, not yet written
   std::vector<uint64_t> buffered_seqs_;

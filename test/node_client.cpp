@@ -33,10 +33,19 @@ client::outbound_message persistent(const std::string& queue, const std::string&
   return m;
 }
 
-std::vector<client::delivery> drain(client::connection& conn, const std::string& queue) {
-  uint64_t ready = 0;
+namespace {
+
+// Ready and unacked messages of `queue`.
+uint64_t held_by(client::connection& conn, const std::string& queue) {
   for (const auto& q : conn.list_queues())
-    if (q.name == queue) ready = q.messages_ready;
+    if (q.name == queue) return q.messages_ready + q.messages_unacked;
+  return 0;
+}
+
+}  // namespace
+
+std::vector<client::delivery> drain(client::connection& conn, const std::string& queue) {
+  uint64_t ready = held_by(conn, queue);
   auto ch = conn.open_channel();
   std::mutex mutex;
   std::condition_variable done;
@@ -48,10 +57,20 @@ std::vector<client::delivery> drain(client::connection& conn, const std::string&
     out.push_back(d);
     done.notify_all();
   });
+  // Until as many as were counted arrived, or the queue is empty: a paged-out message found
+  // damaged when it is read back leaves the count only then. Two minutes guard against a hang.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
   std::unique_lock<std::mutex> lock(mutex);
-  // Guard against a hang only.
-  BOOST_REQUIRE(
-      done.wait_for(lock, std::chrono::seconds(120), [&] { return out.size() >= ready; }));
+  while (out.size() < ready) {
+    if (done.wait_for(lock, std::chrono::milliseconds(200), [&] { return out.size() >= ready; }))
+      break;
+    lock.unlock();
+    bool empty = held_by(conn, queue) == 0;
+    lock.lock();
+    if (empty) break;
+    BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
+                          queue << ": " << out.size() << " of " << ready << " drained");
+  }
   lock.unlock();
   ch->cancel(tag);
   return out;

@@ -1,15 +1,18 @@
 // recovery_fuzz: damages copies of a real data dir at random and starts a real node on each.
 //
 // A pristine data dir is made once: a durable queue with messages spread over several small
-// segments, some acked, some delivered. Each round copies it, does one kind of damage (bit
-// flips, overwritten bytes, a truncated file, a stray file, a deleted segment or mark file,
-// truncated or deleted metadata), and then checks:
+// segments, some acked, some delivered. The node keeps only 64 KiB of the queue in memory, so
+// most of it stays on disk at a restart, indexed from the segments' index files and read back
+// as the queue drains. Each round copies it, does one kind of damage (bit flips, overwritten
+// bytes, a truncated file, a stray file, a deleted segment, mark or index file, truncated or
+// deleted metadata), and then checks:
 //   - the node starts, or refuses with a message naming the metadata (only metadata damage may
 //     stop it);
 //   - while it runs and takes new publishes, no byte of an existing file is written over
-//     (files only grow, except a torn tail cut at the damage);
+//     (files only grow, except a torn tail cut at the damage; index files, checkpoints derived
+//     from the segments, are replaced whole when they no longer match);
 //   - every live message whose record the damage did not touch comes back, once, and no
-//     message comes back that was never published;
+//     message comes back that was never published (damage to an index file costs nothing);
 //   - a message handed out before the stop comes back marked redelivered (a damaged mark file
 //     marks every message of its segment), except after a mark file was cut between frames.
 // The seed is printed; WARREN_FUZZ_SEED=N repeats a run, WARREN_FUZZ_ROUNDS=N changes its size.
@@ -35,7 +38,8 @@ namespace format = warren::persistence::format;
 
 namespace {
 
-const std::vector<std::string> node_args = {"--segment-bytes", "16384"};
+const std::vector<std::string> node_args = {"--segment-bytes", "16384", "--queue-memory-per-queue",
+                                            "65536"};
 
 struct record_place {
   std::string file;  // relative to the data dir
@@ -48,7 +52,7 @@ struct pristine {
   std::set<std::string> published;           // every body ever published
   std::set<std::string> delivered;           // handed out, not acked: must come back marked
   std::map<std::string, record_place> live;  // body -> where its record is
-  std::vector<std::string> queue_files;      // relative paths of .seg and .ack files
+  std::vector<std::string> queue_files;      // relative paths of .seg, .ack and .idx files
 };
 
 std::string relative(const fs::path& p, const std::string& root) {
@@ -63,6 +67,7 @@ void map_records(pristine& p) {
     if (!e.is_regular_file()) continue;
     auto rel = relative(e.path(), p.dir.path());
     p.queue_files.push_back(rel);
+    if (e.path().extension() == ".idx") continue;  // says where records are; holds none
     auto data = read_bytes(e.path());
     auto scan =
         format::scan_frames(data, format::file_header_size, [](std::string_view) { return true; });
@@ -142,6 +147,8 @@ void overwrite(const fs::path& file, uint64_t offset, const std::string& bytes) 
 
 damage do_damage(const pristine& p, const std::string& root, std::mt19937& random) {
   damage d{static_cast<damage_kind>(random() % 8), {}};
+  // A data file, or one time in four an index file.
+  auto target = [&](const char* data_ext) { return random() % 4 == 0 ? ".idx" : data_ext; };
   auto pick = [&](const char* ext) {
     std::vector<std::string> files;
     for (const auto& f : p.queue_files)
@@ -151,7 +158,7 @@ damage do_damage(const pristine& p, const std::string& root, std::mt19937& rando
   switch (d.kind) {
     case damage_kind::bit_flips:
     case damage_kind::overwrite: {
-      d.file = pick(random() % 3 == 0 ? ".ack" : ".seg");
+      d.file = pick(target(random() % 3 == 0 ? ".ack" : ".seg"));
       auto path = root + "/" + d.file;
       auto data = read_bytes(path);
       uint64_t at = random() % data.size();
@@ -167,7 +174,7 @@ damage do_damage(const pristine& p, const std::string& root, std::mt19937& rando
       break;
     }
     case damage_kind::truncate: {
-      d.file = pick(random() % 3 == 0 ? ".ack" : ".seg");
+      d.file = pick(target(random() % 3 == 0 ? ".ack" : ".seg"));
       auto path = root + "/" + d.file;
       d.begin = random() % fs::file_size(path);
       d.end = UINT64_MAX;
@@ -184,7 +191,7 @@ damage do_damage(const pristine& p, const std::string& root, std::mt19937& rando
     }
     case damage_kind::delete_segment:
     case damage_kind::delete_marks:
-      d.file = pick(d.kind == damage_kind::delete_segment ? ".seg" : ".ack");
+      d.file = pick(d.kind == damage_kind::delete_segment ? ".seg" : target(".ack"));
       d.end = UINT64_MAX;
       fs::remove(root + "/" + d.file);
       break;
@@ -208,10 +215,12 @@ bool touches(const damage& d, const record_place& r) {
   return d.begin < r.end && r.begin < d.end;
 }
 
+// The data files of the queues (index files are checkpoints, replaced whole when stale).
 std::map<std::string, std::string> queue_files_now(const std::string& root) {
   std::map<std::string, std::string> out;
   for (const auto& e : fs::recursive_directory_iterator(root + "/queues"))
-    if (e.is_regular_file()) out[relative(e.path(), root)] = read_bytes(e.path());
+    if (e.is_regular_file() && e.path().extension() != ".idx")
+      out[relative(e.path(), root)] = read_bytes(e.path());
   return out;
 }
 
@@ -314,7 +323,10 @@ BOOST_AUTO_TEST_CASE(damaged_data_dirs_start_or_refuse_and_lose_only_what_was_da
         lost += back.count(body) == 0;
         continue;
       }
-      BOOST_TEST_REQUIRE(back.count(body) == 1u, body << " (untouched) lost after " << d.text());
+      BOOST_TEST_REQUIRE(back.count(body) == 1u,
+                         body << " (untouched, at " << place.file << " [" << place.begin << ", "
+                              << place.end << ")) lost after " << d.text() << "; the node said:\n"
+                              << node->log());
       ++kept;
     }
   }
