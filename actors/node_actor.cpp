@@ -358,6 +358,7 @@ caf::typed_response_promise<node_stats_info> node_stats(self_ptr self) {
       node_stats_info info;
       info.uptime_ms = static_cast<uint64_t>(now_ms() - self->state.started_ms);
       info.rss_bytes = resident_bytes();
+      info.memory_bytes = self->state.storage.memory->total();
       keep_visible(queues, visible);
       keep_visible(conns, visible);
       info.queues = std::move(queues);

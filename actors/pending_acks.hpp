@@ -31,7 +31,10 @@ class pending_acks {
   /// The id of the next hand-out.
   uint64_t next_id() { return ++last_id_; }
 
-  void hold(uint64_t id, entry e) { held_.emplace(id, std::move(e)); }
+  void hold(uint64_t id, entry e) {
+    body_bytes_ += e.msg->body.size();
+    held_.emplace(id, std::move(e));
+  }
 
   /// Takes `id` out if `conn` holds it: another connection cannot settle it.
   std::optional<entry> take(uint64_t id, const Conn& conn) {
@@ -39,6 +42,7 @@ class pending_acks {
     if (i == held_.end() || !(i->second.connection == conn)) return std::nullopt;
     auto e = std::move(i->second);
     held_.erase(i);
+    body_bytes_ -= e.msg->body.size();
     return e;
   }
 
@@ -48,6 +52,7 @@ class pending_acks {
     std::vector<entry> out;
     for (auto i = held_.begin(); i != held_.end();) {
       if (match(i->second.connection, i->second.channel)) {
+        body_bytes_ -= i->second.msg->body.size();
         out.push_back(std::move(i->second));
         i = held_.erase(i);
       } else {
@@ -74,12 +79,15 @@ class pending_acks {
   }
 
   size_t size() const { return held_.size(); }
+  /// The body bytes of the held messages.
+  uint64_t body_bytes() const { return body_bytes_; }
 
  private:
   std::vector<entry> take_all_if_consumer(uint64_t key) {
     std::vector<entry> out;
     for (auto i = held_.begin(); i != held_.end();) {
       if (i->second.consumer == key) {
+        body_bytes_ -= i->second.msg->body.size();
         out.push_back(std::move(i->second));
         i = held_.erase(i);
       } else {
@@ -90,6 +98,7 @@ class pending_acks {
   }
 
   uint64_t last_id_ = 0;
+  uint64_t body_bytes_ = 0;
   std::unordered_map<uint64_t, entry> held_;
 };
 

@@ -150,8 +150,10 @@ struct queue_info {
   traffic_counters traffic;
   uint64_t bytes_on_disk = 0;  // segment files of a durable queue
   uint32_t segments = 0;
-  std::string unavailable;  // why the queue refuses all work; empty while it works
-  std::string node;         // the cluster node it lives on (filled in by the vhost)
+  std::string unavailable;    // why the queue refuses all work; empty while it works
+  std::string node;           // the cluster node it lives on (filled in by the vhost)
+  uint64_t paged_out = 0;     // of `ready`, kept on disk only
+  uint64_t memory_bytes = 0;  // held in memory: messages and the index of what is on disk
 };
 
 struct binding_info {
@@ -183,7 +185,8 @@ struct connection_info {
 /// One reading of the node's statistics: every queue of every vhost, every connection.
 struct node_stats_info {
   uint64_t uptime_ms = 0;
-  uint64_t rss_bytes = 0;  // resident memory of the process
+  uint64_t rss_bytes = 0;     // resident memory of the process
+  uint64_t memory_bytes = 0;  // counted for messages (memory_ledger), what the alarm judges
   std::vector<queue_info> queues;
   std::vector<connection_info> connections;
 };
@@ -248,7 +251,7 @@ typename Inspector::result_type inspect(Inspector& f, exchange_info& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, queue_info& x) {
   return f(x.vhost, x.spec, x.ready, x.unacked, x.consumers, x.traffic, x.bytes_on_disk, x.segments,
-           x.unavailable, x.node);
+           x.paged_out, x.memory_bytes, x.unavailable, x.node);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, binding_info& x) {
@@ -265,7 +268,7 @@ typename Inspector::result_type inspect(Inspector& f, connection_info& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_stats_info& x) {
-  return f(x.uptime_ms, x.rss_bytes, x.queues, x.connections);
+  return f(x.uptime_ms, x.rss_bytes, x.memory_bytes, x.queues, x.connections);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, connection_settings& x) {

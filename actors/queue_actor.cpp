@@ -2,6 +2,7 @@
 
 #include "actors/connection_protocol.hpp"
 #include "actors/persistence_actor.hpp"
+#include "actors/queue_paging.hpp"
 
 #include "actors/actor_defaults.hpp"
 
@@ -110,7 +111,7 @@ void on_sync(self_ptr self) {
   auto& st = self->state;
   st.sync_scheduled = false;
   if (!st.store) return;
-  bool durable = st.fsync != persistence::fsync_policy::never;
+  bool durable = st.fsync != persistence::fsync_policy::never && !st.scratch;
   st.store->sync(durable);
   auto done = std::move(st.awaiting);
   st.awaiting.clear();
@@ -124,6 +125,9 @@ void on_sync(self_ptr self) {
     std::unordered_set<uint64_t> refused(failed.begin(), failed.end());
     st.ready.remove_if([&](const auto& e) { return refused.count(e.seq) != 0; });
   }
+  forget_failed_pages(st, failed);
+  refill_head(st);
+  report_memory(st);
   send_confirms(self, done, failed);
   keep_compacting(self);
 }
@@ -232,17 +236,23 @@ bool dead_letter_cycle(const message& m, const std::string& queue) {
 }
 
 // Drops expired messages from the head of the ready list (TTL applies at the head, as in
-// RabbitMQ: a message behind an unexpired one waits for it).
+// RabbitMQ: a message behind an unexpired one waits for it), reading paged ones back as the
+// head moves on to them (a bounded number of chunks per call; the next tick goes on).
 void expire_head(self_ptr self, int64_t now) {
   auto& st = self->state;
   std::vector<queue_state::ready_entry> expired_entries;
-  st.ready.take_expired(now, expired_entries);
+  for (int chunks = 0; chunks < 16; ++chunks) {
+    st.ready.take_expired(now, expired_entries);
+    if (!st.ready.empty() || st.paged.count == 0) break;
+    refill_head(st);
+  }
   std::vector<message_ptr> gone;
   for (auto& e : expired_entries) {
     forget(self, e.seq);
     gone.push_back(std::move(e.msg));
   }
   dead_letter(self, std::move(gone), "expired");
+  report_memory(st);
 }
 
 void schedule_tick(self_ptr self);
@@ -282,10 +292,19 @@ void hand_out(self_ptr self, consumer_set::consumer& c, queue_state::ready_entry
   out.push_back({id, std::move(entry.msg), entry.redelivered != 0});
 }
 
+// Paged messages are read back ahead of the consumers: as many as their credit asks for.
+void read_ahead(queue_state& st) {
+  if (st.paged.count == 0) return;
+  uint64_t credit = 0;
+  for (const auto& c : st.consumers.all()) credit += c.credit;
+  if (credit > st.ready.size()) page_in(st, static_cast<size_t>(credit - st.ready.size()));
+}
+
 // Sends ready messages to consumers with credit, one batch per consumer.
 void dispatch(self_ptr self) {
   auto& st = self->state;
-  if (st.consumers.empty() || st.ready.empty()) return;
+  if (st.consumers.empty() || (st.ready.empty() && st.paged.count == 0)) return report_memory(st);
+  read_ahead(st);
   auto now = now_ms();
   const auto& all = st.consumers.all();
   std::vector<std::vector<queued_delivery>> out(all.size());
@@ -294,6 +313,7 @@ void dispatch(self_ptr self) {
     auto* c = st.consumers.pick(st.limits.single_active_consumer);
     if (c == nullptr) break;
     auto entry = st.ready.take_front();
+    if (st.ready.empty()) read_ahead(st);
     if (expired(entry.expires_at, now)) {
       forget(self, entry.seq);
       expired_msgs.push_back(std::move(entry.msg));
@@ -310,6 +330,8 @@ void dispatch(self_ptr self) {
                c.spec.no_ack, std::move(out[i]));
   }
   dead_letter(self, std::move(expired_msgs), "expired");
+  refill_head(st);
+  report_memory(st);
 }
 
 // The queue lost a consumer: tell the vhost when auto-delete or x-expires now applies.
@@ -370,14 +392,6 @@ void schedule_tick(self_ptr self) {
   self->delayed_send(self, std::chrono::milliseconds(delay), tick_atom::value);
 }
 
-int64_t expiry_for(const queue_state& st, const message& m, int64_t now) {
-  std::optional<int64_t> ttl = st.limits.message_ttl_ms;
-  std::optional<int64_t> per_message;
-  if (parse_expiration(m.properties().expiration, per_message).empty() && per_message)
-    ttl = ttl ? std::min(*ttl, *per_message) : *per_message;
-  return ttl ? now + *ttl : 0;
-}
-
 // An unavailable queue takes nothing: confirmed publishes are nacked.
 void refuse(self_ptr self, publish_batch& batch) {
   std::vector<uint64_t> nacked;
@@ -391,9 +405,41 @@ void refuse(self_ptr self, publish_batch& batch) {
 // Whether one more message of `size` body bytes would break x-max-length or x-max-length-bytes.
 bool over_limit(const queue_state& st, size_t size) {
   const auto& l = st.limits;
-  return (l.max_length && st.ready.size() + 1 > static_cast<uint64_t>(*l.max_length)) ||
+  return (l.max_length && ready_count(st) + 1 > static_cast<uint64_t>(*l.max_length)) ||
          (l.max_length_bytes &&
-          st.ready.bytes() + size > static_cast<uint64_t>(*l.max_length_bytes));
+          ready_body_bytes(st) + size > static_cast<uint64_t>(*l.max_length_bytes));
+}
+
+int64_t wall_now_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+// Stores a message the queue keeps (paged out, or persistent in a durable queue); false when
+// it stays in memory only. Its confirm then waits for the group commit.
+bool store_message(self_ptr self, publish_batch& batch, const publish_item& item, uint64_t seq,
+                   int64_t now, std::vector<uint64_t>& acked, std::vector<uint64_t>& nacked) {
+  auto& st = self->state;
+  const auto& m = *item.msg;
+  int64_t enqueued_at = message_ttl(st.limits, m) ? wall_now_ms() : 0;
+  bool paged = should_page_out(st) && page_out(st, seq, m, enqueued_at);
+  if (!paged) {
+    st.ready.push_back({item.msg, seq, false, expiry_for(st, m, now)});
+    if (!st.store || st.scratch || !m.persistent()) return false;
+    st.store->append(seq, m, enqueued_at);
+  }
+  if (st.fsync == persistence::fsync_policy::always && !st.scratch) {
+    // Each message is on disk before anything else happens.
+    st.store->sync(true);
+    bool ok = st.store->failed().empty();
+    if (paged) forget_failed_pages(st, st.store->failed());
+    if (item.seq != 0) (ok ? acked : nacked).push_back(item.seq);
+  } else {
+    if (item.seq != 0 && batch.origin)
+      st.awaiting.push_back({batch.origin, batch.channel, item.seq, seq});
+    schedule_sync(self);
+  }
+  return true;
 }
 
 void enqueue(self_ptr self, publish_batch& batch) {
@@ -420,6 +466,7 @@ void enqueue(self_ptr self, publish_batch& batch) {
         auto head = st.ready.take_front();
         forget(self, head.seq);
         overflowed.push_back(std::move(head.msg));
+        refill_head(st);
       }
       if (over_limit(st, size)) {  // it could not be kept even in an empty queue
         overflowed.push_back(item.msg);
@@ -429,21 +476,7 @@ void enqueue(self_ptr self, publish_batch& batch) {
     }
     auto seq = ++st.next_seq;
     st.traffic.count_in(item.msg->body.size());
-    st.ready.push_back({item.msg, seq, false, expiry_for(st, *item.msg, now)});
-    if (st.store && item.msg->persistent()) {
-      st.store->append(seq, *item.msg);
-      if (st.fsync == persistence::fsync_policy::always) {
-        // Each message is on disk before anything else happens.
-        st.store->sync(true);
-        bool ok = st.store->failed().empty();
-        if (item.seq != 0) (ok ? acked : nacked).push_back(item.seq);
-      } else {
-        if (item.seq != 0 && batch.origin)
-          st.awaiting.push_back({batch.origin, batch.channel, item.seq, seq});
-        schedule_sync(self);
-      }
-      continue;
-    }
+    if (store_message(self, batch, item, seq, now, acked, nacked)) continue;
     if (item.seq != 0) acked.push_back(item.seq);
   }
   if (batch.origin && (!acked.empty() || !nacked.empty()))
@@ -464,9 +497,15 @@ void recover(self_ptr self) {
   auto& st = self->state;
   auto started = now_ms();
   persistence::recovery_report report;
-  std::vector<persistence::recovered_message> messages;
+  persistence::recovered_queue recovered;
+  // A queue that may page starts with a quarter of its budget in memory (consumers read the
+  // rest back as they go); what stays on disk is indexed from the segments' index files.
+  uint64_t limit = UINT64_MAX;
+  auto budget = st.storage.queue_memory_budget ? st.storage.queue_memory_budget
+                                               : st.storage.node_memory_budget;
+  if (st.limits.max_priority == 0 && budget != 0) limit = budget / 4;
   try {
-    messages = st.store->recover(report);
+    recovered = st.store->recover(report, limit, message_overhead_bytes);
   } catch (const std::exception& e) {
     // Whatever failed, the folder is left exactly as it is: a queue that starts empty over
     // files it could not read would later write over them.
@@ -477,16 +516,20 @@ void recover(self_ptr self) {
     return;
   }
   auto now = now_ms();
-  for (auto& r : messages) {
-    int64_t expires = expiry_for(st, *r.msg, now);
-    st.ready.push_back({std::move(r.msg), r.seq, r.delivered, expires});
-  }
+  for (auto& r : recovered.in_memory) st.ready.push_back(entry_from_disk(st, std::move(r)));
+  st.paged = {recovered.paged_from, recovered.paged_count, recovered.paged_body_bytes};
+  refill_head(st);
+  report_memory(st);
   st.next_seq = st.store->max_seq();
   if (report.segments > 0)
     log(log_level::info, "queue",
-        describe_queue(st) + ": recovered " + std::to_string(messages.size()) +
+        describe_queue(st) + ": recovered " + std::to_string(ready_count(st)) +
             " message(s) from " + std::to_string(report.segments) + " segment(s) in " +
             std::to_string(now - started) + " ms" +
+            (st.paged.count ? " (" + std::to_string(st.paged.count) + " left on disk)" : "") +
+            (report.transient ? ", " + std::to_string(report.transient) +
+                                    " paged-out transient message(s) discarded"
+                              : "") +
             (report.undecodable
                  ? ", " + std::to_string(report.undecodable) + " undecodable record(s) skipped"
                  : "") +
@@ -510,7 +553,9 @@ queue_info info_of(const queue_state& st) {
   queue_info info;
   info.vhost = st.vhost;
   info.spec = st.spec;
-  info.ready = st.ready.size();
+  info.ready = ready_count(st);
+  info.paged_out = st.paged.count;
+  info.memory_bytes = st.memory.queued() + (st.store ? st.store->index_bytes() : 0);
   info.unacked = st.pending.size();
   info.consumers = static_cast<uint32_t>(st.consumers.size());
   info.traffic = st.traffic;
@@ -595,11 +640,13 @@ caf::result<get_reply> get_one(self_ptr self, const caf::actor& conn, uint16_t c
   st.last_used_ms = now_ms();
   expire_head(self, st.last_used_ms);
   get_reply reply;
+  refill_head(st);
   if (st.ready.empty()) return reply;
   auto entry = st.ready.take_front();
+  refill_head(st);
   reply.found = true;
   reply.delivery = {st.pending.next_id(), entry.msg, entry.redelivered != 0};
-  reply.remaining = static_cast<uint32_t>(st.ready.size());
+  reply.remaining = static_cast<uint32_t>(std::min<uint64_t>(ready_count(st), UINT32_MAX));
   st.traffic.count_out(entry.msg->body.size(), entry.redelivered);
   if (no_ack) {
     forget(self, entry.seq);
@@ -611,15 +658,18 @@ caf::result<get_reply> get_one(self_ptr self, const caf::actor& conn, uint16_t c
   }
   write_delivered_marks(self);
   schedule_tick(self);
+  report_memory(st);
   return reply;
 }
 
 caf::result<uint32_t> purge(self_ptr self) {
   auto& st = self->state;
   if (!st.unavailable.empty()) return unavailable_error(st);
-  auto n = static_cast<uint32_t>(st.ready.size());
+  auto n = static_cast<uint32_t>(std::min<uint64_t>(ready_count(st), UINT32_MAX));
   st.ready.for_each([&](const auto& e) { forget(self, e.seq); });
   st.ready.clear();
+  if (purge_paged(st) > 0) schedule_sync(self);
+  report_memory(st);
   return n;
 }
 
@@ -632,14 +682,14 @@ caf::result<uint32_t> delete_queue(self_ptr self, bool if_unused, bool if_empty)
     return make_broker_error(
         reply_code::precondition_failed,
         describe_queue(st) + " has " + std::to_string(st.consumers.size()) + " consumer(s)");
-  if (if_empty && !st.ready.empty())
+  if (if_empty && ready_count(st) != 0)
     return make_broker_error(
         reply_code::precondition_failed,
-        describe_queue(st) + " has " + std::to_string(st.ready.size()) + " message(s) ready");
+        describe_queue(st) + " has " + std::to_string(ready_count(st)) + " message(s) ready");
   for (const auto& c : st.consumers.all())
     self->send(connection_of(c.spec.connection), cancelled_atom::value, c.spec.channel, c.spec.tag,
                describe_queue(st) + " was deleted");
-  auto n = static_cast<uint32_t>(st.ready.size());
+  auto n = static_cast<uint32_t>(std::min<uint64_t>(ready_count(st), UINT32_MAX));
   if (st.store) {
     try {
       st.store->destroy();
@@ -664,7 +714,7 @@ std::vector<consumer_info> consumers_of(const queue_state& st) {
   return out;
 }
 
-lookup_reply lookup(const queue_state& st, const message_id& id) {
+lookup_reply lookup(queue_state& st, const message_id& id) {
   lookup_reply reply;
   st.ready.for_each([&](const auto& e) {
     if (!reply.found && e.msg->id == id)
@@ -673,6 +723,8 @@ lookup_reply lookup(const queue_state& st, const message_id& id) {
   if (reply.found) return reply;
   if (auto held = st.pending.find_message(id))
     return {true, st.spec.name, "unacked", {held->first, held->second->msg, true}};
+  if (auto paged = find_paged(st, id))
+    return {true, st.spec.name, "ready", {0, std::move(paged->msg), paged->delivered}};
   return reply;
 }
 
@@ -687,6 +739,8 @@ void compact(self_ptr self) {
 // Opens the queue's files (durable queues) and recovers its messages.
 void open_store(self_ptr self, uint64_t queue_id, const storage_context& storage) {
   auto& st = self->state;
+  st.storage = storage;
+  st.memory = memory_share(storage.memory);
   if (!st.spec.durable || st.spec.exclusive || storage.data_dir.empty()) return;
   st.fsync = storage.fsync;
   st.store = std::make_unique<persistence::segment_store>(

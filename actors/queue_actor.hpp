@@ -35,12 +35,16 @@
 // drop-head (the oldest go, dead-lettered as "maxlen"), reject-publish (the new message is
 // nacked) or reject-publish-dlx (nacked and dead-lettered).
 //
+// Paging (queue_paging.hpp): past its memory budget a queue keeps new messages on disk only
+// and reads them back in order, ahead of its consumers' credit.
+//
 // Credit: a consumer starts with consumer_spec::initial_credit and is sent messages only while
 // it has credit left; its connection grants more as deliveries are acked (prefetch) or written
 // to the network (unlimited / no-ack). So no mailbox grows without bound on a slow consumer.
 #pragma once
 
 #include "actors/consumer_set.hpp"
+#include "actors/memory_ledger.hpp"
 #include "actors/pending_acks.hpp"
 #include "actors/queue_arguments.hpp"
 #include "actors/queue_protocol.hpp"
@@ -95,6 +99,21 @@ struct queue_state {
   // Why the queue's files could not be loaded; while set, the queue refuses all work and never
   // touches its folder, so nothing there is lost or overwritten.
   std::string unavailable;
+
+  // Paging. Every ready message from paged.from on is in the store only; those before it (and
+  // the head of the queue, always) are in `ready`.
+  struct paged_region {
+    uint64_t from = 0;  // 0 = nothing paged out
+    uint64_t count = 0;
+    uint64_t body_bytes = 0;
+  };
+  paged_region paged;
+  // Paged-out messages written since the last sync, (seq, body bytes): if the sync fails they
+  // are gone and leave the count.
+  std::vector<std::pair<uint64_t, uint64_t>> paged_unsynced;
+  bool scratch = false;  // `store` is a scratch folder of a non-durable queue, not kept
+  storage_context storage;
+  memory_share memory;
 
   static inline const char* name = "queue";
 };

@@ -2,6 +2,7 @@
 
 #include "core/names.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 namespace warren {
@@ -106,6 +107,14 @@ std::string parse_expiration(const std::string& expiration, std::optional<int64_
     return "expiration " + quote(expiration) + " is not a non-negative number of milliseconds";
   ttl_ms = v;
   return {};
+}
+
+std::optional<int64_t> message_ttl(const queue_limits& limits, const message& m) {
+  std::optional<int64_t> ttl = limits.message_ttl_ms;
+  std::optional<int64_t> per_message;
+  if (parse_expiration(m.properties().expiration, per_message).empty() && per_message)
+    ttl = ttl ? std::min(*ttl, *per_message) : *per_message;
+  return ttl;
 }
 
 }  // namespace warren

@@ -40,4 +40,8 @@ std::string parse_consumer_arguments(const field_table& args, int32_t& priority)
 /// or empty on success.
 std::string parse_expiration(const std::string& expiration, std::optional<int64_t>& ttl_ms);
 
+/// The time to live of `m` in a queue with `limits` (the smaller of the queue's message TTL
+/// and the message's expiration); none when it never expires.
+std::optional<int64_t> message_ttl(const queue_limits& limits, const message& m);
+
 }  // namespace warren

@@ -3,6 +3,7 @@
 #include "actors/actor_defaults.hpp"
 #include "core/log.hpp"
 
+#include <malloc.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -24,12 +25,16 @@ std::string mib(uint64_t bytes) {
   return std::to_string(bytes >> 20) + " MiB";
 }
 
+// Once the counted memory fell this far since the last trim, freed heap is handed back.
+constexpr uint64_t trim_step = 64 << 20;
+
 // Why publishers must wait, or empty when they need not.
 std::string alarm_reason(const resource_limits& limits) {
   if (limits.memory_bytes != 0) {
-    auto rss = resident_bytes();
-    if (rss > limits.memory_bytes)
-      return "memory alarm: " + mib(rss) + " resident, limit " + mib(limits.memory_bytes);
+    uint64_t used = limits.ledger ? limits.ledger->total() : resident_bytes();
+    if (used > limits.memory_bytes)
+      return "memory alarm: " + mib(used) + (limits.ledger ? " held for messages" : " resident") +
+             " (" + mib(resident_bytes()) + " resident), limit " + mib(limits.memory_bytes);
   }
   if (limits.disk_free_bytes != 0) {
     struct statvfs fs {};
@@ -49,8 +54,20 @@ void tell(self_ptr self, const caf::actor& subscriber, bool blocked, const std::
   caf::send_as(caf::actor_cast<caf::actor>(self), subscriber, blocked_atom::value, blocked, reason);
 }
 
+// glibc keeps freed memory in its arenas; after queues drained, give it back so that the
+// resident size (shown in the stats) comes down with the count.
+void trim_heap(resource_alarm_state& st) {
+  if (!st.limits.ledger) return;
+  auto counted = st.limits.ledger->total();
+  if (counted > st.counted_at_trim) st.counted_at_trim = counted;
+  if (st.counted_at_trim - counted < trim_step) return;
+  malloc_trim(0);
+  st.counted_at_trim = counted;
+}
+
 void check(self_ptr self) {
   auto& st = self->state;
+  trim_heap(st);
   auto reason = alarm_reason(st.limits);
   bool blocked = !reason.empty();
   if (blocked != st.blocked) {
@@ -74,12 +91,15 @@ uint64_t resident_bytes() {
   return pages_resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
-resource_limits make_resource_limits(double memory_fraction, uint64_t disk_free_bytes,
-                                     std::string data_dir) {
+resource_limits make_resource_limits(double memory_watermark, std::shared_ptr<memory_ledger> ledger,
+                                     uint64_t disk_free_bytes, std::string data_dir) {
   resource_limits limits;
   auto ram =
       static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  limits.memory_bytes = static_cast<uint64_t>(static_cast<double>(ram) * memory_fraction);
+  limits.memory_bytes = memory_watermark > 1
+                            ? static_cast<uint64_t>(memory_watermark)
+                            : static_cast<uint64_t>(static_cast<double>(ram) * memory_watermark);
+  limits.ledger = std::move(ledger);
   limits.disk_free_bytes = disk_free_bytes;
   limits.data_dir = std::move(data_dir);
   return limits;

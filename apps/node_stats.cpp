@@ -42,7 +42,8 @@ void log_interval(const node_stats_info& now, const node_stats_info* before) {
           " connections, " + std::to_string(ready) + " ready, " + std::to_string(unacked) +
           " unacked; enqueued " + per_second(total.published) + ", delivered " +
           per_second(total.delivered) + ", acked " + per_second(total.acked) + "; " +
-          text::bytes(static_cast<double>(now.rss_bytes)) + " resident");
+          text::bytes(static_cast<double>(now.rss_bytes)) + " resident, " +
+          text::bytes(static_cast<double>(now.memory_bytes)) + " held for messages");
   if (rows.size() == 1) return;
   for (const auto& line : text::format_table(rows)) log(log_level::info, "stats", "  " + line);
 }

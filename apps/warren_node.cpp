@@ -43,6 +43,8 @@ struct node_options {
   uint16_t heartbeat = 60;
   warren::net::door_limits limits;
   double memory_high_watermark = 0.4;
+  uint64_t queue_memory_budget = 256 << 20;
+  uint64_t queue_memory_per_queue = 64 << 20;
   uint64_t disk_free_limit = 50'000'000;
   std::string log_level = "info";
   std::string scheduler = "sharing";
@@ -102,8 +104,17 @@ int parse_options(int argc, char** argv, node_options& opt) {
                  "AMQP heartbeat interval offered to clients, in seconds (0 = none)")
       ->capture_default_str();
   app.add_option("--memory-high-watermark", opt.memory_high_watermark,
-                 "hold back AMQP publishers while resident memory is above this fraction of RAM")
-      ->check(CLI::Range(0.0, 1.0))
+                 "hold back publishers while the memory the node counts for messages is above "
+                 "this fraction of RAM (at most 1), or this many bytes (above 1)")
+      ->check(CLI::Range(0.0, 1e15))
+      ->capture_default_str();
+  app.add_option("--queue-memory-budget", opt.queue_memory_budget,
+                 "bytes of messages all queues together keep in memory before new ones are kept "
+                 "on disk only (0 = no node-wide budget)")
+      ->capture_default_str();
+  app.add_option("--queue-memory-per-queue", opt.queue_memory_per_queue,
+                 "bytes of messages one queue keeps in memory before new ones are kept on disk "
+                 "only (0 = no per-queue budget)")
       ->capture_default_str();
   app.add_option("--disk-free-limit", opt.disk_free_limit,
                  "hold back AMQP publishers while the data dir's disk has less free bytes")
@@ -194,6 +205,10 @@ opened_storage open_storage(const node_options& opt) {
   persistence::parse_fsync_policy(opt.fsync, storage.fsync);
   storage.next_queue_id->store(std::max(max_id, orphans.max_id));
   storage.segments.segment_bytes = opt.segment_bytes;
+  storage.node_memory_budget = opt.queue_memory_budget;
+  storage.queue_memory_budget = opt.queue_memory_per_queue;
+  // Messages non-durable queues paged out belong to the run that wrote them.
+  persistence::remove_tree(storage.scratch_root());
   // Queue files are opened on demand through one bounded cache; sockets, LMDB and the event
   // loops keep the other half of the descriptors.
   auto fd_limit = persistence::raise_open_file_limit();
@@ -370,7 +385,7 @@ int main(int argc, char** argv) {
   }
 
   auto alarm = system.spawn(warren::resource_alarm,
-                            warren::make_resource_limits(opt.memory_high_watermark,
+                            warren::make_resource_limits(opt.memory_high_watermark, storage.memory,
                                                          opt.disk_free_limit, storage.data_dir));
   caf::anon_send(node, warren::alarm_atom::value, caf::actor_cast<caf::actor>(alarm));
   caf::anon_send(node, warren::settings_atom::value, opt.settings);

@@ -136,6 +136,8 @@ void print_list(const std::vector<queue_row>& list, bool as_json) {
                          {"messages_ready", q.messages_ready},
                          {"messages_unacked", q.messages_unacked},
                          {"consumers", q.consumers},
+                         {"messages_paged_out", q.messages_paged_out},
+                         {"memory", q.memory},
                          {"state", q.unavailable.empty() ? "running" : "unavailable"},
                          {"unavailable", q.unavailable},
                          {"node", q.node}});

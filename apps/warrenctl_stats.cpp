@@ -77,7 +77,8 @@ void report(const node_stats& before, const node_stats& after, bool as_json) {
       json row{{"vhost", q.vhost},          {"name", q.name},
                {"ready", q.messages_ready}, {"unacked", q.messages_unacked},
                {"consumers", q.consumers},  {"bytes_on_disk", q.bytes_on_disk},
-               {"segments", q.segments}};
+               {"segments", q.segments},    {"paged_out", q.messages_paged_out},
+               {"memory", q.memory}};
       row.update(counters_json(q.traffic));
       row.update(rates_json(queue_rates[i]));
       queues.push_back(std::move(row));
@@ -98,6 +99,7 @@ void report(const node_stats& before, const node_stats& after, bool as_json) {
     std::cout << dump_json(json{{"interval_s", seconds},
                                 {"uptime_ms", after.uptime_ms},
                                 {"rss_bytes", after.rss_bytes},
+                                {"memory_bytes", after.memory_bytes},
                                 {"totals", totals},
                                 {"queues", queues},
                                 {"connections", conns}})
@@ -105,9 +107,10 @@ void report(const node_stats& before, const node_stats& after, bool as_json) {
     return;
   }
   std::cout << "node: up " << duration(after.uptime_ms) << ", "
-            << warren::text::bytes(after.rss_bytes) << " resident, " << after.queues.size()
-            << " queue(s), " << after.connections.size() << " connection(s); rates over "
-            << warren::text::compact(seconds) << " s\n"
+            << warren::text::bytes(after.rss_bytes) << " resident, "
+            << warren::text::bytes(after.memory_bytes) << " held for messages, "
+            << after.queues.size() << " queue(s), " << after.connections.size()
+            << " connection(s); rates over " << warren::text::compact(seconds) << " s\n"
             << "queues: enqueued " << per_second(total.published) << ", delivered "
             << per_second(total.delivered) << ", acked " << per_second(total.acked)
             << ", redelivered " << per_second(total.redelivered) << ", in "

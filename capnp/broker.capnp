@@ -130,6 +130,10 @@ struct QueueInfo {
   unavailable @12 :Text;       # empty while the queue works; otherwise why it cannot (its files
                                # could not be loaded, its node is down): it then refuses all work
   node @13 :Text;              # the cluster node it lives on
+  messagesPagedOut @14 :UInt64;  # of messagesReady, those kept on disk only (past the queue's
+                                 # memory budget), read back as consumers need them
+  memory @15 :UInt64;          # bytes the queue holds in memory: its messages (bodies and a
+                               # fixed overhead each) and its index of what is on disk
 }
 
 # Counters since the queue or connection began; they only grow. Rates are the difference of two
@@ -149,6 +153,9 @@ struct NodeStats {
   rssBytes @1 :UInt64;         # resident memory of the node process
   queues @2 :List(QueueInfo);  # every vhost
   connections @3 :List(ConnectionInfo);
+  memoryBytes @4 :UInt64;      # memory the node counts for messages (what queues hold in memory
+                               # and their indexes of what is on disk): what the memory alarm
+                               # compares with its limit
 }
 
 struct BindingInfo {

@@ -65,7 +65,8 @@ queue_row read_queue_row(rpc::QueueInfo::Reader in) {
           in.getMessagesReady(),     in.getMessagesUnacked(),
           in.getConsumers(),         read_traffic(in.getTraffic()),
           in.getBytesOnDisk(),       in.getSegments(),
-          text(in.getUnavailable()), text(in.getNode())};
+          text(in.getUnavailable()), text(in.getNode()),
+          in.getMessagesPagedOut(),  in.getMemory()};
 }
 
 binding_row read_binding_row(rpc::BindingInfo::Reader in) {
@@ -97,6 +98,7 @@ node_stats read_node_stats(rpc::NodeStats::Reader in) {
   node_stats out;
   out.uptime_ms = in.getUptimeMs();
   out.rss_bytes = in.getRssBytes();
+  out.memory_bytes = in.getMemoryBytes();
   for (auto q : in.getQueues()) out.queues.push_back(read_queue_row(q));
   for (auto c : in.getConnections()) out.connections.push_back(read_connection_row(c));
   return out;

@@ -66,6 +66,8 @@ void write_queue(const queue_info& info, rpc::QueueInfo::Builder out) {
   out.setSegments(info.segments);
   out.setUnavailable(info.unavailable);
   out.setNode(info.node);
+  out.setMessagesPagedOut(info.paged_out);
+  out.setMemory(info.memory_bytes);
 }
 
 void write_binding(const binding_info& info, rpc::BindingInfo::Builder out) {
@@ -110,6 +112,7 @@ void write_connection(const connection_info& info, rpc::ConnectionInfo::Builder 
 void write_node_stats(const node_stats_info& info, rpc::NodeStats::Builder out) {
   out.setUptimeMs(info.uptime_ms);
   out.setRssBytes(info.rss_bytes);
+  out.setMemoryBytes(info.memory_bytes);
   auto queues = out.initQueues(static_cast<unsigned>(info.queues.size()));
   for (unsigned i = 0; i < info.queues.size(); ++i) write_queue(info.queues[i], queues[i]);
   auto conns = out.initConnections(static_cast<unsigned>(info.connections.size()));

@@ -104,8 +104,10 @@ struct queue_row {
   traffic_counters traffic;
   uint64_t bytes_on_disk = 0;
   uint32_t segments = 0;
-  std::string unavailable;  // why the queue refuses all work (its files, its node down)
-  std::string node;         // the cluster node it lives on
+  std::string unavailable;          // why the queue refuses all work (its files, its node down)
+  std::string node;                 // the cluster node it lives on
+  uint64_t messages_paged_out = 0;  // of messages_ready, kept on disk only
+  uint64_t memory = 0;              // bytes the queue holds in memory
 };
 
 struct binding_row {
@@ -139,6 +141,7 @@ struct node_row {
 struct node_stats {
   uint64_t uptime_ms = 0;
   uint64_t rss_bytes = 0;
+  uint64_t memory_bytes = 0;      // counted for messages; what the memory alarm judges
   std::vector<queue_row> queues;  // every vhost
   std::vector<connection_row> connections;
 };
