@@ -98,13 +98,16 @@ void send_confirms(self_ptr self, std::vector<queue_state::awaiting_confirm>& do
                std::move(lists.second));
 }
 
-// Compacts one segment per message while the store wants it, so publishes and acks get their
-// turn in between.
-void keep_compacting(self_ptr self) {
+// Compacts one segment per message while the store has one ready, so publishes and acks get
+// their turn in between; candidates still being drained are looked at again a second later.
+void keep_compacting(self_ptr self, bool at_once = false) {
   auto& st = self->state;
   if (!st.store || st.compact_scheduled || !st.store->wants_compaction()) return;
   st.compact_scheduled = true;
-  self->send(self, compact_atom::value);
+  if (at_once)
+    self->send(self, compact_atom::value);
+  else
+    self->delayed_send(self, std::chrono::seconds(1), compact_atom::value);
 }
 
 void on_sync(self_ptr self) {
@@ -732,8 +735,9 @@ void compact(self_ptr self) {
   auto& st = self->state;
   st.compact_scheduled = false;
   if (!st.store) return;
+  auto before = st.store->compactions();
   st.store->compact_one();
-  keep_compacting(self);
+  keep_compacting(self, st.store->compactions() != before);
 }
 
 // Opens the queue's files (durable queues) and recovers its messages.

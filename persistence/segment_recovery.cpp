@@ -207,6 +207,7 @@ void segment_store::keep_recovered(segment&& recovered, recovery_report& report)
     drop_segment(first);
     ++report.removed_segments;
   } else if (compactable(kept)) {
+    kept.valid_listed = kept.valid;
     candidates_.push_back(first);
   }
 }

@@ -239,6 +239,7 @@ void segment_store::after_invalidate(segment& seg) {
     drop_segment(seg.first_seq);
   } else if (compactable(seg) && std::find(candidates_.begin(), candidates_.end(), seg.first_seq) ==
                                      candidates_.end()) {
+    seg.valid_listed = seg.valid;
     candidates_.push_back(seg.first_seq);
   }
 }
@@ -346,15 +347,21 @@ bool segment_store::sync(bool durable) {
 }
 
 bool segment_store::compact_one() {
-  while (!candidates_.empty()) {
+  write_marks();  // mark files must be complete before one is replaced, and counts up to date
+  for (size_t looked = 0, n = candidates_.size(); looked < n && !candidates_.empty(); ++looked) {
     auto first = candidates_.back();
     candidates_.pop_back();
     auto s = segments_.find(first);
     if (s == segments_.end() || first == active_ || !compactable(s->second)) continue;
-    write_marks();  // the mark file must be complete before it is replaced
-    s = segments_.find(first);
-    if (s == segments_.end()) continue;
     auto& seg = s->second;
+    if (seg.valid < seg.valid_listed) {
+      // Still losing records: consumers are draining it, and it is likely gone before long
+      // (a queue consumed in order would otherwise copy every segment on its way out).
+      seg.valid_listed = seg.valid;
+      candidates_.insert(candidates_.begin(), first);
+      continue;
+    }
+    ++compactions_;
     std::string data;
     if (int err = read_whole(seg_path(first), data); err != 0) {
       log(log_level::error, "storage",

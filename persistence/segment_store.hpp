@@ -157,8 +157,12 @@ class segment_store {
 
   /// True when some closed segment is worth compacting.
   bool wants_compaction() const { return !candidates_.empty(); }
-  /// Compacts one segment (a bounded step); returns false on an I/O error (logged).
+  /// Compacts one segment (a bounded step); returns false on an I/O error (logged). A segment
+  /// that lost live records since it was last looked at is passed over this time: consumers
+  /// are draining it, and it is likely deleted whole before long.
   bool compact_one();
+  /// Segments compaction took on so far (a step that passed every candidate over leaves it).
+  uint64_t compactions() const { return compactions_; }
 
   /// Deletes every file and the folder (the queue was deleted).
   void destroy();
@@ -181,12 +185,13 @@ class segment_store {
   static_assert(sizeof(slot) == 16, "a queue of millions keeps one per message");
   struct segment {
     uint64_t first_seq = 0;
-    uint64_t size = 0;        // bytes in the .seg file
-    uint64_t marks_size = 0;  // bytes in the .ack file
-    uint32_t records = 0;     // message records in the file, live or acked
-    uint32_t valid = 0;       // live ones
-    bool damaged = false;     // recovery found damage: kept as it is, never compacted or deleted
-    std::vector<slot> slots;  // every record of the file, by sequence number
+    uint64_t size = 0;          // bytes in the .seg file
+    uint64_t marks_size = 0;    // bytes in the .ack file
+    uint32_t records = 0;       // message records in the file, live or acked
+    uint32_t valid = 0;         // live ones
+    uint32_t valid_listed = 0;  // live ones when compaction last looked at it
+    bool damaged = false;       // recovery found damage: kept as it is, never compacted or deleted
+    std::vector<slot> slots;    // every record of the file, by sequence number
   };
   struct pending_mark {
     uint64_t seq;
@@ -265,6 +270,7 @@ class segment_store {
   std::vector<pending_mark> pending_marks_;
   std::set<uint64_t> unsynced_;  // segments written since their last fdatasync
   std::vector<uint64_t> candidates_;
+  uint64_t compactions_ = 0;
   std::vector<uint64_t> batch_seqs_;  // appended since the last sync
   std::vector<uint64_t> failing_;     // of this batch, known not to be stored
   std::vector<uint64_t> failed_;      // the last sync's failures
