@@ -232,10 +232,12 @@ struct run_times {
   double elapsed, publish_s, receive_s;
 };
 
-// Deliveries expected once publishing ends: fanout copies to every queue.
+// Deliveries expected once publishing ends: fanout copies to every queue. Without producers the
+// consumers drain --count messages already queued.
 uint64_t expected_deliveries(const options& o, const stats& s) {
   uint64_t routed = s.confirmed.load();
   if (o.consumers == 0) return 0;
+  if (o.producers == 0) return o.count;
   if (o.exchange_type == "fanout") return routed * o.queues;
   if (o.exchange_type == "topic") return routed * 4;  // every key matches one group of four
   return routed;
@@ -279,7 +281,7 @@ run_times drive(const options& o, stats& s) {
     producers.emplace_back([&, i, quota] { produce(o, i, quota, producers_stop, s); });
   }
   progress p;
-  bool publishing = true;
+  bool publishing = o.producers > 0;
   for (int second = 1;; ++second) {
     std::this_thread::sleep_until(start + std::chrono::seconds(second));
     if (o.time > 0 && second >= o.time) producers_stop = true;
@@ -289,7 +291,11 @@ run_times drive(const options& o, stats& s) {
       for (auto& t : producers) t.join();
       publishing = false;
     }
-    if (!publishing && (s.received >= expected_deliveries(o, s) || p.idle_seconds >= 3)) break;
+    bool timed_drain = o.producers == 0 && o.count == 0;  // consumers only, for --time
+    if (timed_drain
+            ? second >= o.time
+            : !publishing && (s.received >= expected_deliveries(o, s) || p.idle_seconds >= 3))
+      break;
   }
   auto elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
   auto span = [&](int64_t last_ns) {

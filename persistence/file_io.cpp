@@ -36,10 +36,10 @@ bool write_all(int fd, const char* data, size_t size, uint64_t offset) {
   return true;
 }
 
-bool write_new_file(const std::string& path, const std::string& data) {
+bool write_new_file(const std::string& path, const std::string& data, bool durable) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return false;
-  bool ok = write_all(fd, data.data(), data.size(), 0) && ::fdatasync(fd) == 0;
+  bool ok = write_all(fd, data.data(), data.size(), 0) && (!durable || ::fdatasync(fd) == 0);
   int err = errno;
   ::close(fd);
   errno = err;

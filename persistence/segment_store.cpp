@@ -263,12 +263,13 @@ void segment_store::close_active() {
   active_ = 0;
 }
 
-// Written whole under another name, then renamed: a crash leaves the old index or the new one
-// (or none), and an index that does not match its segment is ignored at start anyway.
+// Written whole under another name, then renamed, and not synced: a crash leaves the old index,
+// the new one, or a torn one, and an index that does not check out or match its segment is
+// ignored at start (the segment is read instead), so it needs no fdatasync of its own.
 void segment_store::write_index(uint64_t first_seq, uint64_t size,
                                 const std::vector<format::index_entry>& entries) {
   auto tmp = file_path(first_seq, ".idx.tmp");
-  if (write_new_file(tmp, format::encode_index(first_seq, size, entries)) &&
+  if (write_new_file(tmp, format::encode_index(first_seq, size, entries), false) &&
       ::rename(tmp.c_str(), idx_path(first_seq).c_str()) == 0) {
     dir_dirty_ = true;
     return;
