@@ -56,10 +56,16 @@ struct ack_scope {
 };
 thread_local ack_scope* current_ack_scope = nullptr;
 
+// The acks are taken on the kj thread, in the order of its queue, never here: a cancel posted
+// by another thread meanwhile then either still finds them gathered and sends them ahead of
+// itself, or runs after they went out. (Taken here, they could reach the wire behind the
+// cancel, which requeues what they ack.)
 void flush_acks(const std::shared_ptr<channel::state>& st, client_runtime* runtime) {
-  auto tags = take_acks(*st);
-  if (tags.empty()) return;
-  runtime->fire([st, tags = std::move(tags)]() { return send_acks(*st, tags); });
+  {
+    std::lock_guard<std::mutex> guard(st->acks_mutex);
+    if (st->acks.empty()) return;
+  }
+  runtime->fire([st]() { return send_acks(*st, take_acks(*st)); });
 }
 
 // Receives deliveries on the kj thread and runs the user's callbacks on the worker thread. A
@@ -349,10 +355,10 @@ std::optional<delivery> channel::get(const std::string& queue, bool no_ack) {
 
 void channel::settle(uint64_t tag, bool multiple, int kind) {
   auto st = state_;
-  // Single acks made before this settle go out before it.
-  auto earlier = take_acks(*st);
-  runtime_->fire([st, earlier = std::move(earlier), tag, multiple, kind]() -> kj::Promise<void> {
-    auto acks = send_acks(*st, earlier);
+  // Single acks made before this settle go out before it (taken on the kj thread, as in
+  // flush_acks).
+  runtime_->fire([st, tag, multiple, kind]() -> kj::Promise<void> {
+    auto acks = send_acks(*st, take_acks(*st));
     if (!st->cap) return acks;
     kj::Promise<void> sent = nullptr;
     if (kind == 0) {
