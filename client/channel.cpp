@@ -74,10 +74,13 @@ void flush_acks(const std::shared_ptr<channel::state>& st, client_runtime* runti
 class consumer_impl final : public rpc::Consumer::Server {
  public:
   consumer_impl(client_runtime* runtime, channel::message_handler on_message,
-                channel::cancel_handler on_cancel)
+                channel::cancel_handler on_cancel, std::shared_ptr<std::atomic<bool>> live,
+                std::shared_ptr<std::atomic<bool>> channel_open)
       : runtime_(runtime),
         on_message_(std::make_shared<channel::message_handler>(std::move(on_message))),
-        on_cancel_(std::make_shared<channel::cancel_handler>(std::move(on_cancel))) {}
+        on_cancel_(std::make_shared<channel::cancel_handler>(std::move(on_cancel))),
+        live_(std::move(live)),
+        channel_open_(std::move(channel_open)) {}
 
  protected:
   kj::Promise<void> deliver(DeliverContext ctx) override {
@@ -87,20 +90,24 @@ class consumer_impl final : public rpc::Consumer::Server {
     auto done =
         std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<void>>>(kj::mv(pair.fulfiller));
     auto handler = on_message_;
-    runtime_->run_on_worker([batch = std::move(batch), done, handler]() {
-      ack_scope scope;
-      current_ack_scope = &scope;
-      for (const auto& d : batch) {
-        try {
-          (*handler)(d);
-        } catch (...) {
-          // A throwing callback must not take the consumer down; the message stays unacked.
-        }
-      }
-      current_ack_scope = nullptr;
-      for (const auto& [st, runtime] : scope.touched) flush_acks(st, runtime);
-      (*done)->fulfill();
-    });
+    runtime_->run_on_worker(
+        [batch = std::move(batch), done, handler, live = live_, open = channel_open_]() {
+          ack_scope scope;
+          current_ack_scope = &scope;
+          for (const auto& d : batch) {
+            // Cancelled or closed meanwhile: the user was promised no more callbacks; what was not
+            // handed over stays unacked and goes back to the queue.
+            if (!*live || !*open) break;
+            try {
+              (*handler)(d);
+            } catch (...) {
+              // A throwing callback must not take the consumer down; the message stays unacked.
+            }
+          }
+          current_ack_scope = nullptr;
+          for (const auto& [st, runtime] : scope.touched) flush_acks(st, runtime);
+          (*done)->fulfill();
+        });
     return kj::mv(pair.promise);
   }
 
@@ -108,7 +115,10 @@ class consumer_impl final : public rpc::Consumer::Server {
     auto tag = wire::text(ctx.getParams().getConsumerTag());
     auto reason = wire::text(ctx.getParams().getReason());
     auto handler = on_cancel_;
-    if (*handler) runtime_->run_on_worker([handler, tag, reason]() { (*handler)(tag, reason); });
+    if (*handler)
+      runtime_->run_on_worker([handler, tag, reason, open = channel_open_]() {
+        if (*open) (*handler)(tag, reason);
+      });
     return kj::READY_NOW;
   }
 
@@ -116,7 +126,19 @@ class consumer_impl final : public rpc::Consumer::Server {
   client_runtime* runtime_;
   std::shared_ptr<channel::message_handler> on_message_;
   std::shared_ptr<channel::cancel_handler> on_cancel_;
+  std::shared_ptr<std::atomic<bool>> live_;
+  std::shared_ptr<std::atomic<bool>> channel_open_;
 };
+
+// A consumer's tag, registered with the flag its callbacks check.
+kj::Promise<std::string> register_consumer(const std::shared_ptr<channel::state>& st,
+                                           std::shared_ptr<std::atomic<bool>> live,
+                                           kj::Promise<std::string> tag) {
+  return tag.then([st, live](std::string&& t) {
+    st->consumers[t] = live;
+    return kj::mv(t);
+  });
+}
 
 }  // namespace
 
@@ -126,10 +148,12 @@ channel::channel(std::shared_ptr<client_runtime> runtime, std::shared_ptr<state>
 channel::~channel() {
   // Releasing the capability closes the channel on the broker (requeueing its unacked).
   auto st = state_;
+  *st->open = false;
   runtime_->fire([st]() {
     st->cap = nullptr;
     return kj::READY_NOW;
   });
+  runtime_->drain_worker();  // no callback of this channel runs once it is gone
 }
 
 void channel::exchange_declare(const std::string& name, const std::string& type,
@@ -335,7 +359,13 @@ void channel::cancel(const std::string& consumer_tag) {
     // Acks gathered in a callback that is still running go first: the cancel requeues what is
     // unacked, and an ack arriving after it would name a tag the channel no longer holds.
     auto acks = send_acks(*st, take_acks(*st));
-    return both(kj::mv(acks), req.send().ignoreResult());
+    auto cancelled = req.send().then([st, consumer_tag](auto&&) {
+      if (auto c = st->consumers.find(consumer_tag); c != st->consumers.end()) {
+        *c->second = false;
+        st->consumers.erase(c);
+      }
+    });
+    return both(kj::mv(acks), kj::mv(cancelled));
   });
 }
 
@@ -452,6 +482,7 @@ void channel::close() {
   if (closed_) return;
   closed_ = true;
   auto st = state_;
+  *st->open = false;
   runtime_->call<void>([st]() -> kj::Promise<void> {
     if (!st->cap) return kj::READY_NOW;
     // What was acked is not requeued; a failed ack does not make the close fail.
@@ -459,6 +490,7 @@ void channel::close() {
     auto closed = st->cap->closeRequest().send().then([st](auto&&) { st->cap = nullptr; });
     return both(kj::mv(acks), kj::mv(closed));
   });
+  runtime_->drain_worker();
 }
 
 }  // namespace warren::client

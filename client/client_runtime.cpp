@@ -3,8 +3,10 @@
 #include "transport/tls_context.hpp"
 
 #include <capnp/message.h>
+
 #include <capnp/rpc-twoparty.h>
 #include <kj/async-io.h>
+#include <future>
 
 namespace warren::client {
 
@@ -29,6 +31,7 @@ client_runtime::client_runtime(const connect_options& options) {
     throw;
   }
   worker_ = std::thread([this] { worker_main(); });
+  worker_id_ = worker_.get_id();
 }
 
 client_runtime::~client_runtime() {
@@ -138,6 +141,19 @@ void client_runtime::run_on_worker(std::function<void()> job) {
     if (!worker_stop_) jobs_.push_back(std::move(job));
   }
   jobs_ready_.notify_one();
+}
+
+void client_runtime::drain_worker() {
+  if (std::this_thread::get_id() == worker_id_) return;
+  auto done = std::make_shared<std::promise<void>>();
+  auto finished = done->get_future();
+  {
+    std::lock_guard<std::mutex> guard(jobs_mutex_);
+    if (worker_stop_) return;
+    jobs_.push_back([done] { done->set_value(); });
+  }
+  jobs_ready_.notify_one();
+  finished.wait();
 }
 
 void client_runtime::worker_main() {

@@ -68,6 +68,10 @@ class client_runtime : public kj::TaskSet::ErrorHandler {
   /// Runs `job` on the consumer worker thread.
   void run_on_worker(std::function<void()> job);
 
+  /// Returns once every job queued on the worker before the call has finished (at once on the
+  /// worker thread itself, where none can be running).
+  void drain_worker();
+
  private:
   void post(std::function<void()> fn);
   void taskFailed(kj::Exception&& exception) override;
@@ -83,6 +87,7 @@ class client_runtime : public kj::TaskSet::ErrorHandler {
   bool stopping_ = false;
 
   std::thread worker_;
+  std::thread::id worker_id_;
   std::mutex jobs_mutex_;
   std::condition_variable jobs_ready_;
   std::deque<std::function<void()>> jobs_;

@@ -9,7 +9,11 @@
 
 #include <kj/memory.h>
 
+#include <atomic>
+#include <map>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace warren::client {
@@ -24,6 +28,11 @@ struct channel::state {
   // meanwhile in one ackEach call: a consumer acking each message costs one call per burst.
   std::mutex acks_mutex;
   std::vector<uint64_t> acks;
+  // Whether each consumer's callbacks may still run (by tag; touched on the kj thread), and the
+  // channel's own (cleared by close() and the destructor, on any thread): a callback checks
+  // both on the worker just before it runs.
+  std::map<std::string, std::shared_ptr<std::atomic<bool>>> consumers;
+  std::shared_ptr<std::atomic<bool>> open = std::make_shared<std::atomic<bool>>(true);
 };
 
 }  // namespace warren::client

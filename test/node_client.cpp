@@ -46,10 +46,11 @@ uint64_t held_by(client::connection& conn, const std::string& queue) {
 
 std::vector<client::delivery> drain(client::connection& conn, const std::string& queue) {
   uint64_t ready = held_by(conn, queue);
-  auto ch = conn.open_channel();
+  // Declared before the channel, whose destructor waits for its callbacks: they use these.
   std::mutex mutex;
   std::condition_variable done;
   std::vector<client::delivery> out;
+  auto ch = conn.open_channel();
   client::consume_options o;
   o.no_ack = true;
   auto tag = ch->consume(queue, o, [&](const client::delivery& d) {
@@ -73,6 +74,7 @@ std::vector<client::delivery> drain(client::connection& conn, const std::string&
   }
   lock.unlock();
   ch->cancel(tag);
+  ch->close();  // waits for a callback still running: it uses `out`
   return out;
 }
 

@@ -66,11 +66,12 @@ uint64_t ready_in(connection& conn, const std::string& queue) {
 
 // Consumes `n` messages with manual acks (prefetch 100), acking each; returns them in order.
 std::vector<delivery> consume_acked(connection& conn, const std::string& queue, size_t n) {
-  auto ch = conn.open_channel();
-  ch->qos(100);
+  // Declared before the channel, whose destructor waits for its callbacks: they use these.
   std::mutex mutex;
   std::condition_variable done;
   std::vector<delivery> out;
+  auto ch = conn.open_channel();
+  ch->qos(100);
   consume_options o;
   auto* chp = ch.get();
   auto tag = ch->consume(queue, o, [&](const delivery& d) {
@@ -84,6 +85,7 @@ std::vector<delivery> consume_acked(connection& conn, const std::string& queue, 
   BOOST_REQUIRE(done.wait_for(lock, std::chrono::seconds(120), [&] { return out.size() >= n; }));
   lock.unlock();
   ch->cancel(tag);
+  ch->close();  // waits for a callback still running
   return out;
 }
 

@@ -108,6 +108,9 @@ node_process::node_process(std::vector<std::string> extra_args, std::string data
 bool node_process::launch(const std::vector<std::string>& argv) {
   int err_pipe[2];
   if (pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
+  // Built before fork: the child of a threaded process may only make async-signal-safe calls
+  // (another thread may hold the allocator's lock at the moment of the fork).
+  auto args = c_args(argv);
   pid_ = fork();
   if (pid_ == 0) {
     // The node must not outlive a test that crashes, nor hold the test runner's output pipe.
@@ -116,7 +119,6 @@ bool node_process::launch(const std::vector<std::string>& argv) {
     dup2(err_pipe[1], STDOUT_FILENO);
     close(err_pipe[0]);
     close(err_pipe[1]);
-    auto args = c_args(argv);
     execv(args[0], args.data());
     _exit(127);
   }
@@ -225,6 +227,7 @@ command_result run_command(const std::vector<std::string>& argv, const std::stri
   int in_pipe[2], out_pipe[2], err_pipe[2];
   if (pipe(in_pipe) != 0 || pipe(out_pipe) != 0 || pipe(err_pipe) != 0)
     throw std::runtime_error("pipe failed");
+  auto args = c_args(argv);  // before fork, as in node_process::launch
   pid_t pid = fork();
   if (pid == 0) {
     dup2(in_pipe[0], STDIN_FILENO);
@@ -232,7 +235,6 @@ command_result run_command(const std::vector<std::string>& argv, const std::stri
     dup2(err_pipe[1], STDERR_FILENO);
     for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]})
       close(fd);
-    auto args = c_args(argv);
     execv(args[0], args.data());
     _exit(127);
   }
@@ -278,6 +280,7 @@ command_result run_command(const std::vector<std::string>& argv, const std::stri
 pid_t spawn_command(const std::vector<std::string>& argv, int& out_fd) {
   int out_pipe[2];
   if (pipe(out_pipe) != 0) throw std::runtime_error("pipe failed");
+  auto args = c_args(argv);  // before fork, as in node_process::launch
   pid_t pid = fork();
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -286,7 +289,6 @@ pid_t spawn_command(const std::vector<std::string>& argv, int& out_fd) {
     close(out_pipe[1]);
     int devnull = open("/dev/null", O_RDWR);
     dup2(devnull, STDIN_FILENO);
-    auto args = c_args(argv);
     execv(args[0], args.data());
     _exit(127);
   }
