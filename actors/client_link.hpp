@@ -25,11 +25,12 @@ struct delivery {
   bool redelivered = false;
   message_ptr msg;
   uint32_t message_count = 0;  // get only: ready messages left
+  int64_t stream_offset = -1;  // its offset, for a message of a stream
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, delivery& x) {
-  return f(x.tag, x.redelivered, x.msg, x.message_count);
+  return f(x.tag, x.redelivered, x.msg, x.message_count, x.stream_offset);
 }
 
 class client_link {

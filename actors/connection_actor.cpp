@@ -93,7 +93,11 @@ connection_session_api::behavior_type session_behavior(self_ptr self) {
         declare_queue(self, r, id, spec, passive);
       },
       [=](delete_atom, queues_atom, uint64_t r, uint16_t id, std::string& name, bool if_unused,
-          bool if_empty) { delete_queue(self, r, id, name, if_unused, if_empty); },
+          bool if_empty,
+          bool force) { delete_queue(self, r, id, name, if_unused, if_empty, force); },
+      [=](stream_atom, uint64_t r, uint16_t id, stream_command& cmd) {
+        stream_request(self, r, id, cmd);
+      },
       [=](purge_atom, uint64_t r, uint16_t id, std::string& name) { purge(self, r, id, name); },
       [=](bind_atom, uint64_t r, uint16_t id, binding_spec& b) { bind(self, r, id, b, true); },
       [=](unbind_atom, uint64_t r, uint16_t id, binding_spec& b) { bind(self, r, id, b, false); },

@@ -187,11 +187,20 @@ void declare_queue(self_ptr self, uint64_t request, uint16_t id, queue_spec& spe
 }
 
 void delete_queue(self_ptr self, uint64_t request, uint16_t id, std::string& name, bool if_unused,
-                  bool if_empty) {
+                  bool if_empty, bool force) {
   if (open_channel(self, request, id) &&
       allowed(self, request, id, access_kind::configure, "queue", name))
     relay<uint32_t>(self, request, id, vhost_handle(self->state.vhost), delete_atom::value,
-                    queues_atom::value, std::move(name), if_unused, if_empty, self_handle(self));
+                    queues_atom::value, std::move(name), if_unused, if_empty, force,
+                    self_handle(self));
+}
+
+// Commits, group listings and reads by offset need read access to the stream.
+void stream_request(self_ptr self, uint64_t request, uint16_t id, stream_command& cmd) {
+  if (open_channel(self, request, id) &&
+      allowed(self, request, id, access_kind::read, "queue", cmd.queue))
+    relay<stream_reply>(self, request, id, vhost_handle(self->state.vhost), stream_atom::value,
+                        std::move(cmd), self_handle(self));
 }
 
 void purge(self_ptr self, uint64_t request, uint16_t id, std::string& name) {

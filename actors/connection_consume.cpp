@@ -128,7 +128,7 @@ void forward_deliveries(self_ptr self, uint16_t id, channel_state& ch, const std
     auto tag_no = ch.unacked.next();
     if (!no_ack) ch.unacked.hold(tag_no, {queue, d.delivery_id, tag, steady_ms()});
     self->state.traffic.count_out(d.msg->body.size(), d.redelivered);
-    out.push_back({tag_no, d.redelivered, std::move(d.msg), 0});
+    out.push_back({tag_no, d.redelivered, std::move(d.msg), 0, d.stream_offset});
   }
   self->state.link->deliver(id, tag, std::move(out));
   if (!no_ack) watch_timeout(self);
@@ -240,7 +240,9 @@ void consume(self_ptr self, uint64_t request, uint16_t id, consume_request& c) {
                      c.exclusive,
                      prefetch,
                      initial,
-                     c.priority};
+                     c.priority,
+                     c.offset,
+                     c.group};
   self->request(vhost_handle(self->state.vhost), caf::infinite, find_atom::value,
                 queues_atom::value, c.queue, self_handle(self))
       .then([=](caf::actor& q) { start_consumer(self, request, serial, q, spec); },

@@ -64,7 +64,8 @@ void delete_exchange(self_ptr self, uint64_t request, uint16_t id, std::string& 
                      bool if_unused);
 void declare_queue(self_ptr self, uint64_t request, uint16_t id, queue_spec& spec, bool passive);
 void delete_queue(self_ptr self, uint64_t request, uint16_t id, std::string& name, bool if_unused,
-                  bool if_empty);
+                  bool if_empty, bool force);
+void stream_request(self_ptr self, uint64_t request, uint16_t id, stream_command& cmd);
 void purge(self_ptr self, uint64_t request, uint16_t id, std::string& name);
 /// Binds (add) or unbinds.
 void bind(self_ptr self, uint64_t request, uint16_t id, binding_spec& b, bool add);

@@ -35,7 +35,8 @@ using connection_session_api = caf::typed_actor<
     caf::reacts_to<declare_atom, uint64_t, uint16_t, exchange_spec, bool>,
     caf::reacts_to<delete_atom, exchanges_atom, uint64_t, uint16_t, std::string, bool>,
     caf::reacts_to<declare_atom, uint64_t, uint16_t, queue_spec, bool>,
-    caf::reacts_to<delete_atom, queues_atom, uint64_t, uint16_t, std::string, bool, bool>,
+    caf::reacts_to<delete_atom, queues_atom, uint64_t, uint16_t, std::string, bool, bool, bool>,
+    caf::reacts_to<stream_atom, uint64_t, uint16_t, stream_command>,
     caf::reacts_to<purge_atom, uint64_t, uint16_t, std::string>,
     caf::reacts_to<bind_atom, uint64_t, uint16_t, binding_spec>,
     caf::reacts_to<unbind_atom, uint64_t, uint16_t, binding_spec>,
@@ -126,9 +127,16 @@ class connection_ref {
   void declare_queue(uint64_t r, uint16_t ch, queue_spec spec, bool passive) {
     send(declare_atom::value, r, ch, std::move(spec), passive);
   }
-  /// -> uint32_t (messages deleted)
-  void delete_queue(uint64_t r, uint16_t ch, std::string name, bool if_unused, bool if_empty) {
-    send(delete_atom::value, queues_atom::value, r, ch, std::move(name), if_unused, if_empty);
+  /// -> uint32_t (messages deleted). `force` deletes a stream whose consumer groups have not
+  /// reached its end.
+  void delete_queue(uint64_t r, uint16_t ch, std::string name, bool if_unused, bool if_empty,
+                    bool force = false) {
+    send(delete_atom::value, queues_atom::value, r, ch, std::move(name), if_unused, if_empty,
+         force);
+  }
+  /// A stream's commit, group listing or read by offset. -> stream_reply
+  void stream(uint64_t r, uint16_t ch, stream_command cmd) {
+    send(stream_atom::value, r, ch, std::move(cmd));
   }
   /// -> uint32_t (messages purged)
   void purge(uint64_t r, uint16_t ch, std::string queue) {

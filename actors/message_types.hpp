@@ -55,7 +55,11 @@ void for_each_message_type(Visitor&& visit) {
   visit(message_type_tag<publish_batch>{}, "warren::publish_batch");
   visit(message_type_tag<consume_request>{}, "warren::consume_request");
   visit(message_type_tag<consumer_spec>{}, "warren::consumer_spec");
+  visit(message_type_tag<stream_offset_spec>{}, "warren::stream_offset_spec");
   visit(message_type_tag<queued_delivery>{}, "warren::queued_delivery");
+  visit(message_type_tag<group_info>{}, "warren::group_info");
+  visit(message_type_tag<stream_command>{}, "warren::stream_command");
+  visit(message_type_tag<stream_reply>{}, "warren::stream_reply");
   visit(message_type_tag<get_reply>{}, "warren::get_reply");
   visit(message_type_tag<lookup_reply>{}, "warren::lookup_reply");
   visit(message_type_tag<delivery>{}, "warren::delivery");

@@ -173,7 +173,14 @@ void restore(self_ptr self, persistence::metadata_contents contents) {
   std::map<std::string, vhost_recovery> by_vhost;
   for (auto& v : contents.vhosts) by_vhost[v];
   for (auto& e : contents.exchanges) by_vhost[e.vhost].exchanges.push_back(std::move(e.spec));
-  for (auto& q : contents.queues) by_vhost[q.vhost].queues.emplace_back(std::move(q.spec), q.id);
+  std::map<uint64_t, std::string> vhost_of_queue;
+  for (auto& q : contents.queues) {
+    vhost_of_queue[q.id] = q.vhost;
+    by_vhost[q.vhost].queues.emplace_back(std::move(q.spec), q.id);
+  }
+  for (auto& o : contents.stream_offsets)
+    if (auto v = vhost_of_queue.find(o.queue_id); v != vhost_of_queue.end())
+      by_vhost[v->second].stream_offsets[o.queue_id][o.group] = o.offset;
   for (auto& b : contents.bindings) by_vhost[b.vhost].bindings.push_back(std::move(b.spec));
   for (auto& [name, recovered] : by_vhost) {
     if (std::find(contents.vhosts.begin(), contents.vhosts.end(), name) == contents.vhosts.end()) {

@@ -71,6 +71,7 @@ using permission_atom = caf::atom_constant<caf::atom("permission")>;
 using export_atom = caf::atom_constant<caf::atom("export")>;
 using import_atom = caf::atom_constant<caf::atom("import")>;
 using cluster_atom = caf::atom_constant<caf::atom("cluster")>;
+using stream_atom = caf::atom_constant<caf::atom("stream")>;
 
 // --- publishing --------------------------------------------------------------------------------
 
@@ -91,6 +92,20 @@ struct publish_batch {
 
 // --- consuming ---------------------------------------------------------------------------------
 
+/// Where a stream consumer starts reading (AMQP's x-stream-offset, Channel.consumeStream).
+struct stream_offset_spec {
+  enum kind_t : uint8_t {
+    unset,      // a group's consumer resumes after its committed offset; otherwise as `next`
+    first,      // the oldest message retention kept
+    last,       // the start of the newest segment (RabbitMQ's "last chunk")
+    next,       // only messages appended from now on
+    offset,     // `value` (the oldest kept when that one is gone; waits when it is ahead)
+    timestamp,  // the first message appended at or after `value` (ms since the epoch)
+  };
+  kind_t kind = unset;
+  int64_t value = 0;
+};
+
 /// What a client asks for with basic.consume / Channel.consume.
 struct consume_request {
   std::string queue;
@@ -99,6 +114,8 @@ struct consume_request {
   bool exclusive = false;
   uint32_t prefetch = 0;  // 0: the channel's default
   int32_t priority = 0;   // x-priority: a queue serves its highest-priority consumers first
+  stream_offset_spec offset = {};  // streams only: where to start
+  std::string group = {};          // streams only: the consumer group (one committed offset)
 };
 
 struct consumer_spec {
@@ -111,6 +128,8 @@ struct consumer_spec {
   uint32_t prefetch = 0;        // 0 = unlimited
   uint32_t initial_credit = 0;  // deliveries the queue may send before more credit arrives
   int32_t priority = 0;
+  stream_offset_spec offset = {};  // streams only (consume_request)
+  std::string group = {};
 };
 
 /// One message handed out by a queue; `delivery_id` names this hand-out (a redelivery gets a new
@@ -119,6 +138,7 @@ struct queued_delivery {
   uint64_t delivery_id = 0;
   message_ptr msg;
   bool redelivered = false;
+  int64_t stream_offset = -1;  // its offset, for a message of a stream
 };
 
 struct get_reply {
@@ -131,6 +151,32 @@ struct lookup_reply {
   bool found = false;
   std::string queue;
   std::string state;  // "ready" | "unacked"
+  queued_delivery delivery;
+};
+
+// --- streams -----------------------------------------------------------------------------------
+
+/// A consumer group of a stream: its durable committed offset and how far behind it is.
+struct group_info {
+  std::string group;
+  int64_t committed = -1;  // the last offset the group is done with; -1 = none yet
+  uint64_t lag = 0;        // messages of the stream after `committed`
+  uint32_t consumers = 0;  // attached now
+};
+
+/// A request only streams take (Cap'n Proto commitOffset / listGroups / lookupOffset, warrenctl).
+struct stream_command {
+  enum op_t : uint8_t { commit, groups, read };
+  op_t op = groups;
+  std::string queue;
+  std::string group;   // commit
+  int64_t offset = 0;  // commit, read
+};
+
+/// Its answer: the stream's groups (commit: the one committed), or the message read.
+struct stream_reply {
+  std::vector<group_info> groups;
+  bool found = false;
   queued_delivery delivery;
 };
 
@@ -150,10 +196,14 @@ struct queue_info {
   traffic_counters traffic;
   uint64_t bytes_on_disk = 0;  // segment files of a durable queue
   uint32_t segments = 0;
-  std::string unavailable;    // why the queue refuses all work; empty while it works
-  std::string node;           // the cluster node it lives on (filled in by the vhost)
-  uint64_t paged_out = 0;     // of `ready`, kept on disk only
-  uint64_t memory_bytes = 0;  // held in memory: messages and the index of what is on disk
+  std::string unavailable;         // why the queue refuses all work; empty while it works
+  std::string node;                // the cluster node it lives on (filled in by the vhost)
+  uint64_t paged_out = 0;          // of `ready`, kept on disk only
+  uint64_t memory_bytes = 0;       // held in memory: messages and the index of what is on disk
+  bool stream = false;             // x-queue-type=stream: `ready` counts the messages of the log
+  int64_t first_offset = -1;       // streams: the oldest offset kept; -1 while empty
+  int64_t last_offset = -1;        // streams: the newest
+  std::vector<group_info> groups;  // streams: their consumer groups
 };
 
 struct binding_info {
@@ -224,8 +274,24 @@ typename Inspector::result_type inspect(Inspector& f, publish_batch& x) {
   return f(x.origin, x.channel, x.items);
 }
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stream_offset_spec& x) {
+  return f(x.kind, x.value);
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, queued_delivery& x) {
-  return f(x.delivery_id, x.msg, x.redelivered);
+  return f(x.delivery_id, x.msg, x.redelivered, x.stream_offset);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, group_info& x) {
+  return f(x.group, x.committed, x.lag, x.consumers);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stream_command& x) {
+  return f(x.op, x.queue, x.group, x.offset);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stream_reply& x) {
+  return f(x.groups, x.found, x.delivery);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, get_reply& x) {
@@ -237,12 +303,12 @@ typename Inspector::result_type inspect(Inspector& f, lookup_reply& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, consume_request& x) {
-  return f(x.queue, x.tag, x.no_ack, x.exclusive, x.prefetch, x.priority);
+  return f(x.queue, x.tag, x.no_ack, x.exclusive, x.prefetch, x.priority, x.offset, x.group);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, consumer_spec& x) {
   return f(x.connection, x.connection_name, x.channel, x.tag, x.no_ack, x.exclusive, x.prefetch,
-           x.initial_credit, x.priority);
+           x.initial_credit, x.priority, x.offset, x.group);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, exchange_info& x) {
@@ -251,7 +317,8 @@ typename Inspector::result_type inspect(Inspector& f, exchange_info& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, queue_info& x) {
   return f(x.vhost, x.spec, x.ready, x.unacked, x.consumers, x.traffic, x.bytes_on_disk, x.segments,
-           x.paged_out, x.memory_bytes, x.unavailable, x.node);
+           x.paged_out, x.memory_bytes, x.unavailable, x.node, x.stream, x.first_offset,
+           x.last_offset, x.groups);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, binding_info& x) {

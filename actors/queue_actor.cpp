@@ -795,7 +795,7 @@ queue_actor_type::behavior_type queue_actor(queue_actor_type::stateful_pointer<q
         return get_one(self, conn, channel, no_ack);
       },
       [=](purge_atom) { return purge(self); },
-      [=](delete_atom, bool if_unused, bool if_empty) {
+      [=](delete_atom, bool if_unused, bool if_empty, bool) {
         return delete_queue(self, if_unused, if_empty);
       },
       [=](declare_atom) {

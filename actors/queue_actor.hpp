@@ -12,7 +12,7 @@
 //                                            what it held
 //   (get_atom, conn, channel, no_ack)        -> get_reply
 //   (purge_atom)                             -> uint32     ready messages dropped
-//   (delete_atom, if_unused, if_empty)       -> uint32     then the actor quits
+//   (delete_atom, if_unused, if_empty, force) -> uint32    then the actor quits (force: streams)
 //   (stats_atom)                             -> queue_info with traffic counters
 //   (declare_atom)                           -> queue_info a redeclare: counts as use
 //   (consumers_atom)                         -> std::vector<consumer_info>

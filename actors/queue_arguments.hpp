@@ -1,11 +1,13 @@
 // Queue arguments (x-message-ttl, x-expires, x-max-length, x-max-length-bytes, x-overflow,
 // x-dead-letter-exchange, x-dead-letter-routing-key, x-max-priority, x-single-active-consumer,
-// x-queue-type), parsed once at declare time; and consumer arguments (x-priority).
+// x-queue-type; for streams x-max-age and x-stream-max-segment-size-bytes), parsed once at
+// declare time; and consumer arguments (x-priority, x-stream-offset, x-stream-group).
 //
 // Unknown arguments are kept and shown but have no effect, as in RabbitMQ; known ones with a
 // wrong type or value are refused with PRECONDITION_FAILED naming the argument.
 #pragma once
 
+#include "actors/protocol.hpp"
 #include "core/message.hpp"
 
 #include <cstdint>
@@ -28,13 +30,33 @@ struct queue_limits {
   bool single_active_consumer = false;
   std::optional<std::string> dead_letter_exchange;
   std::optional<std::string> dead_letter_routing_key;
+  // x-queue-type=stream: an append-only log. Retention drops whole segments from its head
+  // while the log is over max_length_bytes or a segment's messages are all older than
+  // max_age_ms.
+  bool stream = false;
+  std::optional<int64_t> max_age_ms;
+  std::optional<int64_t> stream_segment_bytes;
 };
 
 /// Parses `args` into `out`; on failure returns what is wrong (and `out` is unspecified).
 std::string parse_queue_arguments(const field_table& args, queue_limits& out);
 
+/// What a declaration of a stream must also satisfy (durable, not exclusive nor auto-delete, no
+/// classic-only argument); what is wrong, or empty. Also refuses stream arguments on a classic
+/// queue.
+std::string check_queue_kind(const queue_limits& limits, const field_table& args, bool durable,
+                             bool exclusive, bool auto_delete);
+
+/// RabbitMQ's x-max-age: a positive number and a unit, Y M D h m s ("7D", "12h"), in ms.
+std::string parse_max_age(const std::string& text, int64_t& ms);
+
 /// Consumer arguments: x-priority (an integer; 0 when absent). Returns what is wrong, or empty.
 std::string parse_consumer_arguments(const field_table& args, int32_t& priority);
+
+/// Stream consumer arguments: x-stream-offset ("first" | "last" | "next", an integer offset,
+/// or an AMQP timestamp in seconds) and x-stream-group (text). Returns what is wrong, or empty.
+std::string parse_stream_arguments(const field_table& args, stream_offset_spec& offset,
+                                   std::string& group);
 
 /// Per-message TTL from the `expiration` property; empty string = none. Returns what is wrong,
 /// or empty on success.

@@ -26,7 +26,7 @@ using queue_actor_type = caf::typed_actor<
     caf::replies_to<get_atom, caf::actor, uint16_t, bool>::with<get_reply>,
     // from the vhost
     caf::replies_to<purge_atom>::with<uint32_t>,
-    caf::replies_to<delete_atom, bool, bool>::with<uint32_t>,
+    caf::replies_to<delete_atom, bool, bool, bool>::with<uint32_t>,  // if_unused, if_empty, force
     caf::replies_to<declare_atom>::with<queue_info>, caf::replies_to<stats_atom>::with<queue_info>,
     caf::replies_to<consumers_atom>::with<std::vector<consumer_info>>,
     caf::replies_to<lookup_atom, message_id>::with<lookup_reply>,

@@ -30,6 +30,10 @@ struct storage_context {
   // 0 = no limit; with both 0 (or no data dir) nothing is paged.
   uint64_t queue_memory_budget = 0;
   uint64_t node_memory_budget = 0;
+  // A stream's consumer group commits what it is done with after this many acks, and at least
+  // this often while it acks.
+  uint64_t stream_commit_acks = 1000;
+  int64_t stream_commit_interval_ms = 5000;
   std::shared_ptr<std::atomic<uint64_t>> next_scratch_id =
       std::make_shared<std::atomic<uint64_t>>(0);
 

@@ -12,6 +12,7 @@
 #include "actors/persistence_actor.hpp"
 #include "actors/queue_actor.hpp"
 #include "actors/refusing_queue.hpp"
+#include "actors/stream_actor.hpp"
 #include "actors/topic_trie.hpp"
 #include "actors/topology_view.hpp"
 #include "core/log.hpp"
@@ -337,8 +338,8 @@ void delete_queue_now(self_ptr self, const std::string& name) {
   auto& st = self->state;
   auto q = st.queues.find(name);
   if (q == st.queues.end()) return;
-  caf::anon_send(queue_handle(q->second.actor), delete_atom::value, false,
-                 false);  // no answer wanted
+  caf::anon_send(queue_handle(q->second.actor), delete_atom::value, false, false,
+                 true);  // no answer wanted
   changes out;
   forget_queue(self, name, out);
   persist_quietly(self, std::move(out));
@@ -425,13 +426,20 @@ caf::result<void> delete_exchange(self_ptr self, const std::string& name, bool i
 
 // Starts a queue's actor (recovering its messages, when durable) and binds it to the default
 // exchange by its own name, as every queue is.
-void start_queue(self_ptr self, const queue_spec& spec, const queue_limits& limits, uint64_t id) {
+void start_queue(self_ptr self, const queue_spec& spec, const queue_limits& limits, uint64_t id,
+                 std::map<std::string, int64_t> committed = {}) {
   auto& st = self->state;
   vhost_state::queue_entry entry;
   entry.spec = spec;
   entry.id = id;
-  entry.actor = caf::actor_cast<caf::actor>(self->spawn(
-      queue_actor, st.vhost, spec, limits, caf::actor_cast<caf::actor>(self), id, st.storage));
+  entry.stream = limits.stream;
+  auto me = caf::actor_cast<caf::actor>(self);
+  if (entry.stream)
+    entry.actor = caf::actor_cast<caf::actor>(self->spawn(stream_actor, st.vhost, spec, limits, me,
+                                                          id, st.storage, std::move(committed)));
+  else
+    entry.actor = caf::actor_cast<caf::actor>(
+        self->spawn(queue_actor, st.vhost, spec, limits, me, id, st.storage));
   self->monitor(entry.actor);
   binding_spec implicit{"", spec.name, spec.name, {}, false};
   st.bindings[binding_key(implicit)] = implicit;
@@ -613,6 +621,10 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
   if (limits.dead_letter_routing_key && !limits.dead_letter_exchange)
     return invalid("x-dead-letter-routing-key needs x-dead-letter-exchange (queue " +
                    quote(spec.name) + in_vhost(st) + ")");
+  if (auto problem =
+          check_queue_kind(limits, spec.arguments, spec.durable, spec.exclusive, spec.auto_delete);
+      !problem.empty())
+    return invalid(problem + " (queue " + quote(spec.name) + in_vhost(st) + ")");
   auto existing = st.queues.find(spec.name);
   if (existing != st.queues.end()) {
     auto& q = existing->second;
@@ -636,23 +648,23 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
 }
 
 caf::result<uint32_t> delete_queue(self_ptr self, const std::string& name, bool if_unused,
-                                   bool if_empty, const caf::actor& requester) {
+                                   bool if_empty, bool force, const caf::actor& requester) {
   auto& st = self->state;
   if (claim_pending(st, name))
     return park<uint32_t>(self, name, delete_atom::value, queues_atom::value, name, if_unused,
-                          if_empty, requester);
+                          if_empty, force, requester);
   auto q = st.queues.find(name);
   if (q == st.queues.end()) {
     const auto* r = st.remote.find(name);
     if (r == nullptr) return uint32_t{0};  // idempotent, as in RabbitMQ
     if (!r->home) return node_down(st, *r);
     return self->delegate(vhost_handle(r->home), delete_atom::value, queues_atom::value, name,
-                          if_unused, if_empty, requester);
+                          if_unused, if_empty, force, requester);
   }
   if (auto err = check_owner(st, q->second, requester)) return err;
   auto rp = self->make_response_promise<uint32_t>();
   auto actor = q->second.actor;
-  self->request(queue_handle(actor), caf::infinite, delete_atom::value, if_unused, if_empty)
+  self->request(queue_handle(actor), caf::infinite, delete_atom::value, if_unused, if_empty, force)
       .then(
           [=](uint32_t dropped) mutable {
             auto i = self->state.queues.find(name);
@@ -773,7 +785,7 @@ changes delete_everything(self_ptr self) {
   for (auto& name : queues) {
     auto& q = st.queues[name];
     self->demonitor(q.actor);
-    caf::anon_send(queue_handle(q.actor), delete_atom::value, false, false);
+    caf::anon_send(queue_handle(q.actor), delete_atom::value, false, false, true);
     forget_queue(self, name, out);
   }
   std::vector<std::string> exchanges;
@@ -789,11 +801,16 @@ void restore(self_ptr self, vhost_recovery recovered) {
   for (auto& e : recovered.exchanges) add_exchange(self, std::move(e), false);
   for (auto& [spec, id] : recovered.queues) {
     queue_limits limits;
-    if (auto problem = parse_queue_arguments(spec.arguments, limits); !problem.empty())
+    if (auto problem = parse_queue_arguments(spec.arguments, limits); !problem.empty()) {
       log(log_level::warn, "vhost",
           "queue " + quote(spec.name) + in_vhost(st) + " has arguments this node refuses (" +
               problem + "); recovered with defaults");
-    start_queue(self, spec, limits, id);
+      // A stream's files must never be served (and acked away) as a classic queue's.
+      auto type = find_field(spec.arguments, "x-queue-type");
+      limits = queue_limits{};
+      limits.stream = type != nullptr && type->kind == field_value::text && type->s == "stream";
+    }
+    start_queue(self, spec, limits, id, std::move(recovered.stream_offsets[id]));
   }
   for (auto& b : recovered.bindings) {
     auto e = st.exchanges.find(b.exchange);
@@ -832,6 +849,26 @@ caf::result<uint32_t> purge(self_ptr self, const std::string& name, const caf::a
       .then([=](uint32_t n) mutable { rp.deliver(n); },
             [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
   return rp;
+}
+
+// Commits, group listings and reads by offset go to the stream, wherever it lives.
+caf::result<stream_reply> stream_request(self_ptr self, const stream_command& cmd,
+                                         const caf::actor& requester) {
+  auto& st = self->state;
+  if (claim_pending(st, cmd.queue))
+    return park<stream_reply>(self, cmd.queue, stream_atom::value, cmd, requester);
+  auto q = st.queues.find(cmd.queue);
+  if (q == st.queues.end()) {
+    const auto* r = st.remote.find(cmd.queue);
+    if (r == nullptr) return no_queue(st, cmd.queue);
+    if (!r->home) return node_down(st, *r);
+    return self->delegate(vhost_handle(r->home), stream_atom::value, cmd, requester);
+  }
+  if (!q->second.stream)
+    return invalid("queue " + quote(cmd.queue) + in_vhost(st) +
+                   " is not a stream (declare it with x-queue-type=stream)");
+  return self->delegate(caf::actor_cast<stream_actor_type>(q->second.actor), stream_atom::value,
+                        cmd);
 }
 
 caf::result<caf::actor, bool> find_exchange(self_ptr self, const std::string& name) {
@@ -1037,8 +1074,11 @@ vhost_actor_type::behavior_type vhost_actor(vhost_actor_type::stateful_pointer<v
         return declare_queue(self, spec, passive, requester);
       },
       [=](delete_atom, queues_atom, const std::string& name, bool if_unused, bool if_empty,
-          requester_t requester) {
-        return delete_queue(self, name, if_unused, if_empty, requester);
+          bool force, requester_t requester) {
+        return delete_queue(self, name, if_unused, if_empty, force, requester);
+      },
+      [=](stream_atom, const stream_command& cmd, requester_t requester) {
+        return stream_request(self, cmd, requester);
       },
       [=](purge_atom, const std::string& name, requester_t requester) {
         return purge(self, name, requester);

@@ -7,7 +7,8 @@
 //   (declare_atom, exchange_spec, passive)                       -> void
 //   (delete_atom, exchanges_atom, name, if_unused)               -> void
 //   (declare_atom, queue_spec, passive, requester)               -> queue_info
-//   (delete_atom, queues_atom, name, if_unused, if_empty, req)   -> uint32 messages dropped
+//   (delete_atom, queues_atom, name, if_unused, if_empty, force, req) -> uint32 messages dropped
+//   (stream_atom, stream_command, requester)                     -> stream_reply  streams only
 //   (purge_atom, name, requester)                                -> uint32
 //   (bind_atom, binding_spec, requester) / (unbind_atom, ...)    -> void  to a queue or, with
 //                                                                   to_exchange, an exchange
@@ -51,6 +52,7 @@ struct vhost_recovery {
   std::vector<exchange_spec> exchanges;
   std::vector<std::pair<queue_spec, uint64_t>> queues;  // spec, id
   std::vector<binding_spec> bindings;
+  std::map<uint64_t, std::map<std::string, int64_t>> stream_offsets;  // by queue id, group
 };
 
 struct vhost_state {
@@ -64,7 +66,8 @@ struct vhost_state {
     queue_spec spec;
     uint64_t id = 0;
     caf::actor actor;
-    caf::actor owner;  // exclusive queues only
+    caf::actor owner;     // exclusive queues only
+    bool stream = false;  // x-queue-type=stream (stream_actor.hpp)
   };
 
   std::string vhost;

@@ -19,7 +19,10 @@ using vhost_actor_type = caf::typed_actor<
     caf::reacts_to<declare_atom, exchange_spec, bool>,
     caf::reacts_to<delete_atom, exchanges_atom, std::string, bool>,
     caf::replies_to<declare_atom, queue_spec, bool, caf::actor>::with<queue_info>,
-    caf::replies_to<delete_atom, queues_atom, std::string, bool, bool, caf::actor>::with<uint32_t>,
+    // if_unused, if_empty, force (a stream with consumer groups behind its end)
+    caf::replies_to<delete_atom, queues_atom, std::string, bool, bool, bool,
+                    caf::actor>::with<uint32_t>,
+    caf::replies_to<stream_atom, stream_command, caf::actor>::with<stream_reply>,
     caf::replies_to<purge_atom, std::string, caf::actor>::with<uint32_t>,
     caf::reacts_to<bind_atom, binding_spec, caf::actor>,
     caf::reacts_to<unbind_atom, binding_spec, caf::actor>,

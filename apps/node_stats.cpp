@@ -14,6 +14,17 @@ std::string per_second(double n) {
   return text::compact(n) + "/s";
 }
 
+// Streams' consumer groups: how far behind the end each is.
+void log_groups(const node_stats_info& now) {
+  text::table rows{{"vhost", "stream", "group", "committed", "lag", "consumers"}};
+  for (const auto& q : now.queues)
+    for (const auto& g : q.groups)
+      rows.push_back({q.vhost, q.spec.name, g.group, std::to_string(g.committed),
+                      std::to_string(g.lag), std::to_string(g.consumers)});
+  if (rows.size() == 1) return;
+  for (const auto& line : text::format_table(rows)) log(log_level::info, "stats", "  " + line);
+}
+
 // The table of one interval: every queue that holds messages, has consumers or had traffic.
 void log_interval(const node_stats_info& now, const node_stats_info* before) {
   double seconds = before ? (now.uptime_ms - before->uptime_ms) / 1000.0 : 0;
@@ -44,8 +55,9 @@ void log_interval(const node_stats_info& now, const node_stats_info* before) {
           per_second(total.delivered) + ", acked " + per_second(total.acked) + "; " +
           text::bytes(static_cast<double>(now.rss_bytes)) + " resident, " +
           text::bytes(static_cast<double>(now.memory_bytes)) + " held for messages");
-  if (rows.size() == 1) return;
-  for (const auto& line : text::format_table(rows)) log(log_level::info, "stats", "  " + line);
+  if (rows.size() > 1)
+    for (const auto& line : text::format_table(rows)) log(log_level::info, "stats", "  " + line);
+  log_groups(now);
 }
 
 }  // namespace

@@ -45,6 +45,8 @@ struct node_options {
   double memory_high_watermark = 0.4;
   uint64_t queue_memory_budget = 256 << 20;
   uint64_t queue_memory_per_queue = 64 << 20;
+  uint64_t stream_commit_acks = 1000;
+  double stream_commit_interval = 5;
   uint64_t disk_free_limit = 50'000'000;
   std::string log_level = "info";
   std::string scheduler = "sharing";
@@ -115,6 +117,14 @@ int parse_options(int argc, char** argv, node_options& opt) {
   app.add_option("--queue-memory-per-queue", opt.queue_memory_per_queue,
                  "bytes of messages one queue keeps in memory before new ones are kept on disk "
                  "only (0 = no per-queue budget)")
+      ->capture_default_str();
+  app.add_option("--stream-commit-acks", opt.stream_commit_acks,
+                 "a stream's consumer group commits what it is done with after this many acks")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--stream-commit-interval", opt.stream_commit_interval,
+                 "and at least this often (seconds) while its consumers ack")
+      ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
   app.add_option("--disk-free-limit", opt.disk_free_limit,
                  "hold back AMQP publishers while the data dir's disk has less free bytes")
@@ -207,6 +217,8 @@ opened_storage open_storage(const node_options& opt) {
   storage.segments.segment_bytes = opt.segment_bytes;
   storage.node_memory_budget = opt.queue_memory_budget;
   storage.queue_memory_budget = opt.queue_memory_per_queue;
+  storage.stream_commit_acks = opt.stream_commit_acks;
+  storage.stream_commit_interval_ms = static_cast<int64_t>(opt.stream_commit_interval * 1000);
   // Messages non-durable queues paged out belong to the run that wrote them.
   persistence::remove_tree(storage.scratch_root());
   // Queue files are opened on demand through one bounded cache; sockets, LMDB and the event

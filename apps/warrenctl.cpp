@@ -6,6 +6,7 @@
 #include "apps/warrenctl_definitions.hpp"
 #include "apps/warrenctl_output.hpp"
 #include "apps/warrenctl_stats.hpp"
+#include "apps/warrenctl_streams.hpp"
 #include "apps/warrenctl_topology.hpp"
 #include "warren/channel.hpp"
 #include "warren/client_error.hpp"
@@ -123,8 +124,14 @@ int get(channel& ch, const std::string& queue, size_t count, bool no_ack, bool r
   return 0;
 }
 
+// Where a consume starts in a stream, and its group; both empty for a plain consume.
+struct stream_position {
+  std::string offset, group;
+  bool any() const { return !offset.empty() || !group.empty(); }
+};
+
 int consume(channel& ch, const std::string& queue, size_t count, uint32_t prefetch, bool no_ack,
-            double timeout, bool as_json) {
+            double timeout, const stream_position& stream, bool as_json) {
   std::mutex mutex;
   std::condition_variable ready;
   std::deque<delivery> inbox;
@@ -133,19 +140,22 @@ int consume(channel& ch, const std::string& queue, size_t count, uint32_t prefet
   consume_options o;
   o.no_ack = no_ack;
   o.prefetch = prefetch;
-  ch.consume(
-      queue, o,
-      [&](const delivery& d) {
-        std::lock_guard<std::mutex> guard(mutex);
-        inbox.push_back(d);
-        if (inbox.size() == 1) ready.notify_one();  // the reader only waits on an empty inbox
-      },
-      [&](const std::string&, const std::string& reason) {
-        std::lock_guard<std::mutex> guard(mutex);
-        cancelled = true;
-        cancel_reason = reason;
-        ready.notify_one();
-      });
+  auto on_message = [&](const delivery& d) {
+    std::lock_guard<std::mutex> guard(mutex);
+    inbox.push_back(d);
+    if (inbox.size() == 1) ready.notify_one();  // the reader only waits on an empty inbox
+  };
+  auto on_cancel = [&](const std::string&, const std::string& reason) {
+    std::lock_guard<std::mutex> guard(mutex);
+    cancelled = true;
+    cancel_reason = reason;
+    ready.notify_one();
+  };
+  if (stream.any())
+    ch.consume_stream(queue, warrenctl::parse_stream_offset(stream.offset), stream.group, prefetch,
+                      on_message, on_cancel);
+  else
+    ch.consume(queue, o, on_message, on_cancel);
   size_t seen = 0;
   uint64_t unacked_upto = 0;
   size_t unacked = 0;
@@ -243,6 +253,8 @@ CLI::Option* add_connect_options(CLI::App& app, connect_options& connect) {
 // and stats.
 struct messaging_commands {
   std::string exchange, queue, key, message_id_text, what;
+  std::string list_queue;  // list groups QUEUE
+  stream_position stream;
   std::vector<std::string> headers;
   std::optional<std::string> body;
   bool persistent = false, mandatory = false, no_ack = false, requeue = false;
@@ -275,13 +287,17 @@ struct messaging_commands {
         ->capture_default_str();
     consume_cmd->add_flag("--no-ack", no_ack);
     consume_cmd->add_option("--timeout", timeout, "stop after SECONDS without a message");
+    consume_cmd->add_option("--offset", stream.offset,
+                            "a stream: first|last|next|OFFSET|TIME (ISO 8601 UTC, or -30m ago)");
+    consume_cmd->add_option("--group", stream.group, "a stream: the consumer group to read in");
 
     list_cmd = app.add_subcommand(
-        "list", "list vhosts|exchanges|queues|bindings|consumers|connections|nodes");
+        "list", "list vhosts|exchanges|queues|bindings|consumers|connections|nodes|groups QUEUE");
     list_cmd->add_option("WHAT", what)
         ->required()
-        ->check(CLI::IsMember(
-            {"vhosts", "exchanges", "queues", "bindings", "consumers", "connections", "nodes"}));
+        ->check(CLI::IsMember({"vhosts", "exchanges", "queues", "bindings", "consumers",
+                               "connections", "nodes", "groups"}));
+    list_cmd->add_option("QUEUE", list_queue, "list groups: the stream");
 
     lookup_cmd = app.add_subcommand("lookup", "find a message still held by a queue");
     lookup_cmd->add_option("MESSAGE_ID", message_id_text)->required();
@@ -311,7 +327,8 @@ struct messaging_commands {
     if (cmd == publish_cmd)
       return publish(*ch, exchange, key, body, persistent, headers, mandatory, opt.json);
     if (cmd == get_cmd) return get(*ch, queue, count == 0 ? 1 : count, no_ack, requeue, opt.json);
-    if (cmd == consume_cmd) return consume(*ch, queue, count, prefetch, no_ack, timeout, opt.json);
+    if (cmd == consume_cmd)
+      return consume(*ch, queue, count, prefetch, no_ack, timeout, stream, opt.json);
     return lookup(*ch, message_id_text, opt.connect.vhost, opt.json);
   }
 
@@ -323,6 +340,10 @@ struct messaging_commands {
     if (what == "consumers") warrenctl::print_list(conn.list_consumers(), json);
     if (what == "connections") warrenctl::print_list(conn.list_connections(), json);
     if (what == "nodes") warrenctl::print_list(conn.list_nodes(), json);
+    if (what == "groups") {
+      if (list_queue.empty()) throw usage_error("list groups needs the stream's name");
+      warrenctl::print_list(conn.open_channel()->list_groups(list_queue), json);
+    }
   }
 };
 
@@ -339,6 +360,7 @@ int main(int argc, char** argv) {
   messaging_commands messaging(app);
   warrenctl::admin_commands admin(app);
   warrenctl::definitions_commands definitions(app);
+  warrenctl::stream_commands streams(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -352,7 +374,7 @@ int main(int argc, char** argv) {
     auto conn = connection::open(opt.connect);
     auto cmd = app.get_subcommands().front();
     if (topology.run(cmd, *conn, opt.json) || admin.run(cmd, *conn, opt.json) ||
-        definitions.run(cmd, *conn))
+        definitions.run(cmd, *conn) || streams.run(cmd, *conn, opt.json))
       return 0;
     return messaging.run(cmd, *conn, opt).value_or(0);
   } catch (const usage_error& e) {

@@ -86,6 +86,7 @@ json to_json(const delivery& d) {
               {"redelivered", d.redelivered},
               {"message_id", warren::to_string(d.id)},
               {"delivery_tag", d.delivery_tag},
+              {"stream_offset", d.stream_offset},
               {"headers", to_json(p.headers)},
               {"properties", props}};
 }
@@ -138,19 +139,28 @@ void print_list(const std::vector<queue_row>& list, bool as_json) {
                          {"consumers", q.consumers},
                          {"messages_paged_out", q.messages_paged_out},
                          {"memory", q.memory},
+                         {"type", q.type},
+                         {"first_offset", q.first_offset},
+                         {"last_offset", q.last_offset},
+                         {"segments", q.segments},
                          {"state", q.unavailable.empty() ? "running" : "unavailable"},
                          {"unavailable", q.unavailable},
                          {"node", q.node}});
     std::cout << dump_json(out) << '\n';
     return;
   }
-  table rows{{"name", "durable", "exclusive", "auto_delete", "ready", "unacked", "consumers",
-              "state", "node", "arguments"}};
-  for (const auto& q : list)
-    rows.push_back({q.name, yes_no(q.durable), yes_no(q.exclusive), yes_no(q.auto_delete),
+  table rows{{"name", "type", "durable", "exclusive", "auto_delete", "ready", "unacked",
+              "consumers", "offsets", "segments", "state", "node", "arguments"}};
+  for (const auto& q : list) {
+    auto offsets = q.first_offset < 0
+                       ? std::string()
+                       : std::to_string(q.first_offset) + ".." + std::to_string(q.last_offset);
+    rows.push_back({q.name, q.type, yes_no(q.durable), yes_no(q.exclusive), yes_no(q.auto_delete),
                     std::to_string(q.messages_ready), std::to_string(q.messages_unacked),
-                    std::to_string(q.consumers), q.unavailable.empty() ? "running" : "unavailable",
-                    q.node, table_text(q.arguments)});
+                    std::to_string(q.consumers), offsets, std::to_string(q.segments),
+                    q.unavailable.empty() ? "running" : "unavailable", q.node,
+                    table_text(q.arguments)});
+  }
   print_table(rows);
   // The reason is long: it goes under the table, one line per queue that has one.
   for (const auto& q : list)
@@ -239,6 +249,28 @@ void print_list(const std::vector<node_row>& list, bool as_json) {
   for (const auto& n : list)
     rows.push_back({n.name + (n.local ? " (this node)" : ""), n.address, yes_no(n.running),
                     std::to_string(n.queues)});
+  print_table(rows);
+}
+
+}  // namespace warrenctl
+
+namespace warrenctl {
+
+void print_list(const std::vector<group_row>& list, bool as_json) {
+  if (as_json) {
+    json out = json::array();
+    for (const auto& g : list)
+      out.push_back(json{{"group", g.group},
+                         {"committed_offset", g.committed_offset},
+                         {"lag", g.lag},
+                         {"consumers", g.consumers}});
+    std::cout << dump_json(out) << '\n';
+    return;
+  }
+  table rows{{"group", "committed_offset", "lag", "consumers"}};
+  for (const auto& g : list)
+    rows.push_back({g.group, std::to_string(g.committed_offset), std::to_string(g.lag),
+                    std::to_string(g.consumers)});
   print_table(rows);
 }
 

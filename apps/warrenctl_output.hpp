@@ -34,5 +34,6 @@ void print_list(const std::vector<warren::client::binding_row>& rows, bool json)
 void print_list(const std::vector<warren::client::consumer_row>& rows, bool json);
 void print_list(const std::vector<warren::client::connection_row>& rows, bool json);
 void print_list(const std::vector<warren::client::node_row>& rows, bool json);
+void print_list(const std::vector<warren::client::group_row>& rows, bool json);
 
 }  // namespace warrenctl

@@ -58,6 +58,19 @@ std::string duration(uint64_t ms) {
   return buf;
 }
 
+// Streams' consumer groups and how far behind their end each is ("enqueued" above is a
+// stream's append rate).
+void print_groups(const node_stats& after) {
+  table groups{{"vhost", "stream", "group", "committed", "lag", "consumers"}};
+  for (const auto& q : after.queues)
+    for (const auto& g : q.groups)
+      groups.push_back({q.vhost, q.name, g.group, std::to_string(g.committed_offset),
+                        std::to_string(g.lag), std::to_string(g.consumers)});
+  if (groups.size() == 1) return;
+  print_table(groups);
+  std::cout << '\n';
+}
+
 void report(const node_stats& before, const node_stats& after, bool as_json) {
   double seconds = (after.uptime_ms - before.uptime_ms) / 1000.0;
   auto queue_rates = warren::rates_by_key(before.queues, after.queues, seconds, queue_key);
@@ -78,7 +91,18 @@ void report(const node_stats& before, const node_stats& after, bool as_json) {
                {"ready", q.messages_ready}, {"unacked", q.messages_unacked},
                {"consumers", q.consumers},  {"bytes_on_disk", q.bytes_on_disk},
                {"segments", q.segments},    {"paged_out", q.messages_paged_out},
-               {"memory", q.memory}};
+               {"memory", q.memory},        {"type", q.type}};
+      if (q.type == "stream") {
+        json groups = json::array();
+        for (const auto& g : q.groups)
+          groups.push_back(json{{"group", g.group},
+                                {"committed_offset", g.committed_offset},
+                                {"lag", g.lag},
+                                {"consumers", g.consumers}});
+        row["first_offset"] = q.first_offset;
+        row["last_offset"] = q.last_offset;
+        row["groups"] = std::move(groups);
+      }
       row.update(counters_json(q.traffic));
       row.update(rates_json(queue_rates[i]));
       queues.push_back(std::move(row));
@@ -131,6 +155,7 @@ void report(const node_stats& before, const node_stats& after, bool as_json) {
   }
   print_table(queues);
   std::cout << '\n';
+  print_groups(after);
   table conns{{"connection", "peer", "vhost", "user", "channels", "published", "delivered", "acked",
                "in", "out"}};
   for (size_t i = 0; i < after.connections.size(); ++i) {

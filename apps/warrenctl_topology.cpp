@@ -44,6 +44,8 @@ void topology_commands::add_queue_commands(CLI::App& app) {
   delete_queue_->add_option("NAME", name_)->required();
   delete_queue_->add_flag("--if-unused", if_unused_);
   delete_queue_->add_flag("--if-empty", if_empty_);
+  delete_queue_->add_flag("--force", force_,
+                          "delete a stream even though consumer groups have not reached its end");
   purge_queue_ = app.add_subcommand("purge-queue", "drop a queue's ready messages");
   purge_queue_->add_option("NAME", name_)->required();
 }
@@ -83,7 +85,7 @@ bool topology_commands::run(const CLI::App* cmd, warren::client::connection& con
   } else if (cmd == declare_queue_) {
     declare_queue(*ch, as_json);
   } else if (cmd == delete_queue_) {
-    auto n = ch->queue_delete(name_, if_unused_, if_empty_);
+    auto n = ch->queue_delete(name_, if_unused_, if_empty_, force_);
     if (as_json) std::cout << json{{"messages", n}}.dump() << '\n';
   } else if (cmd == purge_queue_) {
     auto n = ch->queue_purge(name_);

@@ -30,7 +30,7 @@ class topology_commands {
   std::vector<std::string> args_;
   std::string node_;  // declare-queue --node
   bool durable_ = false, auto_delete_ = false, internal_ = false, exclusive_ = false;
-  bool if_unused_ = false, if_empty_ = false, to_exchange_ = false;
+  bool if_unused_ = false, if_empty_ = false, to_exchange_ = false, force_ = false;
   CLI::App *declare_exchange_ = nullptr, *delete_exchange_ = nullptr, *declare_queue_ = nullptr,
            *delete_queue_ = nullptr, *purge_queue_ = nullptr, *bind_ = nullptr, *unbind_ = nullptr;
 };

@@ -92,6 +92,29 @@ struct Delivery {
   properties @6 :Properties;
   body @7 :Data;
   messageCount @8 :UInt32;    # `get` only: messages still ready in the queue after this one
+  streamOffset @9 :Int64 = -1;  # a stream's message: its offset; -1 for other queues
+}
+
+# Where a stream consumer starts (Channel.consumeStream).
+struct StreamOffset {
+  union {
+    unset @0 :Void;           # in a group: after the group's committed offset (or as `next`
+                              # when it has none); without a group: as `next`
+    first @1 :Void;           # the oldest message retention kept
+    last @2 :Void;            # the start of the newest segment (RabbitMQ's "last chunk")
+    next @3 :Void;            # only messages appended from now on
+    offset @4 :UInt64;        # this offset (the oldest kept, if retention removed it; a consumer
+                              # ahead of the end waits for it)
+    timestamp @5 :Int64;      # the first message appended at or after this time (ms since epoch)
+  }
+}
+
+# A consumer group of a stream.
+struct GroupInfo {
+  group @0 :Text;
+  committedOffset @1 :Int64;  # the last offset the group is done with; -1 = none yet
+  lag @2 :UInt64;             # messages of the stream after the committed offset
+  consumers @3 :UInt32;       # attached now
 }
 
 # The client's receiving end of a subscription, passed to `Channel.consume`.
@@ -134,6 +157,10 @@ struct QueueInfo {
                                  # memory budget), read back as consumers need them
   memory @15 :UInt64;          # bytes the queue holds in memory: its messages (bodies and a
                                # fixed overhead each) and its index of what is on disk
+  type @16 :Text;              # "classic" or "stream"
+  firstOffset @17 :Int64 = -1; # a stream's oldest and newest offsets; -1 while it is empty (and
+  lastOffset @18 :Int64 = -1;  # for classic queues). messagesReady counts a stream's messages.
+  groups @19 :List(GroupInfo); # a stream's consumer groups
 }
 
 # Counters since the queue or connection began; they only grow. Rates are the difference of two
@@ -323,7 +350,10 @@ interface Channel {
   # their last consumer does. Arguments understood: x-message-ttl, x-expires, x-max-length,
   # x-max-length-bytes, x-overflow (drop-head | reject-publish | reject-publish-dlx),
   # x-dead-letter-exchange, x-dead-letter-routing-key, x-max-priority (1-255),
-  # x-single-active-consumer (bool), x-queue-type (classic). Others are kept and listed.
+  # x-single-active-consumer (bool), x-queue-type (classic | stream). A stream is durable, not
+  # exclusive nor auto-delete, and takes x-max-length-bytes, x-max-age ("7D", "12h", "30m"; units
+  # Y M D h m s) and x-stream-max-segment-size-bytes (retention removes whole segments) instead of
+  # the classic arguments. Others are kept and listed.
   # In a cluster, `node` names the node a new queue is created on (empty: the node this
   # connection is on); it is ignored for a queue that exists already. An unknown or stopped
   # node is NOT_FOUND naming it; an exclusive queue cannot be put on another node
@@ -333,8 +363,11 @@ interface Channel {
                                                            consumerCount :UInt32);
 
   # Deletes a queue; its consumers are cancelled. Returns how many ready messages were dropped.
-  # Deleting a queue that does not exist succeeds and returns 0 (as in RabbitMQ).
-  queueDelete @3 (name :Text, ifUnused :Bool, ifEmpty :Bool) -> (messageCount :UInt32);
+  # Deleting a queue that does not exist succeeds and returns 0 (as in RabbitMQ). A stream with
+  # consumer groups that have not reached its end is refused (PRECONDITION_FAILED naming them
+  # and their lag) unless `force`.
+  queueDelete @3 (name :Text, ifUnused :Bool, ifEmpty :Bool, force :Bool)
+      -> (messageCount :UInt32);
 
   # Drops the ready messages of a queue (unacked ones stay). Returns how many were dropped.
   queuePurge @4 (name :Text) -> (messageCount :UInt32);
@@ -413,4 +446,26 @@ interface Channel {
       -> ();
   exchangeUnbind @22 (destination :Text, source :Text, bindingKey :Text,
                       arguments :List(Field)) -> ();
+
+  # Subscribes `consumer` to a stream from `offset`. Deliveries carry their `streamOffset`; acks
+  # (required: `prefetch` must be at least 1) return credit and, in a `group`, tell the group
+  # what it is done with. The consumers of one group share it: each message goes to one of them,
+  # and the group's committed offset is stored on the node (explicitly with commitOffset, and
+  # by itself every 1000 acks, every 5 s while acks come, and when its last consumer leaves).
+  # A group's first consumer without an offset resumes after the committed offset; later ones
+  # join where the group is. A classic queue takes it as `consume` would, ignoring offset and
+  # group.
+  consumeStream @23 (queue :Text, consumerTag :Text, offset :StreamOffset, group :Text,
+                     prefetch :UInt32, consumer :Consumer) -> (consumerTag :Text);
+
+  # Stores `offset` as the last one `group` is done with (creating the group). PRECONDITION_FAILED
+  # for an offset past the stream's end or a queue that is not a stream.
+  commitOffset @24 (queue :Text, group :Text, offset :UInt64) -> (group :GroupInfo);
+
+  # The stream's consumer groups.
+  listGroups @25 (queue :Text) -> (groups :List(GroupInfo));
+
+  # The stream's message at `offset`, without consuming it; `found` false when retention removed
+  # it or it does not exist yet.
+  readOffset @26 (queue :Text, offset :UInt64) -> (found :Bool, delivery :Delivery);
 }

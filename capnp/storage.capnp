@@ -54,6 +54,15 @@ struct ClusterStateRecord {
                                # meet compare them to see who is behind (cluster_actor.hpp)
 }
 
+# LMDB "streams" database, key = the stream's queue id (8 bytes, big-endian) then the group's
+# name: the committed offset of one consumer group of a stream.
+struct StreamOffsetRecord {
+  queueId @0 :UInt64;
+  group @1 :Text;
+  offset @2 :Int64;            # the last offset the group is done with
+  committedAt @3 :Int64;       # ms since the epoch
+}
+
 # LMDB "exchanges" database, key = vhost NUL name. Only durable exchanges are stored.
 struct ExchangeRecord {
   vhost @0 :Text;

@@ -199,13 +199,14 @@ declare_ok channel::queue_declare(const std::string& name, const queue_options& 
   });
 }
 
-uint32_t channel::queue_delete(const std::string& name, bool if_unused, bool if_empty) {
+uint32_t channel::queue_delete(const std::string& name, bool if_unused, bool if_empty, bool force) {
   auto st = state_;
-  return runtime_->call<uint32_t>([st, name, if_unused, if_empty]() {
+  return runtime_->call<uint32_t>([st, name, if_unused, if_empty, force]() {
     auto req = cap_of(st).queueDeleteRequest();
     req.setName(name);
     req.setIfUnused(if_unused);
     req.setIfEmpty(if_empty);
+    req.setForce(force);
     return req.send().then(
         [](capnp::Response<rpc::Channel::QueueDeleteResults>&& r) { return r.getMessageCount(); });
   });
@@ -344,9 +345,77 @@ std::string channel::consume(const std::string& queue, const consume_options& o,
     req.setExclusive(o.exclusive);
     req.setPrefetch(o.prefetch);
     req.setPriority(o.priority);
-    req.setConsumer(kj::heap<consumer_impl>(rt, std::move(on_message), std::move(on_cancel)));
-    return req.send().then([](capnp::Response<rpc::Channel::ConsumeResults>&& r) {
-      return wire::text(r.getConsumerTag());
+    auto live = std::make_shared<std::atomic<bool>>(true);
+    req.setConsumer(
+        kj::heap<consumer_impl>(rt, std::move(on_message), std::move(on_cancel), live, st->open));
+    return register_consumer(st, live,
+                             req.send().then([](capnp::Response<rpc::Channel::ConsumeResults>&& r) {
+                               return wire::text(r.getConsumerTag());
+                             }));
+  });
+}
+
+std::string channel::consume_stream(const std::string& queue, const stream_offset& offset,
+                                    const std::string& group, uint32_t prefetch,
+                                    message_handler on_message, cancel_handler on_cancel,
+                                    const std::string& tag) {
+  auto st = state_;
+  auto* rt = runtime_.get();
+  return runtime_->call<std::string>([st, rt, queue, offset, group, prefetch, tag,
+                                      on_message = std::move(on_message),
+                                      on_cancel = std::move(on_cancel)]() mutable {
+    auto req = cap_of(st).consumeStreamRequest();
+    req.setQueue(queue);
+    req.setConsumerTag(tag);
+    write_stream_offset(offset, req.initOffset());
+    req.setGroup(group);
+    req.setPrefetch(prefetch);
+    auto live = std::make_shared<std::atomic<bool>>(true);
+    req.setConsumer(
+        kj::heap<consumer_impl>(rt, std::move(on_message), std::move(on_cancel), live, st->open));
+    return register_consumer(
+        st, live, req.send().then([](capnp::Response<rpc::Channel::ConsumeStreamResults>&& r) {
+          return wire::text(r.getConsumerTag());
+        }));
+  });
+}
+
+group_row channel::commit_offset(const std::string& queue, const std::string& group,
+                                 uint64_t offset) {
+  auto st = state_;
+  return runtime_->call<group_row>([st, queue, group, offset]() {
+    auto req = cap_of(st).commitOffsetRequest();
+    req.setQueue(queue);
+    req.setGroup(group);
+    req.setOffset(offset);
+    return req.send().then([](capnp::Response<rpc::Channel::CommitOffsetResults>&& r) {
+      return read_group_row(r.getGroup());
+    });
+  });
+}
+
+std::vector<group_row> channel::list_groups(const std::string& queue) {
+  auto st = state_;
+  return runtime_->call<std::vector<group_row>>([st, queue]() {
+    auto req = cap_of(st).listGroupsRequest();
+    req.setQueue(queue);
+    return req.send().then([](capnp::Response<rpc::Channel::ListGroupsResults>&& r) {
+      std::vector<group_row> out;
+      for (auto g : r.getGroups()) out.push_back(read_group_row(g));
+      return out;
+    });
+  });
+}
+
+std::optional<delivery> channel::read_offset(const std::string& queue, uint64_t offset) {
+  auto st = state_;
+  return runtime_->call<std::optional<delivery>>([st, queue, offset]() {
+    auto req = cap_of(st).readOffsetRequest();
+    req.setQueue(queue);
+    req.setOffset(offset);
+    return req.send().then([](capnp::Response<rpc::Channel::ReadOffsetResults>&& r) {
+      if (!r.getFound()) return std::optional<delivery>{};
+      return std::optional<delivery>{read_delivery(r.getDelivery())};
     });
   });
 }

@@ -19,7 +19,29 @@ delivery read_delivery(rpc::Delivery::Reader in) {
   d.properties = wire::read_properties(in.getProperties());
   d.body = bytes(in.getBody());
   d.message_count = in.getMessageCount();
+  d.stream_offset = in.getStreamOffset();
   return d;
+}
+
+group_row read_group_row(rpc::GroupInfo::Reader in) {
+  return {text(in.getGroup()), in.getCommittedOffset(), in.getLag(), in.getConsumers()};
+}
+
+void write_stream_offset(const stream_offset& o, rpc::StreamOffset::Builder out) {
+  switch (o.kind) {
+    case stream_offset::first:
+      return out.setFirst();
+    case stream_offset::last:
+      return out.setLast();
+    case stream_offset::next:
+      return out.setNext();
+    case stream_offset::offset:
+      return out.setOffset(static_cast<uint64_t>(o.value < 0 ? 0 : o.value));
+    case stream_offset::timestamp:
+      return out.setTimestamp(o.value);
+    case stream_offset::unset:
+      return out.setUnset();
+  }
 }
 
 void write_outbound(const outbound_message& m, rpc::OutboundMessage::Builder out) {
@@ -59,14 +81,28 @@ traffic_counters read_traffic(rpc::Traffic::Reader in) {
 }
 
 queue_row read_queue_row(rpc::QueueInfo::Reader in) {
-  return {text(in.getName()),        text(in.getVhost()),
-          in.getDurable(),           in.getExclusive(),
-          in.getAutoDelete(),        wire::read_table(in.getArguments()),
-          in.getMessagesReady(),     in.getMessagesUnacked(),
-          in.getConsumers(),         read_traffic(in.getTraffic()),
-          in.getBytesOnDisk(),       in.getSegments(),
-          text(in.getUnavailable()), text(in.getNode()),
-          in.getMessagesPagedOut(),  in.getMemory()};
+  queue_row q;
+  q.name = text(in.getName());
+  q.vhost = text(in.getVhost());
+  q.durable = in.getDurable();
+  q.exclusive = in.getExclusive();
+  q.auto_delete = in.getAutoDelete();
+  q.arguments = wire::read_table(in.getArguments());
+  q.messages_ready = in.getMessagesReady();
+  q.messages_unacked = in.getMessagesUnacked();
+  q.consumers = in.getConsumers();
+  q.traffic = read_traffic(in.getTraffic());
+  q.bytes_on_disk = in.getBytesOnDisk();
+  q.segments = in.getSegments();
+  q.unavailable = text(in.getUnavailable());
+  q.node = text(in.getNode());
+  q.messages_paged_out = in.getMessagesPagedOut();
+  q.memory = in.getMemory();
+  if (in.hasType()) q.type = text(in.getType());
+  q.first_offset = in.getFirstOffset();
+  q.last_offset = in.getLastOffset();
+  for (auto g : in.getGroups()) q.groups.push_back(read_group_row(g));
+  return q;
 }
 
 binding_row read_binding_row(rpc::BindingInfo::Reader in) {

@@ -79,8 +79,8 @@ class channel_impl final : public rpc::Channel::Server {
   kj::Promise<void> queueDelete(QueueDeleteContext ctx) override {
     auto p = ctx.getParams();
     auto name = text(p.getName());
-    bool if_unused = p.getIfUnused(), if_empty = p.getIfEmpty();
-    return ask([&](uint64_t r) { conn().delete_queue(r, id_, name, if_unused, if_empty); })
+    bool if_unused = p.getIfUnused(), if_empty = p.getIfEmpty(), force = p.getForce();
+    return ask([&](uint64_t r) { conn().delete_queue(r, id_, name, if_unused, if_empty, force); })
         .then([ctx](caf::message m) mutable {
           ctx.getResults().setMessageCount(m.get_as<uint32_t>(0));
         });
@@ -161,21 +161,62 @@ class channel_impl final : public rpc::Channel::Server {
     c.exclusive = p.getExclusive();
     c.prefetch = p.getPrefetch();
     c.priority = p.getPriority();
-    if (c.tag.empty()) c.tag = generated_name("amq.ctag-");
-    auto tag = c.tag;
-    // Deliveries can reach this loop before the consume reply does, so the capability is
-    // registered first and withdrawn if the broker refuses.
-    bool added = session_->add_consumer(id_, tag, p.getConsumer());
-    return ask([&](uint64_t r) { conn().consume(r, id_, std::move(c)); })
-        .then(
-            [ctx, tag](caf::message) mutable -> kj::Promise<void> {
-              ctx.getResults().setConsumerTag(tag);
-              return kj::READY_NOW;
-            },
-            [this, tag, added](kj::Exception&& e) -> kj::Promise<void> {
-              if (added) session_->remove_consumer(id_, tag);
-              return kj::mv(e);
-            });
+    return start_consume(std::move(c), p.getConsumer(), [ctx](const std::string& tag) mutable {
+      ctx.getResults().setConsumerTag(tag);
+    });
+  }
+
+  kj::Promise<void> consumeStream(ConsumeStreamContext ctx) override {
+    auto p = ctx.getParams();
+    consume_request c;
+    c.queue = text(p.getQueue());
+    c.tag = text(p.getConsumerTag());
+    c.prefetch = p.getPrefetch();
+    c.offset = read_stream_offset(p.getOffset());
+    c.group = text(p.getGroup());
+    if (!c.group.empty())
+      if (auto problem = check_name("consumer group name", c.group); !problem.empty())
+        throw_failure({reply_code::precondition_failed, problem});
+    return start_consume(std::move(c), p.getConsumer(), [ctx](const std::string& tag) mutable {
+      ctx.getResults().setConsumerTag(tag);
+    });
+  }
+
+  kj::Promise<void> commitOffset(CommitOffsetContext ctx) override {
+    auto p = ctx.getParams();
+    stream_command cmd{stream_command::commit, text(p.getQueue()), text(p.getGroup()),
+                       static_cast<int64_t>(std::min<uint64_t>(p.getOffset(), INT64_MAX))};
+    return ask([&](uint64_t r) { conn().stream(r, id_, std::move(cmd)); })
+        .then([ctx](caf::message m) mutable {
+          const auto& reply = m.get_as<stream_reply>(0);
+          if (!reply.groups.empty()) write_group(reply.groups[0], ctx.getResults().initGroup());
+        });
+  }
+
+  kj::Promise<void> listGroups(ListGroupsContext ctx) override {
+    stream_command cmd{stream_command::groups, text(ctx.getParams().getQueue()), {}, 0};
+    return ask([&](uint64_t r) { conn().stream(r, id_, std::move(cmd)); })
+        .then([ctx](caf::message m) mutable {
+          const auto& groups = m.get_as<stream_reply>(0).groups;
+          auto out = ctx.getResults().initGroups(static_cast<unsigned>(groups.size()));
+          for (unsigned i = 0; i < out.size(); ++i) write_group(groups[i], out[i]);
+        });
+  }
+
+  kj::Promise<void> readOffset(ReadOffsetContext ctx) override {
+    auto p = ctx.getParams();
+    stream_command cmd{stream_command::read,
+                       text(p.getQueue()),
+                       {},
+                       static_cast<int64_t>(std::min<uint64_t>(p.getOffset(), INT64_MAX))};
+    return ask([&](uint64_t r) { conn().stream(r, id_, std::move(cmd)); })
+        .then([ctx](caf::message m) mutable {
+          const auto& reply = m.get_as<stream_reply>(0);
+          ctx.getResults().setFound(reply.found);
+          if (!reply.found) return;
+          delivery d{0, false, reply.delivery.msg, 0, reply.delivery.stream_offset};
+          write_delivery(d, {}, ctx.getResults().initDelivery());
+        });
   }
 
   kj::Promise<void> cancel(CancelContext ctx) override {
@@ -250,7 +291,8 @@ class channel_impl final : public rpc::Channel::Server {
       auto found = res.initFound();
       found.setQueue(reply.queue);
       found.setState(reply.state);
-      delivery d{0, reply.delivery.redelivered, reply.delivery.msg, 0};
+      delivery d{0, reply.delivery.redelivered, reply.delivery.msg, 0,
+                 reply.delivery.stream_offset};
       write_delivery(d, {}, found.initDelivery());
     });
   }
@@ -266,6 +308,26 @@ class channel_impl final : public rpc::Channel::Server {
 
  private:
   connection_ref& conn() { return session_->conn(); }
+
+  // Deliveries can reach this loop before the consume reply does, so the capability is
+  // registered first and withdrawn if the broker refuses.
+  template <class Answer>
+  kj::Promise<void> start_consume(consume_request c, rpc::Consumer::Client consumer,
+                                  Answer answer) {
+    if (c.tag.empty()) c.tag = generated_name("amq.ctag-");
+    auto tag = c.tag;
+    bool added = session_->add_consumer(id_, tag, kj::mv(consumer));
+    return ask([&](uint64_t r) { conn().consume(r, id_, std::move(c)); })
+        .then(
+            [answer, tag](caf::message) mutable -> kj::Promise<void> {
+              answer(tag);
+              return kj::READY_NOW;
+            },
+            [this, tag, added](kj::Exception&& e) -> kj::Promise<void> {
+              if (added) session_->remove_consumer(id_, tag);
+              return kj::mv(e);
+            });
+  }
 
   template <class Send>
   kj::Promise<caf::message> ask(Send&& send) {

@@ -28,6 +28,35 @@ void write_delivery(const delivery& d, const std::string& consumer_tag,
   write_properties(m.properties(), out.initProperties());
   out.setBody(bytes_of(m.body));
   out.setMessageCount(d.message_count);
+  out.setStreamOffset(d.stream_offset);
+}
+
+void write_group(const group_info& g, rpc::GroupInfo::Builder out) {
+  out.setGroup(g.group);
+  out.setCommittedOffset(g.committed);
+  out.setLag(g.lag);
+  out.setConsumers(g.consumers);
+}
+
+stream_offset_spec read_stream_offset(rpc::StreamOffset::Reader in) {
+  switch (in.which()) {
+    case rpc::StreamOffset::FIRST:
+      return {stream_offset_spec::first, 0};
+    case rpc::StreamOffset::LAST:
+      return {stream_offset_spec::last, 0};
+    case rpc::StreamOffset::NEXT:
+      return {stream_offset_spec::next, 0};
+    case rpc::StreamOffset::OFFSET:
+      if (in.getOffset() > static_cast<uint64_t>(INT64_MAX))
+        throw_failure({reply_code::precondition_failed,
+                       "stream offset " + std::to_string(in.getOffset()) + " is out of range"});
+      return {stream_offset_spec::offset, static_cast<int64_t>(in.getOffset())};
+    case rpc::StreamOffset::TIMESTAMP:
+      return {stream_offset_spec::timestamp, in.getTimestamp()};
+    case rpc::StreamOffset::UNSET:
+      break;
+  }
+  return {};
 }
 
 void write_traffic(const traffic_counters& t, rpc::Traffic::Builder out) {
@@ -68,6 +97,13 @@ void write_queue(const queue_info& info, rpc::QueueInfo::Builder out) {
   out.setNode(info.node);
   out.setMessagesPagedOut(info.paged_out);
   out.setMemory(info.memory_bytes);
+  out.setType(info.stream ? "stream" : "classic");
+  out.setFirstOffset(info.first_offset);
+  out.setLastOffset(info.last_offset);
+  if (!info.groups.empty()) {
+    auto groups = out.initGroups(static_cast<unsigned>(info.groups.size()));
+    for (unsigned i = 0; i < groups.size(); ++i) write_group(info.groups[i], groups[i]);
+  }
 }
 
 void write_binding(const binding_info& info, rpc::BindingInfo::Builder out) {

@@ -28,6 +28,9 @@ void write_delivery(const delivery& d, const std::string& consumer_tag, rpc::Del
 void write_exchange(const exchange_info& info, rpc::ExchangeInfo::Builder out);
 void write_queue(const queue_info& info, rpc::QueueInfo::Builder out);
 void write_traffic(const traffic_counters& t, rpc::Traffic::Builder out);
+void write_group(const group_info& g, rpc::GroupInfo::Builder out);
+/// An offset spec as the client sent it; an offset beyond int64 is PRECONDITION_FAILED.
+stream_offset_spec read_stream_offset(rpc::StreamOffset::Reader in);
 void write_node_stats(const node_stats_info& info, rpc::NodeStats::Builder out);
 void write_binding(const binding_info& info, rpc::BindingInfo::Builder out);
 void write_consumer(const consumer_info& info, rpc::ConsumerInfo::Builder out);

@@ -168,6 +168,35 @@ cluster_member decode_member(std::string_view bytes) {
   });
 }
 
+std::string stream_offsets_prefix(uint64_t queue_id) {
+  std::string key(8, '\0');
+  for (int i = 7; i >= 0; --i, queue_id >>= 8)
+    key[static_cast<size_t>(i)] = static_cast<char>(queue_id & 0xff);
+  return key;
+}
+
+std::string stream_offset_key(uint64_t queue_id, std::string_view group) {
+  return stream_offsets_prefix(queue_id) + std::string(group);
+}
+
+std::string encode_stream_offset(const stored_stream_offset& o) {
+  capnp::MallocMessageBuilder builder;
+  auto r = builder.initRoot<storage::StreamOffsetRecord>();
+  r.setQueueId(o.queue_id);
+  r.setGroup(o.group);
+  r.setOffset(o.offset);
+  r.setCommittedAt(o.committed_at_ms);
+  return to_bytes(builder);
+}
+
+stored_stream_offset decode_stream_offset(std::string_view bytes) {
+  return from_bytes<storage::StreamOffsetRecord>(
+      bytes, "stream offset", [](storage::StreamOffsetRecord::Reader r) {
+        return stored_stream_offset{r.getQueueId(), wire::text(r.getGroup()), r.getOffset(),
+                                    r.getCommittedAt()};
+      });
+}
+
 std::string encode_cluster_state(uint64_t metadata_version) {
   capnp::MallocMessageBuilder builder;
   builder.initRoot<storage::ClusterStateRecord>().setMetadataVersion(metadata_version);

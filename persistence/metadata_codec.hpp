@@ -55,6 +55,19 @@ inline constexpr const char* cluster_state_key = "state";
 std::string encode_cluster_state(uint64_t metadata_version);
 uint64_t decode_cluster_state(std::string_view bytes);
 
+/// A consumer group's committed offset in a stream (the "streams" table).
+struct stored_stream_offset {
+  uint64_t queue_id = 0;
+  std::string group;
+  int64_t offset = -1;
+  int64_t committed_at_ms = 0;
+};
+std::string stream_offset_key(uint64_t queue_id, std::string_view group);
+/// The prefix every key of one stream's groups starts with.
+std::string stream_offsets_prefix(uint64_t queue_id);
+std::string encode_stream_offset(const stored_stream_offset& o);
+stored_stream_offset decode_stream_offset(std::string_view bytes);
+
 std::string encode_exchange(const stored_exchange& e);
 stored_exchange decode_exchange(std::string_view bytes);
 

@@ -123,7 +123,8 @@ recovered_queue segment_store::recover(recovery_report& report, uint64_t memory_
     throw storage_unavailable(dir_ + " is not a directory");
   dir_ready_ = true;
   auto found = list_folder(report);
-  recovery_budget budget{memory_limit, per_message_bytes};
+  // With no memory at all (a stream), every segment but the newest is indexed from its index.
+  recovery_budget budget{memory_limit, per_message_bytes, 0, memory_limit == 0};
   for (auto s = found.segments.begin(); s != found.segments.end(); ++s) {
     auto next = std::next(s);
     uint64_t limit = next == found.segments.end() ? UINT64_MAX : next->first;
@@ -352,7 +353,7 @@ void segment_store::take_records(uint64_t first, const std::string& data,
                               static_cast<uint32_t>(summary.body_bytes), summary.persistent};
     entries.push_back(entry);
     if (marks.acked.count(seq) != 0) continue;
-    if (!summary.persistent) {
+    if (!summary.persistent && !opts_.keep_transient) {
       ++report.transient;
       continue;
     }
@@ -390,7 +391,7 @@ void segment_store::take_indexed(const std::vector<format::index_entry>& entries
     ++seg.records;
     max_seq_ = std::max(max_seq_, e.seq);
     if (marks.acked.count(e.seq) != 0) continue;
-    if (!e.persistent) {
+    if (!e.persistent && !opts_.keep_transient) {
       ++report.transient;
       continue;
     }

@@ -121,7 +121,7 @@ void segment_store::append(uint64_t seq, const message& m, int64_t enqueued_at_m
     entry.offset = static_cast<uint32_t>(seg.size + buffer_.size());
     entry.length = static_cast<uint32_t>(payload.size());
     entry.live = 1;
-    entry.transient = m.persistent() ? 0 : 1;
+    entry.transient = m.persistent() || opts_.keep_transient ? 0 : 1;
     seg.slots.push_back(entry);
     ++slot_count_;
     active_index_.push_back(
@@ -460,6 +460,29 @@ void segment_store::destroy() {
 
 uint64_t segment_store::index_bytes() const {
   return slot_count_ * sizeof(slot);
+}
+
+std::vector<segment_store::extent> segment_store::extents() const {
+  std::vector<extent> out;
+  for (const auto& [first, seg] : segments_)
+    if (!seg.slots.empty()) out.push_back({seg.slots.front().seq, seg.size});
+  return out;
+}
+
+bool segment_store::drop_oldest() {
+  if (segments_.empty()) return false;
+  // Records are buffered for the active segment only (a roll writes them out first); a closed
+  // one not synced yet still waits for its fdatasync.
+  auto first = segments_.begin()->first;
+  if (first == active_ || unsynced_.count(first) != 0) return false;
+  drop_segment(first);
+  return true;
+}
+
+uint64_t segment_store::first_seq() const {
+  for (const auto& [first, seg] : segments_)
+    if (!seg.slots.empty()) return seg.slots.front().seq;
+  return 0;
 }
 
 uint64_t segment_store::bytes_on_disk() const {

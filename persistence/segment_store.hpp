@@ -103,6 +103,7 @@ class segment_store {
   struct options {
     uint64_t segment_bytes = 8 << 20;
     uint32_t compact_min_records = 2000;  // compact a segment only when it has more records
+    bool keep_transient = false;  // a stream's: records of transient messages survive restarts
   };
 
   /// `label` names the queue in log lines. Nothing is touched on disk until recover(). Without
@@ -166,6 +167,19 @@ class segment_store {
 
   /// Deletes every file and the folder (the queue was deleted).
   void destroy();
+
+  // Streams: a log whose records stay live; retention removes whole segments from its head.
+  struct extent {
+    uint64_t first_seq;  // of its first record
+    uint64_t bytes;      // of its .seg file
+  };
+  /// The segments that hold records, oldest first.
+  std::vector<extent> extents() const;
+  /// Deletes the oldest segment whole (retention), unless it is the one being appended to or
+  /// it has records not written yet; true when one went.
+  bool drop_oldest();
+  /// Sequence number of the oldest record kept; 0 when there is none.
+  uint64_t first_seq() const;
 
   uint64_t bytes_on_disk() const;
   size_t segment_count() const { return segments_.size(); }

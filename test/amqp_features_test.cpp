@@ -61,6 +61,9 @@ BOOST_AUTO_TEST_CASE(single_active_consumer) {
 BOOST_AUTO_TEST_CASE(consumer_priorities) {
   scenario(node, "consumer_priorities");
 }
+BOOST_AUTO_TEST_CASE(streams_over_amqp) {
+  scenario(node, "streams_over_amqp");
+}
 
 BOOST_AUTO_TEST_SUITE_END()
 

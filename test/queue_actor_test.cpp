@@ -305,17 +305,17 @@ BOOST_AUTO_TEST_CASE(an_exclusive_consumer_keeps_others_out) {
 BOOST_AUTO_TEST_CASE(delete_if_empty_and_if_unused_refuse_while_they_apply) {
   auto q = make_queue();
   enqueue(q, {"1"});
-  conn->request(q, caf::infinite, delete_atom::value, false, true)
+  conn->request(q, caf::infinite, delete_atom::value, false, true, false)
       .receive(
           [](uint32_t) { BOOST_FAIL("deleted a non-empty queue"); },
           [](caf::error& e) { BOOST_TEST((describe(e).code == reply_code::precondition_failed)); });
   subscribe(q, "a", 10);
   next_delivery();
-  conn->request(q, caf::infinite, delete_atom::value, true, false)
+  conn->request(q, caf::infinite, delete_atom::value, true, false, false)
       .receive(
           [](uint32_t) { BOOST_FAIL("deleted a queue in use"); },
           [](caf::error& e) { BOOST_TEST((describe(e).code == reply_code::precondition_failed)); });
-  conn->request(q, caf::infinite, delete_atom::value, false, false)
+  conn->request(q, caf::infinite, delete_atom::value, false, false, false)
       .receive([](uint32_t n) { BOOST_TEST(n == 0u); },
                [](caf::error&) { BOOST_FAIL("delete failed"); });
   conn->receive(

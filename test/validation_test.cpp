@@ -181,6 +181,67 @@ BOOST_AUTO_TEST_CASE(unsupported_queue_types_are_refused) {
   BOOST_TEST(problem.find("quorum") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(stream_arguments_parse_as_rabbitmq_writes_them) {
+  queue_limits limits;
+  BOOST_TEST(
+      parse_queue_arguments({{"x-queue-type", field_value::of_text("stream")},
+                             {"x-max-age", field_value::of_text("7D")},
+                             {"x-stream-max-segment-size-bytes", field_value::of_int(1 << 20)}},
+                            limits)
+          .empty());
+  BOOST_TEST(limits.stream);
+  BOOST_TEST(*limits.max_age_ms == 7 * 86400000LL);
+  BOOST_TEST(*limits.stream_segment_bytes == 1 << 20);
+  int64_t ms = 0;
+  BOOST_TEST(parse_max_age("12h", ms).empty());
+  BOOST_TEST(ms == 12 * 3600000LL);
+  BOOST_TEST(parse_max_age("30m", ms).empty());
+  BOOST_TEST(ms == 30 * 60000LL);
+  for (const char* bad : {"", "7", "D", "0s", "-1h", "7days", "1.5h", "99999999999999999Y"})
+    BOOST_TEST(!parse_max_age(bad, ms).empty(), bad);
+}
+
+BOOST_AUTO_TEST_CASE(streams_and_classic_queues_refuse_each_others_arguments) {
+  queue_limits stream;
+  stream.stream = true;
+  BOOST_TEST(check_queue_kind(stream, {}, true, false, false).empty());
+  BOOST_TEST(!check_queue_kind(stream, {}, false, false, false).empty());
+  BOOST_TEST(!check_queue_kind(stream, {}, true, true, false).empty());
+  BOOST_TEST(!check_queue_kind(stream, {}, true, false, true).empty());
+  auto ttl =
+      check_queue_kind(stream, {{"x-message-ttl", field_value::of_int(1)}}, true, false, false);
+  BOOST_TEST(ttl.find("'x-message-ttl'") != std::string::npos, ttl);
+  auto age = check_queue_kind({}, {{"x-max-age", field_value::of_text("1D")}}, true, false, false);
+  BOOST_TEST(age.find("'x-max-age'") != std::string::npos, age);
+}
+
+BOOST_AUTO_TEST_CASE(stream_offsets_are_named_numbered_or_timestamped) {
+  stream_offset_spec o;
+  std::string group;
+  BOOST_TEST(parse_stream_arguments({{"x-stream-offset", field_value::of_text("last")}}, o, group)
+                 .empty());
+  BOOST_TEST(o.kind == stream_offset_spec::last);
+  BOOST_TEST(parse_stream_arguments({{"x-stream-offset", field_value::of_int(42)},
+                                     {"x-stream-group", field_value::of_text("billing")}},
+                                    o, group)
+                 .empty());
+  BOOST_TEST(o.kind == stream_offset_spec::offset);
+  BOOST_TEST(o.value == 42);
+  BOOST_TEST(group == "billing");
+  auto stamp = field_value::of_int(1700000000);
+  stamp.amqp_type = 'T';
+  BOOST_TEST(parse_stream_arguments({{"x-stream-offset", stamp}}, o, group).empty());
+  BOOST_TEST(o.kind == stream_offset_spec::timestamp);
+  BOOST_TEST(o.value == 1700000000000LL);  // seconds on the wire, ms inside
+  for (const auto& bad :
+       {field_value::of_text("middle"), field_value::of_int(-1), field_value::of_bool(true)}) {
+    auto problem = parse_stream_arguments({{"x-stream-offset", bad}}, o, group);
+    BOOST_TEST(problem.find("x-stream-offset") != std::string::npos, problem);
+  }
+  BOOST_TEST(
+      !parse_stream_arguments({{"x-stream-group", field_value::of_text("")}}, o, group).empty());
+}
+
 BOOST_AUTO_TEST_CASE(per_message_expiration_is_decimal_milliseconds) {
   std::optional<int64_t> ttl;
   BOOST_TEST(parse_expiration("", ttl).empty());

@@ -53,6 +53,44 @@ BOOST_AUTO_TEST_CASE(declare_publish_and_get_round_trip) {
   BOOST_TEST(ok({"get", "q"}).out.empty());
 }
 
+// Streams: consume --offset / --group, commit-offset, list groups, delete-queue --force.
+BOOST_AUTO_TEST_CASE(streams_from_the_command_line) {
+  ok({"declare-queue", "events", "--durable", "--arg", "x-queue-type=stream"});
+  for (int i = 0; i < 5; ++i) ok({"publish", "", "events", "--body", "e" + std::to_string(i)});
+  auto from2 = ok({"--json", "consume", "events", "--offset", "2", "--count", "3"});
+  auto rows = json_lines(from2.out);
+  BOOST_REQUIRE(rows.size() == 3u);
+  BOOST_TEST(rows[0]["stream_offset"] == 2);
+  BOOST_TEST(rows[2]["body"] == "e4");
+  auto since = ok({"consume", "events", "--offset", "-1h", "--count", "5"});
+  BOOST_TEST(since.out == "e0\ne1\ne2\ne3\ne4\n");
+  ok({"consume", "events", "--offset", "first", "--group", "g", "--count", "2"});
+  auto committed = json_lines(ok({"--json", "commit-offset", "events", "h", "3"}).out);
+  BOOST_TEST(committed[0][0]["committed_offset"] == 3);
+  auto groups = json_lines(ok({"--json", "list", "groups", "events"}).out)[0];
+  BOOST_REQUIRE(groups.size() == 2u);
+  BOOST_TEST(groups[0]["group"] == "g");
+  BOOST_TEST(groups[0]["committed_offset"] == 1);  // its consumer acked two, then left
+  BOOST_TEST(groups[0]["lag"] == 3);
+  BOOST_TEST(groups[1]["group"] == "h");
+  BOOST_TEST(groups[1]["lag"] == 1);
+  auto resumed = ok({"consume", "events", "--group", "g", "--count", "1"});
+  BOOST_TEST(resumed.out == "e2\n");
+  auto queues = json_lines(ok({"--json", "list", "queues"}).out)[0];
+  BOOST_TEST(queues[0]["type"] == "stream");
+  BOOST_TEST(queues[0]["first_offset"] == 0);
+  BOOST_TEST(queues[0]["last_offset"] == 4);
+  auto bad = ctl({"consume", "events", "--offset", "yesterday"});
+  BOOST_TEST(bad.exit_code == 2);
+  BOOST_TEST(bad.err.find("'yesterday'") != std::string::npos, bad.err);
+  auto refused = ctl({"delete-queue", "events"});
+  BOOST_TEST(refused.exit_code == 1);
+  BOOST_TEST(refused.err.find("PRECONDITION_FAILED") != std::string::npos, refused.err);
+  BOOST_TEST(refused.err.find("'g' (lag") != std::string::npos, refused.err);
+  ok({"delete-queue", "events", "--force"});
+  BOOST_TEST(json_lines(ok({"--json", "list", "queues"}).out)[0].empty());
+}
+
 BOOST_AUTO_TEST_CASE(an_empty_name_prints_the_generated_one) {
   auto r = ok({"declare-queue", ""});
   BOOST_TEST(r.out.rfind("amq.gen-", 0) == 0u);

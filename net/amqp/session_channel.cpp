@@ -367,8 +367,10 @@ void session::on_basic_consume(uint16_t id, channel&, method_id m, reader& r) {
   c.tag = std::move(a.tag);
   c.no_ack = a.no_ack;
   c.exclusive = a.exclusive;
-  if (auto problem = parse_consumer_arguments(to_fields(a.arguments), c.priority); !problem.empty())
-    return channel_error(id, reply_code::precondition_failed, problem, m);
+  auto fields = to_fields(a.arguments);
+  auto problem = parse_consumer_arguments(fields, c.priority);
+  if (problem.empty()) problem = parse_stream_arguments(fields, c.offset, c.group);
+  if (!problem.empty()) return channel_error(id, reply_code::precondition_failed, problem, m);
   std::function<void(caf::message&)> done = [this, id, no_wait = a.no_wait](caf::message& msg) {
     if (no_wait) return;
     auto w = method_payload(basic_consume_ok);

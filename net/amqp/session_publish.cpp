@@ -6,6 +6,8 @@
 
 #include <caf/send.hpp>
 
+#include <algorithm>
+
 namespace warren::amqp {
 
 void session::on_content(const frame_view& f) {
@@ -172,6 +174,27 @@ void session::send_acks(uint16_t id, channel& ch) {
   request(id, basic_ack, nullptr, [&](uint64_t r) { conn_.ack_each(r, id, std::move(tags)); });
 }
 
+namespace {
+
+// A stream's message goes out with its offset in the x-stream-offset header (a long), as
+// RabbitMQ's streams send it over AMQP 0-9-1.
+message_ptr with_stream_offset(const message_ptr& m, int64_t offset) {
+  auto copy = std::make_shared<message>(*m);
+  auto props = m->properties();
+  auto value = field_value::of_int(offset);
+  value.amqp_type = 'l';
+  auto old = std::find_if(props.headers.begin(), props.headers.end(),
+                          [](const field& f) { return f.key == "x-stream-offset"; });
+  if (old != props.headers.end())
+    old->value = value;
+  else
+    props.headers.push_back({"x-stream-offset", value});
+  copy->set_properties(std::move(props));
+  return copy;
+}
+
+}  // namespace
+
 void session::deliver(uint16_t id, const std::string& tag, std::vector<delivery> batch) {
   auto c = channels_.find(id);
   if (c == channels_.end() || c->second.settling() || phase_ != phase::running) return;
@@ -182,7 +205,8 @@ void session::deliver(uint16_t id, const std::string& tag, std::vector<delivery>
     w.bits({d.redelivered});
     w.short_string(d.msg->exchange);
     w.short_string(d.msg->routing_key);
-    send_content(id, w.bytes(), d.msg);
+    send_content(id, w.bytes(),
+                 d.stream_offset >= 0 ? with_stream_offset(d.msg, d.stream_offset) : d.msg);
   }
   unflushed_.emplace_back(id, tag, static_cast<uint32_t>(batch.size()));
 }

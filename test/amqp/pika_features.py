@@ -4,8 +4,8 @@
     pika_features.py PORT SCENARIO
 
 transactions, exchange-to-exchange bindings, alternate exchanges, priority queues, length limits
-in bytes, reject-publish-dlx, single active consumer, consumer priorities and the consumer
-timeout. Each scenario asserts what RabbitMQ 3.10 does and exits non-zero on the first mismatch.
+in bytes, reject-publish-dlx, single active consumer, consumer priorities, the consumer
+timeout and stream queues (x-queue-type=stream, x-stream-offset, Warren's x-stream-group). Each scenario asserts what RabbitMQ 3.10 does and exits non-zero on the first mismatch.
 """
 import sys
 import time
@@ -346,6 +346,62 @@ def consumer_timeout():
     other = conn.channel()
     expect(bodies(other, "slow") == ["held"], "and went back to the queue")
     expect(conn.is_open, "the connection stays open")
+    conn.close()
+
+
+# --- streams ----------------------------------------------------------------------------------
+
+def stream_offsets(ch, conn, queue, count, offset=None, group=None):
+    """Consumes `count` messages of a stream from `offset`, acking each; (offset, body) pairs."""
+    got = []
+    args = {}
+    if offset is not None:
+        args["x-stream-offset"] = offset
+    if group is not None:
+        args["x-stream-group"] = group
+
+    def on_message(c, method, props, body):
+        got.append((props.headers["x-stream-offset"], body.decode()))
+        c.basic_ack(method.delivery_tag)
+    tag = ch.basic_consume(queue, on_message, arguments=args)
+    wait_for(conn, lambda: len(got) >= count, f"{count} deliveries from {offset}: {got}")
+    ch.basic_cancel(tag)
+    return got
+
+
+def streams_over_amqp():
+    conn = connect()
+    ch = conn.channel()
+    ch.queue_declare("events", durable=True, arguments={"x-queue-type": "stream"})
+    ch.confirm_delivery()
+    for i in range(6):
+        ch.basic_publish("", "events", f"e{i}".encode(),
+                         pika.BasicProperties(delivery_mode=2))
+    ch.basic_qos(prefetch_count=10)
+    got = stream_offsets(ch, conn, "events", 6, "first")
+    expect(got == [(i, f"e{i}") for i in range(6)], f"from first, with offsets: {got}")
+    got = stream_offsets(ch, conn, "events", 2, 4)
+    expect(got == [(4, "e4"), (5, "e5")], f"from offset 4: {got}")
+    got = stream_offsets(ch, conn, "events", 6, "first", group="billing")
+    expect([o for o, _ in got] == list(range(6)), f"a group reads from first: {got}")
+    expect(ready(ch, "events") == 6, "consuming a stream removes nothing")
+    c = conn.channel()
+    expect_closed_with(406, lambda: c.basic_consume("events", lambda *a: None),
+                       "a stream consumer without a prefetch count")
+    c = conn.channel()
+    c.basic_qos(prefetch_count=5)
+    expect_closed_with(406, lambda: c.basic_consume("events", lambda *a: None, auto_ack=True),
+                       "a stream consumer with automatic acks")
+    c = conn.channel()
+    c.basic_qos(prefetch_count=5)
+    expect_closed_with(406, lambda: c.basic_consume("events", lambda *a: None,
+                                                    arguments={"x-stream-offset": "middle"}),
+                       "an unknown offset spec")
+    c = conn.channel()
+    expect_closed_with(406, lambda: c.queue_declare("loose", arguments={"x-queue-type": "stream"}),
+                       "a stream that is not durable")
+    c = conn.channel()
+    expect_closed_with(406, lambda: c.basic_get("events"), "basic.get on a stream")
     conn.close()
 
 

@@ -30,7 +30,9 @@ class channel {
                         const exchange_options& options = {});
   void exchange_delete(const std::string& name, bool if_unused = false);
   declare_ok queue_declare(const std::string& name, const queue_options& options = {});
-  uint32_t queue_delete(const std::string& name, bool if_unused = false, bool if_empty = false);
+  /// `force` deletes a stream whose consumer groups have not reached its end.
+  uint32_t queue_delete(const std::string& name, bool if_unused = false, bool if_empty = false,
+                        bool force = false);
   uint32_t queue_purge(const std::string& name);
   void queue_bind(const std::string& queue, const std::string& exchange, const std::string& key,
                   const field_table& arguments = {});
@@ -50,10 +52,27 @@ class channel {
   std::future<std::vector<publish_result>> publish_batch(std::vector<outbound_message> messages);
 
   /// Subscribes to a queue; `on_message` runs on the connection's worker thread. Returns the
-  /// consumer tag.
+  /// consumer tag. Once cancel() has returned, no callback of that consumer starts any more (one
+  /// running at that moment finishes); once close() or the channel's destructor has returned,
+  /// none of the channel's runs at all, so what the callbacks use may go. What the broker sent
+  /// meanwhile stays unacked and goes back to the queue. (Called from a callback, close() and
+  /// the destructor cannot wait for that callback: it finishes afterwards.)
   std::string consume(const std::string& queue, const consume_options& options,
                       message_handler on_message, cancel_handler on_cancel = {});
   void cancel(const std::string& consumer_tag);
+
+  // --- streams (x-queue-type=stream) --------------------------------------------------------
+  /// Subscribes to a stream from `offset`, in consumer `group` (empty: none); `prefetch` (at
+  /// least 1) bounds unacked deliveries. Deliveries carry their stream_offset; ack them.
+  std::string consume_stream(const std::string& queue, const stream_offset& offset,
+                             const std::string& group, uint32_t prefetch,
+                             message_handler on_message, cancel_handler on_cancel = {},
+                             const std::string& tag = {});
+  /// Stores `offset` as the last one `group` is done with.
+  group_row commit_offset(const std::string& queue, const std::string& group, uint64_t offset);
+  std::vector<group_row> list_groups(const std::string& queue);
+  /// The stream's message at `offset`, without consuming it.
+  std::optional<delivery> read_offset(const std::string& queue, uint64_t offset);
 
   /// One message, or nothing when the queue has none ready.
   std::optional<delivery> get(const std::string& queue, bool no_ack = false);

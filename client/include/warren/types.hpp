@@ -50,6 +50,25 @@ struct delivery {
   message_properties properties;
   std::string body;
   uint32_t message_count = 0;  // get only
+  int64_t stream_offset = -1;  // a stream's message: its offset
+};
+
+/// Where a stream consumer starts (channel::consume_stream).
+struct stream_offset {
+  enum kind_t { unset, first, last, next, offset, timestamp };
+  kind_t kind = unset;  // unset: after its group's committed offset, or as next
+  int64_t value = 0;    // offset: the offset; timestamp: ms since the epoch
+
+  static stream_offset at(int64_t offset) { return {stream_offset::offset, offset}; }
+  static stream_offset since(int64_t ms) { return {stream_offset::timestamp, ms}; }
+};
+
+/// A consumer group of a stream.
+struct group_row {
+  std::string group;
+  int64_t committed_offset = -1;  // the last offset the group is done with; -1 = none
+  uint64_t lag = 0;               // messages of the stream after it
+  uint32_t consumers = 0;
 };
 
 struct lookup_result {
@@ -108,6 +127,9 @@ struct queue_row {
   std::string node;                 // the cluster node it lives on
   uint64_t messages_paged_out = 0;  // of messages_ready, kept on disk only
   uint64_t memory = 0;              // bytes the queue holds in memory
+  std::string type = "classic";     // or "stream"
+  int64_t first_offset = -1, last_offset = -1;  // a stream's; -1 while empty
+  std::vector<group_row> groups;                // a stream's consumer groups
 };
 
 struct binding_row {
