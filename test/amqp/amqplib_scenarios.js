@@ -15,19 +15,20 @@ function expect(cond, what) {
 }
 
 // Resolves with n messages consumed from queue (acking each unless told not to).
-function take(ch, queue, n, {ack = true} = {}) {
+function take(ch, queue, n, {ack = true, args = undefined} = {}) {
   return new Promise((resolve, reject) => {
     const got = [];
     const guard = setTimeout(() => reject(new Error(`only ${got.length} of ${n} from ${queue}`)),
                              30000);
     ch.consume(queue, (msg) => {
+      if (got.length === n) return;  // past what was asked for, before the cancel took hold
       got.push(msg);
       if (ack) ch.ack(msg);
       if (got.length === n) {
         clearTimeout(guard);
         ch.cancel(msg.fields.consumerTag).then(() => resolve(got), reject);
       }
-    }).catch(reject);
+    }, {arguments: args}).catch(reject);
   });
 }
 
@@ -73,6 +74,23 @@ async function main() {
     code = e.code;
   }
   expect(code === 404, `checkQueue of a missing queue: 404, got ${code}`);
+  // A stream: offsets from 0 in the x-stream-offset header, any start, a consumer group.
+  const sc = await conn.createConfirmChannel();
+  await sc.assertQueue('js.stream', {durable: true, arguments: {'x-queue-type': 'stream'}});
+  for (let i = 0; i < 5; i++) sc.sendToQueue('js.stream', Buffer.from(`s${i}`));
+  await sc.waitForConfirms();
+  await sc.prefetch(10);
+  const offsets = (ms) => ms.map((m) => Number(m.properties.headers['x-stream-offset']));
+  const all = await take(sc, 'js.stream', 5, {args: {'x-stream-offset': 'first'}});
+  expect(JSON.stringify(offsets(all)) === '[0,1,2,3,4]', `from first: ${offsets(all)}`);
+  expect(all[4].content.toString() === 's4', 'stream bodies in order');
+  const tail = await take(sc, 'js.stream', 2, {args: {'x-stream-offset': 3}});
+  expect(JSON.stringify(offsets(tail)) === '[3,4]', `from offset 3: ${offsets(tail)}`);
+  const grouped = await take(sc, 'js.stream', 5,
+                             {args: {'x-stream-offset': 'first', 'x-stream-group': 'js'}});
+  expect(offsets(grouped)[0] === 0, 'a group from first');
+  expect((await sc.checkQueue('js.stream')).messageCount === 5, 'consuming removes nothing');
+
   const after = await conn.createChannel();
   await after.deleteQueue('js.q');
   await after.deleteExchange('js.direct');
