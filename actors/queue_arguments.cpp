@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 
 namespace warren {
 
@@ -163,6 +164,11 @@ std::string check_queue_kind(const queue_limits& limits, const field_table& args
 
 namespace {
 
+int64_t wall_now_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
 std::string stream_offset(const field_value& v, stream_offset_spec& out) {
   if (v.kind == field_value::text) {
     static const std::pair<const char*, stream_offset_spec::kind_t> named[] = {
@@ -174,6 +180,11 @@ std::string stream_offset(const field_value& v, stream_offset_spec& out) {
         out = {kind, 0};
         return {};
       }
+    // An interval back from now, written as x-max-age is ("1D", "30m"), as RabbitMQ takes it.
+    if (int64_t ago = 0; parse_max_age(v.s, ago).empty()) {
+      out = {stream_offset_spec::timestamp, wall_now_ms() - ago};
+      return {};
+    }
   } else if (v.kind == field_value::integer && v.amqp_type == 'T' && v.i >= 0) {
     out = {stream_offset_spec::timestamp, v.i * 1000};  // AMQP timestamps are in seconds
     return {};
@@ -181,8 +192,8 @@ std::string stream_offset(const field_value& v, stream_offset_spec& out) {
     out = {stream_offset_spec::offset, v.i};
     return {};
   }
-  return "consumer argument 'x-stream-offset' must be 'first', 'last', 'next', an offset >= 0 or "
-         "a timestamp, got " +
+  return "consumer argument 'x-stream-offset' must be 'first', 'last', 'next', an offset >= 0, "
+         "a timestamp or an interval such as '30m', got " +
          quote(to_string(v));
 }
 

@@ -54,7 +54,8 @@ std::string parse_max_age(const std::string& text, int64_t& ms);
 std::string parse_consumer_arguments(const field_table& args, int32_t& priority);
 
 /// Stream consumer arguments: x-stream-offset ("first" | "last" | "next", an integer offset,
-/// or an AMQP timestamp in seconds) and x-stream-group (text). Returns what is wrong, or empty.
+/// an AMQP timestamp in seconds, or an interval back from now such as "30m") and
+/// x-stream-group (text). Returns what is wrong, or empty.
 std::string parse_stream_arguments(const field_table& args, stream_offset_spec& offset,
                                    std::string& group);
 

@@ -382,6 +382,8 @@ def streams_over_amqp():
     expect(got == [(i, f"e{i}") for i in range(6)], f"from first, with offsets: {got}")
     got = stream_offsets(ch, conn, "events", 2, 4)
     expect(got == [(4, "e4"), (5, "e5")], f"from offset 4: {got}")
+    got = stream_offsets(ch, conn, "events", 6, "1h")
+    expect([o for o, _ in got] == list(range(6)), f"from an hour ago: {got}")
     got = stream_offsets(ch, conn, "events", 6, "first", group="billing")
     expect([o for o, _ in got] == list(range(6)), f"a group reads from first: {got}")
     expect(ready(ch, "events") == 6, "consuming a stream removes nothing")
