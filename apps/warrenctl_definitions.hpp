@@ -4,6 +4,7 @@
 // and Warren both ways. Both need a user tagged administrator.
 #pragma once
 
+#include "core/definitions_json.hpp"
 #include "warren/connection.hpp"
 
 #include <CLI/CLI.hpp>
@@ -13,13 +14,8 @@
 
 namespace warrenctl {
 
-/// The definitions as RabbitMQ writes them.
-nlohmann::json definitions_to_json(const warren::definitions& defs);
-
-/// RabbitMQ's definitions JSON read back; throws std::invalid_argument naming the entry that is
-/// wrong (its section and position). Sections Warren has no use for (policies, parameters other
-/// than vhost limits, topic permissions) are left out; `skipped` counts their entries.
-warren::definitions definitions_from_json(const nlohmann::json& j, size_t& skipped);
+using warren::definitions_from_json;
+using warren::definitions_to_json;
 
 class definitions_commands {
  public:

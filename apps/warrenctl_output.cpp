@@ -25,37 +25,6 @@ void print_table(const table& rows) {
   for (const auto& line : warren::text::format_table(rows)) std::cout << line << '\n';
 }
 
-json to_json(const field_value& v) {
-  switch (v.kind) {
-    case field_value::none:
-      return nullptr;
-    case field_value::boolean:
-      return v.b;
-    case field_value::integer:
-      return v.i;
-    case field_value::floating:
-      return v.d;
-    case field_value::text:
-      return v.s;
-    case field_value::bytes:
-      return json::binary(std::vector<uint8_t>(v.s.begin(), v.s.end()));
-    case field_value::table:
-      return to_json(v.items);
-    case field_value::array: {
-      json out = json::array();
-      for (const auto& item : v.items) out.push_back(to_json(item.value));
-      return out;
-    }
-  }
-  return nullptr;
-}
-
-json to_json(const field_table& t) {
-  json out = json::object();
-  for (const auto& f : t) out[f.key] = to_json(f.value);
-  return out;
-}
-
 std::string table_text(const field_table& t) {
   std::string out;
   for (const auto& f : t) {

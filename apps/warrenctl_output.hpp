@@ -5,6 +5,8 @@
 #include "apps/text_table.hpp"
 #include "warren/types.hpp"
 
+#include "core/definitions_json.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -20,8 +22,7 @@ std::string dump_json(const nlohmann::json& j);
 /// Prints columns padded to their widest cell.
 void print_table(const table& rows);
 
-nlohmann::json to_json(const warren::client::field_value& v);
-nlohmann::json to_json(const warren::client::field_table& t);
+using warren::to_json;
 std::string table_text(const warren::client::field_table& t);
 
 /// A delivered / fetched / looked-up message as the contract's JSON object.
