@@ -114,6 +114,8 @@ connection_session_api::behavior_type session_behavior(self_ptr self) {
       [=](get_atom, uint64_t r, uint16_t id, const std::string& queue, bool no_ack) {
         get(self, r, id, queue, no_ack);
       },
+      [=](peek_atom, uint64_t r, uint16_t id, const std::string& queue, uint64_t from,
+          uint32_t count) { peek(self, r, id, queue, from, count); },
       [=](settle_atom, uint64_t r, uint16_t id, uint64_t tag, bool multiple, settle_kind kind) {
         settle_request(self, r, id, tag, multiple, kind);
       },

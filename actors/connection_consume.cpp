@@ -333,6 +333,27 @@ void get(self_ptr self, uint64_t request, uint16_t id, const std::string& queue,
           [=](caf::error& err) { fail(self, request, id, err); });
 }
 
+void peek(self_ptr self, uint64_t request, uint16_t id, const std::string& queue, uint64_t from,
+          uint32_t count) {
+  if (!open_channel(self, request, id) ||
+      !allowed(self, request, id, access_kind::read, "queue", queue))
+    return;
+  auto answer = [=](std::vector<queued_delivery>& found) {
+    std::vector<delivery> out;
+    for (auto& q : found)
+      out.push_back({q.delivery_id, q.redelivered, std::move(q.msg), 0, q.stream_offset});
+    self->state.link->reply(request, {}, caf::make_message(std::move(out)));
+  };
+  self->request(vhost_handle(self->state.vhost), caf::infinite, find_atom::value,
+                queues_atom::value, queue, self_handle(self))
+      .then(
+          [=](caf::actor& q) {
+            self->request(queue_handle(q), caf::infinite, peek_atom::value, from, count)
+                .then(answer, [=](caf::error& err) { fail(self, request, id, err); });
+          },
+          [=](caf::error& err) { fail(self, request, id, err); });
+}
+
 void settle_request(self_ptr self, uint64_t request, uint16_t id, uint64_t tag, bool multiple,
                     settle_kind kind) {
   auto* ch = open_channel(self, request, id);

@@ -116,6 +116,8 @@ void deliver(self_ptr self, uint16_t id, const std::string& tag, bool no_ack,
              std::vector<queued_delivery>& batch);
 void flushed(self_ptr self, uint16_t id, const std::string& tag, uint32_t n);
 void get(self_ptr self, uint64_t request, uint16_t id, const std::string& queue, bool no_ack);
+void peek(self_ptr self, uint64_t request, uint16_t id, const std::string& queue, uint64_t from,
+          uint32_t count);
 void settle_request(self_ptr self, uint64_t request, uint16_t id, uint64_t tag, bool multiple,
                     settle_kind kind);
 void ack_each_request(self_ptr self, uint64_t request, uint16_t id,

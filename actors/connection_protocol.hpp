@@ -45,6 +45,7 @@ using connection_session_api = caf::typed_actor<
     caf::reacts_to<cancel_atom, uint64_t, uint16_t, std::string, bool>,
     caf::reacts_to<flushed_atom, uint16_t, std::string, uint32_t>,
     caf::reacts_to<get_atom, uint64_t, uint16_t, std::string, bool>,
+    caf::reacts_to<peek_atom, uint64_t, uint16_t, std::string, uint64_t, uint32_t>,
     caf::reacts_to<settle_atom, uint64_t, uint16_t, uint64_t, bool, settle_kind>,
     caf::reacts_to<settle_atom, uint64_t, uint16_t, std::vector<uint64_t>>,
     caf::reacts_to<recover_atom, uint64_t, uint16_t>,
@@ -171,6 +172,11 @@ class connection_ref {
   /// -> delivery, or () when the queue has no message ready
   void get(uint64_t r, uint16_t ch, std::string queue, bool no_ack) {
     send(get_atom::value, r, ch, std::move(queue), no_ack);
+  }
+  /// Ready messages from position `from` in delivery order, at most `count`, left in the queue
+  /// (needs read permission). -> std::vector<delivery>, each tag its position
+  void peek(uint64_t r, uint16_t ch, std::string queue, uint64_t from, uint32_t count) {
+    send(peek_atom::value, r, ch, std::move(queue), from, count);
   }
   /// Settles `tag` (multiple: every tag up to it; tag 0 with multiple: all). -> ()
   void settle(uint64_t r, uint16_t ch, uint64_t tag, bool multiple, settle_kind kind) {

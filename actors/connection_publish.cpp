@@ -4,10 +4,12 @@
 #include "actors/connection_parts.hpp"
 
 #include "actors/queue_arguments.hpp"
+#include "core/latency_histogram.hpp"
 #include "core/log.hpp"
 #include "core/names.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace warren::connection_parts {
 
@@ -15,8 +17,15 @@ namespace {
 
 // Answers the publish calls whose messages all have an outcome now.
 void send_answers(self_ptr self, channel_state& ch) {
-  for (auto& a : ch.confirms.take_answers())
+  auto answers = ch.confirms.take_answers();
+  if (answers.empty()) return;
+  auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::steady_clock::now().time_since_epoch())
+                 .count();
+  for (auto& a : answers) {
+    publish_confirm_latency().observe(now - a.started_ns, a.outcomes.size());
     self->state.link->reply(a.request, {}, caf::make_message(std::move(a.outcomes)));
+  }
 }
 
 void route_run(self_ptr self, uint16_t id, const publish_confirms::call_ref& call,

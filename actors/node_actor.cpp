@@ -249,6 +249,32 @@ void drop_vhost(self_ptr self, const std::string& name, std::function<void(caf::
 
 namespace {
 
+// The management door acting for a user: it may do what the user may, but it is no client
+// connection (not listed, not counted, not blocked by the alarm).
+caf::result<caf::actor, connection_settings, permission_record> connect_internal(
+    self_ptr self, client_hello& hello, caf::actor& conn) {
+  auto& st = self->state;
+  auto v = st.vhosts.find(hello.vhost);
+  if (v == st.vhosts.end())
+    return make_broker_error(reply_code::not_found, "no vhost " + quote(hello.vhost));
+  self->monitor(conn);
+  st.connection_user[conn.address()] = hello.user;
+  return {v->second, st.settings, st.permissions.at({hello.user, hello.vhost})};
+}
+
+// The management door's basic auth: once the password checks out, the user's tags and the
+// vhosts it has permissions in.
+caf::result<std::vector<std::string>, std::vector<std::string>> authenticate(
+    self_ptr self, const client_hello& hello) {
+  auto& st = self->state;
+  if (auto refused = check_login(st, hello); !refused.empty())
+    return make_broker_error(reply_code::access_refused, refused);
+  std::vector<std::string> vhosts;
+  for (const auto& [key, p] : st.permissions)
+    if (key.first == hello.user && st.vhosts.count(key.second) != 0) vhosts.push_back(key.second);
+  return {st.users.at(hello.user).tags, std::move(vhosts)};
+}
+
 caf::result<caf::actor, connection_settings, permission_record> connect(self_ptr self,
                                                                         client_hello& hello,
                                                                         caf::actor& conn) {
@@ -259,6 +285,7 @@ caf::result<caf::actor, connection_settings, permission_record> connect(self_ptr
   if (st.vhosts.count(hello.vhost) != 0 && rights == st.permissions.end())
     return make_broker_error(reply_code::not_allowed, "access to vhost " + quote(hello.vhost) +
                                                           " refused for user " + quote(hello.user));
+  if (hello.internal) return connect_internal(self, hello, conn);
   if (auto refused = check_vhost_connections(st, hello.vhost); !refused.empty())
     return make_broker_error(reply_code::not_allowed, refused);
   if (st.settings.max_connections != 0 && st.connections.size() >= st.settings.max_connections)
@@ -491,6 +518,7 @@ node_actor_type::behavior_type node_actor(node_self self, storage_context storag
       [=](connect_atom, client_hello& hello, caf::actor& conn) {
         return connect(self, hello, conn);
       },
+      [=](auth_atom, const client_hello& hello) { return authenticate(self, hello); },
       [=](alarm_atom, const caf::actor& alarm) { self->state.alarm = alarm; },
       [=](cluster_atom, const caf::actor& cluster, text name) { set_cluster(self, cluster, name); },
       [=](list_atom, nodes_atom) { return list_nodes(self); },

@@ -4,6 +4,8 @@
 //
 //   (connect_atom, client_hello, connection actor)
 //       -> (vhost actor, connection_settings, permission_record of the user in that vhost)
+//   (auth_atom, client_hello)                         -> (tags, vhosts)  the management door's
+//       basic auth: the user's tags and the vhosts it has permissions in
 //   (settings_atom, connection_settings)              for connections that log in later
 //   (settings_atom, vhost_atom, name, vhost_limits)   -> void  stored, and enforced from now
 //   (settings_atom, vhost_atom, name)                 -> vhost_limits

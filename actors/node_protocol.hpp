@@ -18,6 +18,10 @@ using node_actor_type = caf::typed_actor<
     // logging in: the vhost, the node's settings and the user's permissions there
     caf::replies_to<connect_atom, client_hello, caf::actor>::with<caf::actor, connection_settings,
                                                                   permission_record>,
+    // checking a user's password (the management door's basic auth): the user's tags and the
+    // vhosts it has permissions in
+    caf::replies_to<auth_atom, client_hello>::with<std::vector<std::string>,
+                                                   std::vector<std::string>>,
     // from warren-node at start-up (the cluster actor, with this node's name)
     caf::reacts_to<alarm_atom, caf::actor>, caf::reacts_to<settings_atom, connection_settings>,
     caf::reacts_to<ready_atom>, caf::reacts_to<cluster_atom, caf::actor, std::string>,

@@ -72,6 +72,8 @@ using export_atom = caf::atom_constant<caf::atom("export")>;
 using import_atom = caf::atom_constant<caf::atom("import")>;
 using cluster_atom = caf::atom_constant<caf::atom("cluster")>;
 using stream_atom = caf::atom_constant<caf::atom("stream")>;
+using peek_atom = caf::atom_constant<caf::atom("peek")>;
+using auth_atom = caf::atom_constant<caf::atom("auth")>;
 
 // --- publishing --------------------------------------------------------------------------------
 
@@ -261,6 +263,9 @@ struct client_hello {
   std::string client_name;
   std::string peer;
   bool loopback = false;  // the peer's address is a loopback one
+  // The node's own management door acting for a user: not listed among connections, not
+  // counted against connection limits.
+  bool internal = false;
 };
 
 // --- inspect -----------------------------------------------------------------------------------
@@ -343,7 +348,7 @@ typename Inspector::result_type inspect(Inspector& f, connection_settings& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, client_hello& x) {
-  return f(x.vhost, x.user, x.password, x.client_name, x.peer, x.loopback);
+  return f(x.vhost, x.user, x.password, x.client_name, x.peer, x.loopback, x.internal);
 }
 
 }  // namespace warren

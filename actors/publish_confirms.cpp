@@ -1,12 +1,16 @@
 #include "actors/publish_confirms.hpp"
 
+#include <chrono>
+
 #include <algorithm>
 #include <utility>
 
 namespace warren {
 
 publish_confirms::call_ref publish_confirms::start(uint64_t request, size_t count) {
-  return std::make_shared<call>(request, count);
+  auto now = std::chrono::steady_clock::now().time_since_epoch();
+  return std::make_shared<call>(request, count,
+                                std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
 }
 
 uint64_t publish_confirms::add(const call_ref& c, size_t index, bool mandatory) {
@@ -57,7 +61,8 @@ void publish_confirms::finish_if_known(uint64_t seq) {
   auto owner = std::move(p.owner);
   owner->outcomes_[p.index] = outcome;
   pending_.erase(i);
-  if (--owner->remaining_ == 0) answers_.push_back({owner->request_, std::move(owner->outcomes_)});
+  if (--owner->remaining_ == 0)
+    answers_.push_back({owner->request_, std::move(owner->outcomes_), owner->started_ns_});
 }
 
 void publish_confirms::refuse_waiting() {

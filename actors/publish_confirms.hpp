@@ -24,6 +24,7 @@ class publish_confirms {
   struct answer {
     uint64_t request;
     std::vector<publish_outcome> outcomes;
+    int64_t started_ns;  // steady clock, when the call started
   };
 
   class call;
@@ -78,13 +79,15 @@ class publish_confirms {
 
 class publish_confirms::call {
  public:
-  call(uint64_t request, size_t count) : request_(request), outcomes_(count), remaining_(count) {}
+  call(uint64_t request, size_t count, int64_t started_ns)
+      : request_(request), outcomes_(count), remaining_(count), started_ns_(started_ns) {}
 
  private:
   friend class publish_confirms;
   uint64_t request_;
   std::vector<publish_outcome> outcomes_;
   size_t remaining_;
+  int64_t started_ns_;
 };
 
 }  // namespace warren

@@ -731,6 +731,25 @@ lookup_reply lookup(queue_state& st, const message_id& id) {
   return reply;
 }
 
+// Ready messages in delivery order from position `from`, left where they are: the head from
+// memory, the paged-out tail from disk.
+std::vector<queued_delivery> peek(queue_state& st, uint64_t from, uint32_t count) {
+  std::vector<queued_delivery> out;
+  uint64_t position = 0;
+  st.ready.for_each([&](const ready_list::entry& e) {
+    if (position >= from && out.size() < count)
+      out.push_back({position, e.msg, e.redelivered != 0, -1});
+    ++position;
+  });
+  if (out.size() < count) {
+    uint64_t skip = from > position ? from - position : 0;
+    position = std::max(position, from);
+    for (auto& m : peek_paged(st, skip, count - out.size()))
+      out.push_back({position++, std::move(m.msg), m.delivered, -1});
+  }
+  return out;
+}
+
 void compact(self_ptr self) {
   auto& st = self->state;
   st.compact_scheduled = false;
@@ -805,6 +824,7 @@ queue_actor_type::behavior_type queue_actor(queue_actor_type::stateful_pointer<q
       [=](stats_atom) { return info_of(self->state); },
       [=](consumers_atom) { return consumers_of(self->state); },
       [=](lookup_atom, const message_id& id) { return lookup(self->state, id); },
+      [=](peek_atom, uint64_t from, uint32_t count) { return peek(self->state, from, count); },
       [=](tick_atom) { on_tick(self); },
       [=](sync_atom) { on_sync(self); },
       [=](compact_atom) { compact(self); },

@@ -157,6 +157,24 @@ std::optional<persistence::recovered_message> find_paged(queue_state& st, const 
   return std::nullopt;
 }
 
+std::vector<persistence::recovered_message> peek_paged(queue_state& st, uint64_t skip,
+                                                       size_t count) {
+  std::vector<persistence::recovered_message> out;
+  uint64_t from = st.paged.from;
+  while (st.paged.count > 0 && st.store && out.size() < count) {
+    auto r = read_paged(st, from, chunk_messages * 4, chunk_bytes * 4);
+    for (auto& m : r.messages) {
+      if (skip > 0)
+        --skip;
+      else if (out.size() < count)
+        out.push_back(std::move(m));
+    }
+    if (r.next_seq == from || (r.messages.empty() && r.lost == 0)) break;
+    from = r.next_seq;
+  }
+  return out;
+}
+
 int64_t expiry_for(const queue_state& st, const message& m, int64_t steady_now,
                    int64_t enqueued_wall_ms) {
   auto ttl = message_ttl(st.limits, m);

@@ -46,6 +46,10 @@ uint64_t purge_paged(queue_state& st);
 /// The paged message with id `id`, read from disk (lookup).
 std::optional<persistence::recovered_message> find_paged(queue_state& st, const message_id& id);
 
+/// Up to `count` paged messages, read from disk, after skipping the first `skip` (peek).
+std::vector<persistence::recovered_message> peek_paged(queue_state& st, uint64_t skip,
+                                                       size_t count);
+
 /// The ready entry of a message read back from disk, its TTL counted from its enqueue time.
 ready_list::entry entry_from_disk(const queue_state& st, persistence::recovered_message&& r);
 

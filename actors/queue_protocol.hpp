@@ -30,6 +30,8 @@ using queue_actor_type = caf::typed_actor<
     caf::replies_to<declare_atom>::with<queue_info>, caf::replies_to<stats_atom>::with<queue_info>,
     caf::replies_to<consumers_atom>::with<std::vector<consumer_info>>,
     caf::replies_to<lookup_atom, message_id>::with<lookup_reply>,
+    // ready messages from position `from` in delivery order, at most `count`, left in place
+    caf::replies_to<peek_atom, uint64_t, uint32_t>::with<std::vector<queued_delivery>>,
     // to itself: expiry, group commit, compaction
     caf::reacts_to<tick_atom>, caf::reacts_to<sync_atom>, caf::reacts_to<compact_atom>>;
 

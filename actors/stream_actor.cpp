@@ -128,6 +128,19 @@ lookup_reply lookup(stream_state& st, const message_id& id) {
   return {};
 }
 
+// Messages of the log from position `from` (counted from the oldest kept), as a classic queue's
+// peek counts its ready messages; each carries its offset.
+std::vector<queued_delivery> peek(stream_state& st, uint64_t from, uint32_t count) {
+  std::vector<queued_delivery> out;
+  auto first = first_offset(st);
+  if (from > st.durable_end - first) return out;
+  auto run = read(st, first + from, count, 4 << 20);
+  uint64_t position = from;
+  for (auto& m : run.messages)
+    out.push_back({position++, m.msg, false, static_cast<int64_t>(m.offset)});
+  return out;
+}
+
 caf::result<stream_reply> commit_command(self_ptr self, const stream_command& cmd) {
   auto& st = self->state;
   if (auto problem = check_name("consumer group name", cmd.group);
@@ -262,6 +275,7 @@ stream_actor_type::behavior_type stream_actor(
       [=](stats_atom) { return info_of(self->state); },
       [=](consumers_atom) { return consumers_of(self->state); },
       [=](lookup_atom, const message_id& id) { return lookup(self->state, id); },
+      [=](peek_atom, uint64_t from, uint32_t count) { return peek(self->state, from, count); },
       [=](stream_atom, const stream_command& cmd) { return on_command(self, cmd); },
       [=](tick_atom) { on_tick(self); },
       [=](sync_atom) { on_sync(self); },
