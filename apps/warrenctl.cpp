@@ -124,6 +124,12 @@ int get(channel& ch, const std::string& queue, size_t count, bool no_ack, bool r
   return 0;
 }
 
+// Ready messages left in the queue: printed as get prints them, with their position.
+int peek(channel& ch, const std::string& queue, uint64_t from, uint32_t count, bool as_json) {
+  for (const auto& d : ch.peek(queue, from, count)) print_message(d, as_json);
+  return 0;
+}
+
 // Where a consume starts in a stream, and its group; both empty for a plain consume.
 struct stream_position {
   std::string offset, group;
@@ -262,7 +268,9 @@ struct messaging_commands {
   uint32_t prefetch = 1000;
   double timeout = 0;
   warrenctl::stats_options stats_opt;
-  CLI::App *publish_cmd, *get_cmd, *consume_cmd, *list_cmd, *lookup_cmd, *stats_cmd;
+  uint64_t from = 0;
+  uint32_t peek_count = 10;
+  CLI::App *publish_cmd, *get_cmd, *peek_cmd, *consume_cmd, *list_cmd, *lookup_cmd, *stats_cmd;
 
   explicit messaging_commands(CLI::App& app) {
     publish_cmd =
@@ -279,6 +287,14 @@ struct messaging_commands {
     get_cmd->add_option("--count", count, "how many (default 1)");
     auto* get_no_ack = get_cmd->add_flag("--no-ack", no_ack);
     get_cmd->add_flag("--requeue", requeue, "put them back afterwards")->excludes(get_no_ack);
+
+    peek_cmd = app.add_subcommand(
+        "peek", "print ready messages without taking them (each with its position as its tag)");
+    peek_cmd->add_option("QUEUE", queue)->required();
+    peek_cmd->add_option("--count", peek_count, "how many")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000));
+    peek_cmd->add_option("--from", from, "position to start at (0: the next a consumer gets)");
 
     consume_cmd = app.add_subcommand("consume", "subscribe and print messages, acking each");
     consume_cmd->add_option("QUEUE", queue)->required();
@@ -321,12 +337,14 @@ struct messaging_commands {
       list(conn, opt.json);
       return 0;
     }
-    if (cmd != publish_cmd && cmd != get_cmd && cmd != consume_cmd && cmd != lookup_cmd)
+    if (cmd != publish_cmd && cmd != get_cmd && cmd != peek_cmd && cmd != consume_cmd &&
+        cmd != lookup_cmd)
       return std::nullopt;
     auto ch = conn.open_channel();
     if (cmd == publish_cmd)
       return publish(*ch, exchange, key, body, persistent, headers, mandatory, opt.json);
     if (cmd == get_cmd) return get(*ch, queue, count == 0 ? 1 : count, no_ack, requeue, opt.json);
+    if (cmd == peek_cmd) return peek(*ch, queue, from, peek_count, opt.json);
     if (cmd == consume_cmd)
       return consume(*ch, queue, count, prefetch, no_ack, timeout, stream, opt.json);
     return lookup(*ch, message_id_text, opt.connect.vhost, opt.json);

@@ -468,4 +468,9 @@ interface Channel {
   # The stream's message at `offset`, without consuming it; `found` false when retention removed
   # it or it does not exist yet.
   readOffset @26 (queue :Text, offset :UInt64) -> (found :Bool, delivery :Delivery);
+
+  # Up to `count` (1-1000) of the queue's ready messages from position `from` (0 = the one a
+  # consumer gets next), in delivery order, left in the queue: no tags are taken and nothing is
+  # marked redelivered. Each delivery's `deliveryTag` holds its position. Needs read permission.
+  peek @27 (queue :Text, from :UInt64, count :UInt32) -> (deliveries :List(Delivery));
 }

@@ -420,6 +420,21 @@ std::optional<delivery> channel::read_offset(const std::string& queue, uint64_t 
   });
 }
 
+std::vector<delivery> channel::peek(const std::string& queue, uint64_t from, uint32_t count) {
+  auto st = state_;
+  return runtime_->call<std::vector<delivery>>([st, queue, from, count]() {
+    auto req = cap_of(st).peekRequest();
+    req.setQueue(queue);
+    req.setFrom(from);
+    req.setCount(count);
+    return req.send().then([](capnp::Response<rpc::Channel::PeekResults>&& r) {
+      std::vector<delivery> out;
+      for (auto d : r.getDeliveries()) out.push_back(read_delivery(d));
+      return out;
+    });
+  });
+}
+
 void channel::cancel(const std::string& consumer_tag) {
   auto st = state_;
   runtime_->call<void>([st, consumer_tag]() {

@@ -219,6 +219,21 @@ class channel_impl final : public rpc::Channel::Server {
         });
   }
 
+  kj::Promise<void> peek(PeekContext ctx) override {
+    auto p = ctx.getParams();
+    auto queue = text(p.getQueue());
+    uint64_t from = p.getFrom();
+    uint32_t count = p.getCount();
+    if (count == 0 || count > 1000)
+      throw_failure({reply_code::precondition_failed, "peek count must be from 1 to 1000"});
+    return ask([&](uint64_t r) { conn().peek(r, id_, queue, from, count); })
+        .then([ctx](caf::message m) mutable {
+          const auto& found = m.get_as<std::vector<delivery>>(0);
+          auto out = ctx.getResults().initDeliveries(static_cast<unsigned>(found.size()));
+          for (unsigned i = 0; i < out.size(); ++i) write_delivery(found[i], {}, out[i]);
+        });
+  }
+
   kj::Promise<void> cancel(CancelContext ctx) override {
     auto tag = text(ctx.getParams().getConsumerTag());
     return ask([&](uint64_t r) { conn().cancel(r, id_, tag, true); })

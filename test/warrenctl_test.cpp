@@ -53,6 +53,23 @@ BOOST_AUTO_TEST_CASE(declare_publish_and_get_round_trip) {
   BOOST_TEST(ok({"get", "q"}).out.empty());
 }
 
+// peek prints ready messages and leaves them: a later get still takes the first, not redelivered.
+BOOST_AUTO_TEST_CASE(peek_leaves_the_messages_in_the_queue) {
+  ok({"declare-queue", "q"});
+  for (int i = 0; i < 4; ++i) ok({"publish", "", "q", "--body", "m" + std::to_string(i)});
+  BOOST_TEST(ok({"peek", "q", "--from", "1", "--count", "2"}).out == "m1\nm2\n");
+  auto rows = json_lines(ok({"--json", "peek", "q"}).out);
+  BOOST_REQUIRE(rows.size() == 4u);
+  BOOST_TEST(rows[3]["body"] == "m3");
+  BOOST_TEST(rows[0]["redelivered"] == false);
+  auto got = json_lines(ok({"--json", "get", "q"}).out);
+  BOOST_REQUIRE(got.size() == 1u);
+  BOOST_TEST(got[0]["body"] == "m0");
+  BOOST_TEST(got[0]["redelivered"] == false);
+  BOOST_TEST(ctl({"peek", "q", "--count", "0"}).exit_code == 2);
+  BOOST_TEST(ctl({"peek", "missing"}).exit_code != 0);
+}
+
 // Streams: consume --offset / --group, commit-offset, list groups, delete-queue --force.
 BOOST_AUTO_TEST_CASE(streams_from_the_command_line) {
   ok({"declare-queue", "events", "--durable", "--arg", "x-queue-type=stream"});

@@ -74,6 +74,10 @@ class channel {
   /// The stream's message at `offset`, without consuming it.
   std::optional<delivery> read_offset(const std::string& queue, uint64_t offset);
 
+  /// Up to `count` (1-1000) ready messages from position `from`, left in the queue; each
+  /// delivery's tag is its position.
+  std::vector<delivery> peek(const std::string& queue, uint64_t from, uint32_t count);
+
   /// One message, or nothing when the queue has none ready.
   std::optional<delivery> get(const std::string& queue, bool no_ack = false);
 
