@@ -10,6 +10,7 @@
 #include "apps/node_stats.hpp"
 #include "core/log.hpp"
 #include "net/amqp/amqp_server.hpp"
+#include "net/http/management_server.hpp"
 #include "net/rpc_server.hpp"
 #include "persistence/data_dir.hpp"
 #include "persistence/format1_upgrade.hpp"
@@ -37,6 +38,7 @@ struct node_options {
   std::string bind = "127.0.0.1";
   uint16_t port = 5680;
   uint16_t amqp_port = 5672;
+  uint16_t http_port = 15680;
   warren::transport::tls_files tls;  // TLS listeners run when tls.cert is given
   uint16_t amqps_port = 5671;
   uint16_t tls_port = 5681;
@@ -89,6 +91,10 @@ int parse_options(int argc, char** argv, node_options& opt) {
   app.add_option("--port", opt.port, "Cap'n Proto RPC port (0 picks a free one)")
       ->capture_default_str();
   app.add_option("--amqp-port", opt.amqp_port, "AMQP 0-9-1 port (0 turns the listener off)")
+      ->capture_default_str();
+  app.add_option("--http-port", opt.http_port,
+                 "management HTTP port: RabbitMQ's management API, /metrics and the web page "
+                 "(0 turns it off)")
       ->capture_default_str();
   auto* cert = app.add_option("--tls-cert", opt.tls.cert,
                               "PEM certificate (chain, leaf first): turns on the TLS listeners");
@@ -238,6 +244,12 @@ std::string host_name() {
 // Spawns the cluster actor; when clustered (a secret and a cluster port), publishes it on the
 // cluster port and waits until it joined the nodes --join names. Throws std::runtime_error
 // naming what stopped it (the port, a node that refused us).
+// The node's name in the cluster and in listings: --node-name, else warren@HOSTNAME:CLUSTER_PORT.
+std::string node_name_of(const node_options& opt) {
+  if (!opt.node_name.empty()) return opt.node_name;
+  return "warren@" + host_name() + ":" + std::to_string(opt.cluster_port);
+}
+
 caf::actor start_cluster(caf::actor_system& system, const node_options& opt, caf::actor node,
                          caf::actor persistence, std::vector<warren::cluster_member> stored,
                          uint64_t metadata_version) {
@@ -247,7 +259,7 @@ caf::actor start_cluster(caf::actor_system& system, const node_options& opt, caf
     throw std::runtime_error("--join needs a cluster port (--cluster-port is 0)");
   std::string port = std::to_string(opt.cluster_port);
   warren::cluster_config config;
-  config.self.name = opt.node_name.empty() ? "warren@" + host_name() + ":" + port : opt.node_name;
+  config.self.name = node_name_of(opt);
   // A node that is told to join and has never been in a cluster takes the cluster's metadata
   // instead of its own.
   config.first_join = clustered && !opt.join.empty() &&
@@ -297,8 +309,9 @@ caf::actor start_cluster(caf::actor_system& system, const node_options& opt, caf
 // The listeners: Cap'n Proto and AMQP, each in the clear and, given --tls-cert, over TLS.
 class front_doors {
  public:
-  front_doors(caf::actor_system& system, caf::actor node, caf::actor alarm)
-      : rpc_(system, node),
+  front_doors(caf::actor_system& system, caf::actor node, caf::actor alarm, std::string name)
+      : http_(system, node, alarm, std::move(name)),
+        rpc_(system, node),
         rpc_tls_(system, node, "RPC TLS"),
         amqp_(system, node, alarm),
         amqps_(system, node, std::move(alarm), "AMQPS") {}
@@ -311,6 +324,7 @@ class front_doors {
     uint16_t port = rpc_.start(opt.bind, opt.port, opt.limits);
     if (opt.amqp_port != 0)
       announce("AMQP 0-9-1", opt, amqp_.start(opt.bind, opt.amqp_port, opt.heartbeat, opt.limits));
+    if (opt.http_port != 0) announce("management HTTP", opt, http_.start(opt.bind, opt.http_port));
     if (opt.tls.cert.empty()) return port;
     warren::net::listener_tls tls{opt.tls, opt.limits.handshake_timeout_ms};
     if (opt.amqps_port != 0)
@@ -323,6 +337,7 @@ class front_doors {
   }
 
   void stop() {
+    http_.stop();
     amqps_.stop();
     amqp_.stop();
     rpc_tls_.stop();
@@ -335,6 +350,7 @@ class front_doors {
                 what + " listener on " + opt.bind + ":" + std::to_string(port));
   }
 
+  warren::net::http::management_server http_;
   warren::net::rpc_server rpc_;
   warren::net::rpc_server rpc_tls_;
   warren::amqp::amqp_server amqp_;
@@ -414,7 +430,8 @@ int main(int argc, char** argv) {
   }
   opt.limits.max_message_bytes = opt.settings.max_message_bytes;
   opt.limits.channel_max = opt.settings.channel_max;
-  front_doors doors(system, caf::actor_cast<caf::actor>(node), caf::actor_cast<caf::actor>(alarm));
+  front_doors doors(system, caf::actor_cast<caf::actor>(node), caf::actor_cast<caf::actor>(alarm),
+                    node_name_of(opt));
   uint16_t port = 0;
   try {
     port = doors.start(opt);

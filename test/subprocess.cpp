@@ -79,8 +79,10 @@ node_process::node_process(std::vector<std::string> extra_args, std::string data
     data_dir = own_dir_->path();
   }
   data_dir_ = data_dir;
-  bool pick_amqp_port =
-      std::find(extra_args.begin(), extra_args.end(), "--amqp-port") == extra_args.end();
+  auto given = [&](const char* flag) {
+    return std::find(extra_args.begin(), extra_args.end(), flag) != extra_args.end();
+  };
+  bool pick_amqp_port = !given("--amqp-port"), pick_http_port = !given("--http-port");
   // A port that was free when picked can be taken by another test's node before ours binds it:
   // then pick another.
   for (int attempt = 1;; ++attempt) {
@@ -91,12 +93,17 @@ node_process::node_process(std::vector<std::string> extra_args, std::string data
       argv.push_back("--amqp-port");
       argv.push_back(std::to_string(free_port()));
     }
+    if (pick_http_port) {
+      argv.push_back("--http-port");
+      argv.push_back(std::to_string(free_port()));
+    }
     argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     if (launch(argv)) return;
-    bool port_taken = log().find("(AMQP)") != std::string::npos;
+    bool port_taken = (pick_amqp_port && log().find("(AMQP)") != std::string::npos) ||
+                      (pick_http_port && log().find("(HTTP)") != std::string::npos);
     stop();
     if (reader_.joinable()) reader_.join();  // a thrown constructor must not leave it running
-    if (!pick_amqp_port || !port_taken || attempt == 5)
+    if (!port_taken || attempt == 5)
       throw std::runtime_error("warren-node did not start; it logged:\n" + log());
     std::lock_guard<std::mutex> guard(mutex_);
     log_.clear();
@@ -139,6 +146,8 @@ bool node_process::launch(const std::vector<std::string>& argv) {
   port_ = static_cast<uint16_t>(std::stoi(m[1]));
   static const std::regex amqp_line("AMQP 0-9-1 listener on [^:]+:([0-9]+)");
   if (std::regex_search(log_, m, amqp_line)) amqp_port_ = static_cast<uint16_t>(std::stoi(m[1]));
+  static const std::regex http_line("management HTTP listener on [^:]+:([0-9]+)");
+  if (std::regex_search(log_, m, http_line)) http_port_ = static_cast<uint16_t>(std::stoi(m[1]));
   return true;
 }
 

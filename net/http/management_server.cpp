@@ -1,0 +1,255 @@
+#include "net/http/management_server.hpp"
+
+#include "actors/resource_alarm.hpp"
+#include "core/log.hpp"
+#include "net/http/api_routes.hpp"
+#include "net/http/metrics.hpp"
+#include "net/http/web_assets.hpp"
+
+#include <kj/compat/http.h>
+#include <kj/compat/url.h>
+#include <kj/encoding.h>
+#include <caf/event_based_actor.hpp>
+
+#include <algorithm>
+#include <mutex>
+
+namespace warren::net::http {
+
+namespace {
+
+/// Request bodies larger than this are refused (definitions files are the largest expected).
+constexpr uint64_t max_body_bytes = 64 << 20;
+
+/// The resource alarm's last word, written by a watching actor, read by /metrics.
+struct alarm_box {
+  std::mutex mutex;
+  alarm_status status;
+};
+
+caf::behavior alarm_watch(caf::event_based_actor* self, caf::actor alarm,
+                          std::shared_ptr<alarm_box> box) {
+  if (alarm)
+    self->send(caf::actor_cast<resource_alarm_type>(alarm), subscribe_atom::value,
+               caf::actor_cast<caf::actor>(self));
+  return {[=](blocked_atom, bool blocked, const std::string& reason) {
+    std::lock_guard<std::mutex> lock(box->mutex);
+    box->status.memory = blocked && reason.rfind("memory", 0) == 0;
+    box->status.disk = blocked && reason.rfind("disk", 0) == 0;
+  }};
+}
+
+bool may_manage(const std::vector<std::string>& tags) {
+  for (const char* t : {"management", "policymaker", "monitoring", "administrator"})
+    if (std::find(tags.begin(), tags.end(), t) != tags.end()) return true;
+  return false;
+}
+
+http_reply unauthorised(const std::string& reason) {
+  auto r = error_reply(401, "not_authorised", reason);
+  r.headers.push_back({"WWW-Authenticate", "Basic realm=\"Warren Management\""});
+  return r;
+}
+
+// "Basic base64(user:password)" read into the request; false when it is not that.
+bool read_basic_auth(kj::Maybe<kj::StringPtr> header, api_request& req) {
+  KJ_IF_MAYBE (h, header) {
+    std::string text(h->cStr());
+    if (text.rfind("Basic ", 0) != 0) return false;
+    auto decoded = kj::decodeBase64(kj::arrayPtr(text.data() + 6, text.size() - 6));
+    if (decoded.hadErrors) return false;
+    std::string pair(decoded.begin(), decoded.end());
+    auto colon = pair.find(':');
+    if (colon == std::string::npos) return false;
+    req.user = pair.substr(0, colon);
+    req.password = pair.substr(colon + 1);
+    return true;
+  }
+  return false;
+}
+
+// The door's state on the loop thread.
+struct door {
+  door(caf::actor_system& system, caf::actor node, std::shared_ptr<transport::loop_bridge> bridge,
+       std::string node_name, std::shared_ptr<alarm_box> alarms, kj::Timer& timer)
+      : env{system, node,
+            bridge, std::make_shared<node_query>(system, node, bridge),
+            {},     std::move(node_name),
+            {}},
+        alarms(std::move(alarms)),
+        timer(timer) {
+    env.alarms = [box = this->alarms]() {
+      std::lock_guard<std::mutex> lock(box->mutex);
+      std::vector<std::string> out;
+      if (box->status.memory) out.push_back("memory");
+      if (box->status.disk) out.push_back("disk");
+      return out;
+    };
+    kj::HttpHeaderTable::Builder builder;
+    authorization = builder.add("Authorization");
+    headers = builder.build();
+  }
+
+  kj::Promise<http_reply> api(api_request req, kj::Maybe<kj::StringPtr> auth_header) {
+    if (!read_basic_auth(auth_header, req)) return unauthorised("Login failed: give a user");
+    client_hello hello{"/",           req.user,          req.password, "management API",
+                       req.peer.name, req.peer.loopback, true};
+    return env.query
+        ->ask<std::vector<std::string>, std::vector<std::string>>(auth_atom::value, hello)
+        .then(
+            [this, req](caf::message m) mutable -> kj::Promise<http_reply> {
+              req.tags = m.get_as<std::vector<std::string>>(0);
+              req.vhosts = m.get_as<std::vector<std::string>>(1);
+              if (!may_manage(req.tags))
+                return unauthorised("Not management user: " + req.user +
+                                    " has no tag that "
+                                    "allows the management API");
+              return route(env, req);
+            },
+            [](kj::Exception&& e) -> kj::Promise<http_reply> {
+              std::string why(e.getDescription().cStr());
+              auto colon = why.find(": ");
+              return unauthorised("Login failed: " +
+                                  (colon == std::string::npos ? why : why.substr(colon + 2)));
+            });
+  }
+
+  kj::Promise<http_reply> metrics() {
+    return node_stats(env).then([this](node_stats_info stats) {
+      alarm_status alarm;
+      {
+        std::lock_guard<std::mutex> lock(alarms->mutex);
+        alarm = alarms->status;
+      }
+      http_reply r;
+      r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      r.body = prometheus_text(stats, alarm, read_fd_usage(), publish_confirm_latency().read());
+      return r;
+    });
+  }
+
+  api_env env;
+  std::shared_ptr<alarm_box> alarms;
+  kj::Timer& timer;
+  kj::HttpHeaderId authorization = kj::HttpHeaderId::HOST;
+  kj::Own<kj::HttpHeaderTable> headers;
+};
+
+kj::Promise<void> send(kj::HttpService::Response& response, const kj::HttpHeaderTable& table,
+                       http_reply r) {
+  kj::HttpHeaders headers(table);
+  if (!r.content_type.empty())
+    headers.set(kj::HttpHeaderId::CONTENT_TYPE, kj::heapString(r.content_type));
+  for (auto& [name, value] : r.headers) headers.add(kj::heapString(name), kj::heapString(value));
+  auto body = kj::heapString(r.body);
+  auto out = response.send(r.status, status_text(r.status), headers, uint64_t{body.size()});
+  if (body.size() == 0) return kj::READY_NOW;
+  auto written = out->write(body.begin(), body.size());
+  return written.attach(kj::mv(out), kj::mv(body));
+}
+
+// One HTTP connection's service: knows its peer (the guest user may log in only over
+// loopback, as on the other doors).
+class service final : public kj::HttpService {
+ public:
+  service(door& d, peer_address peer) : door_(d), peer_(std::move(peer)) {}
+
+  kj::Promise<void> request(kj::HttpMethod method, kj::StringPtr url,
+                            const kj::HttpHeaders& headers, kj::AsyncInputStream& body,
+                            Response& response) override {
+    api_request req;
+    req.method = method;
+    req.peer = peer_;
+    bool api = false;
+    std::string page;
+    KJ_IF_MAYBE (parsed, kj::Url::tryParse(url, kj::Url::HTTP_REQUEST)) {
+      for (auto& segment : parsed->path) req.path.emplace_back(segment.cStr());
+      for (auto& q : parsed->query) req.query[q.name.cStr()] = q.value.cStr();
+    } else {
+      return send(response, *door_.headers, error_reply(400, "bad_request", "unreadable URL"));
+    }
+    api = !req.path.empty() && req.path[0] == "api";
+    if (api) req.path.erase(req.path.begin());
+    page = req.path.empty() ? std::string("index.html") : req.path[0];
+    kj::Maybe<kj::String> auth;
+    KJ_IF_MAYBE (a, headers.get(door_.authorization)) auth = kj::heapString(*a);
+    return body.readAllText(max_body_bytes)
+        .then(
+            [this, req = std::move(req), api, page,
+             auth = kj::mv(auth)](kj::String text) mutable -> kj::Promise<http_reply> {
+              req.body = text.cStr();
+              kj::Maybe<kj::StringPtr> header;
+              KJ_IF_MAYBE (a, auth) header = a->asPtr();
+              return answer(std::move(req), api, page, header);
+            },
+            [](kj::Exception&&) -> kj::Promise<http_reply> {
+              return error_reply(413, "bad_request",
+                                 "the request body is over 64 MiB or could not be read");
+            })
+        .then([this, &response](http_reply r) {
+          return send(response, *door_.headers, std::move(r));
+        });
+  }
+
+ private:
+  kj::Promise<http_reply> answer(api_request req, bool api, const std::string& page,
+                                 kj::Maybe<kj::StringPtr> auth_header) {
+    if (api) return door_.api(std::move(req), auth_header);
+    if (req.method != kj::HttpMethod::GET)
+      return error_reply(405, "Method Not Allowed", "only GET outside /api");
+    if (page == "metrics" && req.path.size() == 1) return door_.metrics();
+    if (auto asset = find_asset(page); asset && req.path.size() <= 1) {
+      http_reply r;
+      r.content_type = std::string(asset->content_type) + "; charset=utf-8";
+      r.body = std::string(asset->bytes, asset->size);
+      return r;
+    }
+    return error_reply(404, "Object Not Found", "Not Found");
+  }
+
+  door& door_;
+  peer_address peer_;
+};
+
+}  // namespace
+
+struct management_server::impl {
+  caf::actor_system& system;
+  caf::actor node;
+  caf::actor watcher;
+  std::string node_name;
+  std::shared_ptr<alarm_box> alarms = std::make_shared<alarm_box>();
+  listener_thread listener{"HTTP"};
+};
+
+management_server::management_server(caf::actor_system& system, caf::actor node, caf::actor alarm,
+                                     std::string node_name)
+    : impl_(new impl{system, std::move(node), {}, std::move(node_name)}) {
+  impl_->watcher = system.spawn(alarm_watch, std::move(alarm), impl_->alarms);
+}
+
+management_server::~management_server() {
+  stop();
+  caf::anon_send_exit(impl_->watcher, caf::exit_reason::user_shutdown);
+}
+
+uint16_t management_server::start(const std::string& bind_address, uint16_t port) {
+  auto* self = impl_.get();
+  return self->listener.start(bind_address, port, [self](const loop_context& loop) {
+    auto d = std::make_shared<door>(self->system, self->node, loop.bridge, self->node_name,
+                                    self->alarms, loop.timer);
+    return serve_function(
+        [d](kj::Own<kj::AsyncIoStream> stream, const peer_address& peer) -> kj::Promise<void> {
+          auto svc = kj::heap<service>(*d, peer);
+          auto server = kj::heap<kj::HttpServer>(d->timer, *d->headers, *svc);
+          auto done = server->listenHttp(kj::mv(stream));
+          return done.attach(kj::mv(server), kj::mv(svc));
+        });
+  });
+}
+
+void management_server::stop() {
+  impl_->listener.stop();
+}
+
+}  // namespace warren::net::http

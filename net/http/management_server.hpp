@@ -1,0 +1,44 @@
+// management_server: the management door. An HTTP listener (kj's HTTP library, on its own
+// listener_thread and kj loop) that serves:
+//   /api/...   RabbitMQ's management API subset (api_routes.hpp), behind HTTP basic auth against
+//              the node's users; a user needs a management, policymaker, monitoring or
+//              administrator tag, as with RabbitMQ
+//   /metrics   Prometheus' text format (metrics.hpp), without auth, as RabbitMQ's plugin serves it
+//   /          the web page and its scripts, built into the binary (web_assets.hpp)
+//
+// Nothing here runs unless someone asks: no timer polls the node, so a node nobody watches pays
+// nothing for an open port.
+#pragma once
+
+#include "net/listener_thread.hpp"
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace warren::net::http {
+
+class management_server {
+ public:
+  /// `alarm`: the resource alarm, watched for /metrics; `node_name` names the node in listings.
+  management_server(caf::actor_system& system, caf::actor node, caf::actor alarm,
+                    std::string node_name);
+  ~management_server();
+
+  management_server(const management_server&) = delete;
+  management_server& operator=(const management_server&) = delete;
+
+  /// Returns the port (useful when 0 was asked for); throws std::runtime_error naming the
+  /// address that could not be used.
+  uint16_t start(const std::string& bind_address, uint16_t port);
+  void stop();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace warren::net::http

@@ -1,0 +1,47 @@
+// The management door (HTTP) against a real node: RabbitMQ's rabbitmqadmin, raw HTTP requests
+// and errors, peek, and /metrics read by Prometheus' own parser. The scenarios and what they
+// assert are in test/http/management_scenarios.py.
+#define BOOST_TEST_MODULE management
+#include <boost/test/unit_test.hpp>
+
+#include "subprocess.hpp"
+
+using warren::test::node_process;
+using warren::test::run_command;
+
+namespace {
+
+const std::string script = std::string(WARREN_SOURCE_DIR) + "/test/http/management_scenarios.py";
+
+void scenario(const std::string& name) {
+  node_process node;
+  BOOST_REQUIRE(node.http_port() != 0);
+  auto r = run_command({PYTHON3_PATH, script, std::to_string(node.http_port()),
+                        std::to_string(node.amqp_port()), name});
+  BOOST_TEST(r.exit_code == 0, name << " exited " << r.exit_code << ":\n" << r.out << r.err);
+  BOOST_TEST(node.alive());
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(rabbitmqadmin_commands) {
+  scenario("rabbitmqadmin_commands");
+}
+BOOST_AUTO_TEST_CASE(errors_as_rabbitmq_writes_them) {
+  scenario("errors_as_rabbitmq_writes_them");
+}
+BOOST_AUTO_TEST_CASE(peek_leaves_messages) {
+  scenario("peek_leaves_messages");
+}
+BOOST_AUTO_TEST_CASE(metrics_parse) {
+  scenario("metrics_parse");
+}
+BOOST_AUTO_TEST_CASE(rates_and_listings) {
+  scenario("rates_and_listings");
+}
+
+BOOST_AUTO_TEST_CASE(port_zero_turns_the_listener_off) {
+  node_process node({"--http-port", "0"});
+  BOOST_TEST(node.http_port() == 0);
+  BOOST_TEST(node.log().find("management HTTP listener") == std::string::npos);
+}
