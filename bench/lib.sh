@@ -1,7 +1,8 @@
 # Shared by the bench scripts (sourced): a scratch dir on the real disk, removed on exit with any
 # node still running, and starting and stopping warren-node on a free port.
-# Expects BUILD (the build dir) to be set. Nodes listen for AMQP on $AMQP_PORT, default off (so
-# that a RabbitMQ on 5672 beside them is no conflict).
+# Expects BUILD (the build dir) to be set. Nodes listen for AMQP on $AMQP_PORT and for HTTP
+# (management) on $HTTP_PORT, both off by default (so that a RabbitMQ on 5672 beside them is no
+# conflict, and a bench measures the broker alone unless it asks for more).
 
 WORK=$(mktemp -d /var/tmp/warren-bench-XXXXXX)  # on the real disk, not a tmpfs
 NODE_PID=
@@ -17,7 +18,8 @@ start_node() {
   local dir=$1; shift
   local log="$WORK/node.log" t0
   t0=$(date +%s%N)
-  "$BUILD/warren-node" --port 0 --amqp-port "${AMQP_PORT:-0}" --data-dir "$dir" "$@" 2>"$log" &
+  "$BUILD/warren-node" --port 0 --amqp-port "${AMQP_PORT:-0}" --http-port "${HTTP_PORT:-0}" \
+    --data-dir "$dir" "$@" 2>"$log" &
   NODE_PID=$!
   for _ in $(seq 1 6000); do
     PORT=$(grep -ao 'ready on [^ ]*:[0-9]*' "$log" | sed 's/.*://' || true)

@@ -22,7 +22,7 @@ async function api(path, options = {}) {
 
 function cell(row, text, numeric) {
   const td = row.insertCell();
-  td.textContent = text;
+  td.textContent = typeof text === "number" ? text.toLocaleString("en") : text;
   if (numeric) td.className = "n";
   return td;
 }
