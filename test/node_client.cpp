@@ -51,15 +51,20 @@ std::vector<client::delivery> drain(client::connection& conn, const std::string&
   std::condition_variable done;
   std::vector<client::delivery> out;
   auto ch = conn.open_channel();
-  client::consume_options o;
-  o.no_ack = true;
-  auto tag = ch->consume(queue, o, [&](const client::delivery& d) {
+  // Manual acks: a message leaves the queue's count only once its callback ran and acked it, so
+  // "the queue holds nothing" below also means "every delivery reached `out`" (with no-ack,
+  // deliveries still on their way to the callbacks would be cut off by the cancel).
+  ch->qos(1000);
+  auto* chp = ch.get();
+  auto tag = ch->consume(queue, {}, [&](const client::delivery& d) {
     std::lock_guard<std::mutex> guard(mutex);
     out.push_back(d);
+    chp->ack(d.delivery_tag);
     done.notify_all();
   });
-  // Until as many as were counted arrived, or the queue is empty: a paged-out message found
-  // damaged when it is read back leaves the count only then. Two minutes guard against a hang.
+  // Until as many as were counted arrived, or the queue holds nothing: a paged-out message
+  // found damaged when it is read back leaves the count only then. Two minutes guard against a
+  // hang.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
   std::unique_lock<std::mutex> lock(mutex);
   while (out.size() < ready) {
