@@ -25,21 +25,21 @@ constexpr size_t history_points = 600;  // ten minutes of one reading a second
 void rate_tracker::observe(const node_stats_info& stats) {
   auto now = std::chrono::steady_clock::now();
   double seconds = std::chrono::duration<double>(now - previous_at_).count();
-  if (!previous_.empty() && seconds < 1.0) return;  // too close to the last reading to tell
+  bool first = previous_at_ == std::chrono::steady_clock::time_point{};
+  if (!first && seconds < 1.0) return;  // too close to the last reading to tell
   std::map<std::string, traffic_counters> current;
   std::map<std::string, traffic_rates> rates;
   traffic_rates total;
   for (const auto& q : stats.queues) {
     auto key = queue_key(q);
     current[key] = q.traffic;
-    if (previous_.empty()) continue;
+    if (first) continue;
     auto before = previous_.find(key);
     auto r = rates_between(before == previous_.end() ? traffic_counters{} : before->second,
                            q.traffic, seconds);
     rates[key] = r;
     total += r;
   }
-  bool first = previous_.empty() && previous_at_ == std::chrono::steady_clock::time_point{};
   previous_ = std::move(current);
   previous_at_ = now;
   rates_ = std::move(rates);
