@@ -170,6 +170,7 @@ def errors_as_rabbitmq_writes_them():
 def peek_leaves_messages():
     conn = amqp()
     ch = conn.channel()
+    ch.confirm_delivery()  # each publish returns once the queue has it
     ch.queue_declare("peeked")
     for i in range(5):
         ch.basic_publish("", "peeked", f"m{i}".encode(), pika.BasicProperties(headers={"n": i}))
@@ -221,6 +222,7 @@ def metrics_parse():
 def rates_and_listings():
     conn = amqp()
     ch = conn.channel()
+    ch.confirm_delivery()  # each publish returns once the queue has it
     ch.queue_declare("rated")
     http("GET", "/api/overview")  # a first reading: rates are measured against it
     time.sleep(1.1)
