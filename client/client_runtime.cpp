@@ -125,13 +125,14 @@ void client_runtime::fire(std::function<kj::Promise<void>()> work) {
     try {
       tasks_->add(work());
     } catch (const kj::Exception&) {
+    } catch (const error&) {
     }
   });
 }
 
 void client_runtime::taskFailed(kj::Exception&&) {
-  // Only fire-and-forget work (acks, releases) ends up here; its failure shows on the next
-  // call that waits, since the broker closes the channel on a failed settle.
+  // Only fire-and-forget work (acks, releases) ends up here. A refused settle was kept for the
+  // next call that waits (channel.cpp, noting_failure); anything else shows on that call too.
 }
 
 void client_runtime::run_on_worker(std::function<void()> job) {

@@ -57,6 +57,10 @@ class client_runtime : public kj::TaskSet::ErrorHandler {
             }));
       } catch (const kj::Exception& e) {
         done->set_exception(std::make_exception_ptr(from_exception(e)));
+      } catch (const error&) {
+        // Thrown before anything was sent (a closed channel, a settle the broker refused):
+        // it must not escape into the loop, which would stop serving this connection.
+        done->set_exception(std::current_exception());
       }
     });
     return result;
