@@ -202,6 +202,15 @@ caf::error unknown_tag(uint64_t tag, uint16_t id) {
       "unknown delivery tag " + std::to_string(tag) + " on channel " + std::to_string(id));
 }
 
+// A settle naming a tag that is not outstanding: AMQP closes the channel; the Cap'n Proto door
+// fails that call alone (its client_hello says which).
+void refuse_settle(self_ptr self, uint64_t request, uint16_t id, uint64_t tag) {
+  if (self->state.hello.bad_settle_closes_channel)
+    fail(self, request, id, unknown_tag(tag, id));
+  else
+    self->state.link->reply(request, unknown_tag(tag, id), {});
+}
+
 }  // namespace
 
 // Reserves the tag, asks the vhost for the queue, and hands the queue the consumer.
@@ -224,7 +233,7 @@ void consume(self_ptr self, uint64_t request, uint16_t id, consume_request& c) {
   auto prefetch = c.no_ack ? 0 : (c.prefetch == 0 ? ch->default_prefetch : c.prefetch);
   // Consumers limited by acks (their own prefetch, the channel's, or both) start with what the
   // limits allow; the others with a window refilled as deliveries are written.
-  uint32_t initial = unlimited_consumer_window;
+  uint32_t initial = c.window != 0 ? c.window : unlimited_consumer_window;
   if (ch->credit.limited(c.no_ack, prefetch)) initial = ch->credit.add(tag, prefetch);
   // Reserve the tag now so a second consume with it fails even before the queue answers.
   auto serial = ch->serial;
@@ -359,16 +368,44 @@ void settle_request(self_ptr self, uint64_t request, uint16_t id, uint64_t tag, 
   auto* ch = open_channel(self, request, id);
   if (ch == nullptr) return;
   if (!settle(self, id, *ch, tag, multiple, kind)) {
-    fail(self, request, id, unknown_tag(tag, id));
+    refuse_settle(self, request, id, tag);
     return;
   }
   self->state.link->reply(request, {}, {});
 }
 
+namespace {
+
+// The Cap'n Proto door's ackEach: every known tag is acked whatever comes around it, so how the
+// client cut its acks into calls does not change what is settled; the first unknown one is
+// named in the call's error.
+void ack_each_known(self_ptr self, uint64_t request, uint16_t id, channel_state& ch,
+                    const std::vector<uint64_t>& tags) {
+  std::vector<channel_state::tags::held> taken;
+  std::optional<uint64_t> unknown;
+  for (auto tag : tags) {
+    if (auto one = ch.unacked.take(tag, false))
+      taken.insert(taken.end(), one->begin(), one->end());
+    else if (!unknown)
+      unknown = tag;
+  }
+  settle_taken(self, id, ch, taken, settle_kind::ack);
+  if (unknown)
+    refuse_settle(self, request, id, *unknown);
+  else
+    self->state.link->reply(request, {}, {});
+}
+
+}  // namespace
+
 void ack_each_request(self_ptr self, uint64_t request, uint16_t id,
                       const std::vector<uint64_t>& tags) {
   auto* ch = open_channel(self, request, id);
   if (ch == nullptr) return;
+  if (!self->state.hello.bad_settle_closes_channel) {
+    ack_each_known(self, request, id, *ch, tags);
+    return;
+  }
   auto [taken, unknown] = ch->unacked.take_each(tags);
   settle_taken(self, id, *ch, taken, settle_kind::ack);  // the ones before an unknown tag
   if (unknown) {

@@ -118,6 +118,9 @@ struct consume_request {
   int32_t priority = 0;   // x-priority: a queue serves its highest-priority consumers first
   stream_offset_spec offset = {};  // streams only: where to start
   std::string group = {};          // streams only: the consumer group (one committed offset)
+  // Consumers not limited by acks (no-ack, or no prefetch): deliveries the queue may send
+  // ahead of what the front door has handed over; 0 = unlimited_consumer_window.
+  uint32_t window = 0;
 };
 
 struct consumer_spec {
@@ -266,6 +269,9 @@ struct client_hello {
   // The node's own management door acting for a user: not listed among connections, not
   // counted against connection limits.
   bool internal = false;
+  // AMQP's rule: settling an unknown delivery tag closes the channel. The Cap'n Proto door
+  // answers such a call with an error and leaves the channel open.
+  bool bad_settle_closes_channel = true;
 };
 
 // --- inspect -----------------------------------------------------------------------------------
@@ -308,7 +314,8 @@ typename Inspector::result_type inspect(Inspector& f, lookup_reply& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, consume_request& x) {
-  return f(x.queue, x.tag, x.no_ack, x.exclusive, x.prefetch, x.priority, x.offset, x.group);
+  return f(x.queue, x.tag, x.no_ack, x.exclusive, x.prefetch, x.priority, x.offset, x.group,
+           x.window);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, consumer_spec& x) {
@@ -348,7 +355,8 @@ typename Inspector::result_type inspect(Inspector& f, connection_settings& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, client_hello& x) {
-  return f(x.vhost, x.user, x.password, x.client_name, x.peer, x.loopback, x.internal);
+  return f(x.vhost, x.user, x.password, x.client_name, x.peer, x.loopback, x.internal,
+           x.bad_settle_closes_channel);
 }
 
 }  // namespace warren

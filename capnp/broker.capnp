@@ -1,15 +1,54 @@
 # Warren client API (Cap'n Proto RPC).
 #
-# A client dials the node (default port 5680), takes the bootstrap capability `Broker`, calls
-# `connect` and opens channels on the returned `Connection`. Thanks to promise pipelining,
-# `connect`, `openChannel` and a first declare can go out in one network round trip.
+# This file is the whole contract: a client in any language with a Cap'n Proto RPC library can
+# be written from it. Nothing here depends on Warren's own C++ client.
 #
-# Errors are Cap'n Proto exceptions whose description starts with an AMQP reply code name and a
-# colon, e.g. "NOT_FOUND: no queue 'orders' in vhost '/'". A channel-level error (NOT_FOUND,
-# ACCESS_REFUSED, RESOURCE_LOCKED, PRECONDITION_FAILED) closes that channel: later calls on it fail
-# with "CHANNEL_ERROR: channel is closed ...". Connection-level errors close the connection.
+# CONNECTING. A client dials the node (default port 5680), takes the bootstrap capability
+# `Broker`, calls `connect` and opens channels on the returned `Connection`. Thanks to promise
+# pipelining, `connect`, `openChannel` and a first declare can go out in one network round trip.
+# Until `connect` succeeds the node reads messages of at most 64 KiB; after it, 128 MiB (one
+# call, with everything in it).
 #
-# Dropping a capability is meaningful: when a client releases its `Connection` (or its network
+# NULL MEANS EMPTY. Every unset pointer field, in parameters and in structs, means its empty
+# value: an unset Text is "", an unset Data is no bytes, an unset List has no elements, an unset
+# `Properties` has every property unset (not persistent, no headers), an unset `StreamOffset` is
+# `unset`, an unset `DeliveryWindow` takes the defaults. Clients never need to set a field only
+# to make it empty, and the broker may leave empty fields of its answers unset.
+#
+# ERRORS. A call the broker refuses fails with a Cap'n Proto exception of type `failed` whose
+# description is, exactly,
+#
+#     CODE: text
+#
+# where CODE is one of the `ErrorCode` names below written in upper snake case (notFound is
+# NOT_FOUND, the name AMQP gives reply code 404) and text says in English what was wrong, naming
+# the object ("NOT_FOUND: no queue 'orders' in vhost '/'"). CODE never contains ": ", so
+# splitting the description at its first ": " gives both parts. Some Cap'n Proto runtimes put
+# their own prefix ahead of a description that came over the network (C++ adds "remote
+# exception: "); remove it first. CODEs are stable; texts may change. An exception of type
+# `disconnected` means the network connection went away: every capability of it is dead, and
+# the node closed the connection as if `Connection.close` had been called.
+#
+# WHAT AN ERROR CLOSES. A call that fails with NOT_FOUND, ACCESS_REFUSED, RESOURCE_LOCKED or
+# PRECONDITION_FAILED closes its channel, as in AMQP (except settling an unknown delivery tag,
+# see `ack`): later calls on it fail with CHANNEL_ERROR, and its consumers get `cancelled`.
+# CONNECTION_FORCED and failures of `connect` end the connection. The other codes fail the call
+# alone.
+#
+# FLOW CONTROL, PUBLISHING. A publish or publishBatch call returns when every queue its
+# messages were routed to has taken them; in confirm mode, when they are safe (persistent
+# messages to durable queues: on disk). The reply is the publisher's credit: the broker reads
+# calls as fast as they come, and it is the client that bounds its calls in flight. Keep 2 to 8
+# batches of 100 to 5000 messages (and at most a few MiB) in flight per channel: on a two-core
+# machine 4 batches of 1000 small messages reached about 600k messages/s, and more in flight
+# adds latency, not throughput. While the node's memory or disk alarm is raised, publish calls
+# are not answered until it clears, so a client that waits for its replies stops by itself.
+#
+# FLOW CONTROL, CONSUMING. See `DeliveryWindow` and `Consumer.deliver`: a consumer has at most
+# `maxCalls` deliver calls outstanding of at most `maxBatch` deliveries each; a consumer with a
+# prefetch also has at most `prefetch` deliveries unacknowledged.
+#
+# DROPPING A CAPABILITY is meaningful: when a client releases its `Connection` (or its network
 # connection goes away) the broker closes the connection, cancels its consumers and returns every
 # unacknowledged message to its queue with `redelivered = true`. Releasing a `Channel` closes it.
 
@@ -17,6 +56,28 @@
 
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("warren::rpc");
+
+# What a refused call failed with: the CODE of its "CODE: text" description (see ERRORS above),
+# here in camel case. Each is AMQP's reply code of the same name, whose number is given.
+enum ErrorCode {
+  internalError @0;       # 541: the broker could not carry it out (a bug, a failed disk write)
+  connectionForced @1;    # 320: the broker closed the connection (shutting down, node lost)
+  accessRefused @2;       # 403: wrong credentials, or the user lacks the permission named
+  notFound @3;            # 404: the vhost, exchange or queue named does not exist
+  resourceLocked @4;      # 405: an exclusive queue or consumer of another connection
+  preconditionFailed @5;  # 406: it conflicts with what exists (an inequivalent redeclare, a
+                          # non-empty queue with ifEmpty, an unknown delivery tag, ...)
+  frameError @6;          # 501: AMQP only
+  syntaxError @7;         # 502: a malformed value (a message id not 16 bytes long, ...)
+  commandInvalid @8;      # 503: an argument of the wrong kind (an unknown exchange type, ...)
+  channelError @9;        # 504: the channel is closed (an earlier error closed it)
+  unexpectedFrame @10;    # 505: AMQP only
+  resourceError @11;      # 506: a limit of the node or connection was reached
+  notAllowed @12;         # 530: refused by a limit (vhost connections, a consumer tag in use)
+  notImplemented @13;     # 540: a feature the broker does not have
+  noRoute @14;            # 312: never an error here (see PublishResult.returned); listed
+                          # because AMQP clients meet it
+}
 
 # A typed value in a header table or an argument table (a subset of AMQP field values).
 struct Value {
@@ -43,7 +104,7 @@ struct Field {
   value @1 :Value;
 }
 
-# Message properties, as in AMQP's basic class. Unset text fields are empty.
+# Message properties, as in AMQP's basic class. Unset fields are empty (see NULL MEANS EMPTY).
 struct Properties {
   persistent @0 :Bool;        # delivery_mode 2; stored on disk when its queue is durable
   contentType @1 :Text;
@@ -117,13 +178,46 @@ struct GroupInfo {
   consumers @3 :UInt32;       # attached now
 }
 
+# How a consumer's deliveries are cut into `Consumer.deliver` calls (Channel.consume).
+#
+# The broker sends a consumer at most `maxCalls` deliver calls that have not returned, each of
+# at most `maxBatch` deliveries and at most 1 MiB of bodies (a bigger message goes alone in its
+# call). Deliveries that do not fit wait in the broker, in order, and go out as calls return.
+# What else bounds them depends on the consumer:
+#
+# - Acknowledging with a prefetch (`noAck` false, prefetch P > 0 from `consume` or `qos`): at
+#   most P deliveries are unacknowledged, counting those in calls and those waiting. An ack
+#   (or nack, reject) lets the queue send as many more. A call's return does not.
+# - No prefetch, or `noAck`: the queue hands the consumer at most maxCalls * maxBatch
+#   deliveries that have not yet been delivered in a returned call; each returned call lets it
+#   send as many more as the call carried. Acks do not (with noAck there are none).
+#
+# So a consumer that returns from `deliver` only when it has handled the deliveries has at most
+# maxCalls * maxBatch messages on its side, and a slow consumer slows its queue, not the broker's
+# memory. Each call holds as many deliveries as are waiting, up to maxBatch: with few messages
+# flowing, calls carry one or two; under load they fill up.
+struct DeliveryWindow {
+  maxCalls @0 :UInt32;        # 1-64; 0 (or unset) = 4
+  maxBatch @1 :UInt32;        # 1-10000; 0 (or unset) = 256
+}
+
 # The client's receiving end of a subscription, passed to `Channel.consume`.
 interface Consumer {
-  # Messages for this consumer, as many per call as its credit allows. The broker keeps only a
-  # bounded number of bytes in flight, so a slow consumer slows the queue, not memory.
-  deliver @0 (deliveries :List(Delivery)) -> stream;
+  # Deliveries for this consumer, in queue order (see DeliveryWindow for how many per call and
+  # how many calls at once). Return once they are handled, or at least taken in: the return is
+  # what lets the next call go. Calls come in order; a client may handle them one at a time.
+  #
+  # Throwing from `deliver` (any exception but a lost connection) ends the subscription: the
+  # broker cancels the consumer, returns its unacknowledged deliveries (those of the failed call,
+  # of calls still out, and of any waiting) to the queue marked `redelivered`, logs the
+  # consumer's tag and the exception's description, and calls `cancelled` with reason
+  # "deliver failed: " followed by that description. Deliveries of a noAck consumer are not
+  # returned: they counted as delivered when they left the queue. The channel stays open.
+  deliver @0 (deliveries :List(Delivery)) -> ();
 
-  # The broker ended the subscription (its queue was deleted, or the channel closed).
+  # The broker ended the subscription: its queue was deleted, its channel closed (the reason
+  # then starts "channel closed: "), its queue's node went down, or a `deliver` failed. Not
+  # called after the client's own `cancel`. Nothing is delivered to this consumer after it.
   cancelled @1 (consumerTag :Text, reason :Text);
 }
 
@@ -378,17 +472,21 @@ interface Channel {
   # Publishes one message; returns once every queue it was routed to has taken it.
   publish @7 (message :OutboundMessage) -> (result :PublishResult);
 
-  # Publishes many messages in one call (much cheaper per message). Results come in order.
-  # Keep a few batches in flight for throughput: the reply to a batch is its credit.
+  # Publishes many messages in one call (much cheaper per message). Results come in order, one
+  # per message; the call returns when all have (see FLOW CONTROL, PUBLISHING for how many to
+  # keep in flight).
   publishBatch @8 (messages :List(OutboundMessage)) -> (results :List(PublishResult));
 
   # Subscribes `consumer` to a queue. An empty tag asks for a generated one. `prefetch` bounds
   # unacknowledged deliveries to this consumer (0 = the channel's qos value; if that is 0 too,
   # unlimited). `exclusive` refuses other consumers (ACCESS_REFUSED) while it lasts. A queue
   # serves its highest-`priority` consumers first (AMQP's x-priority; default 0) and lower ones
-  # while those have no prefetch left.
+  # while those have no prefetch left. `window` sets how deliveries are cut into calls (see
+  # DeliveryWindow; PRECONDITION_FAILED past its limits). Deliveries may reach `consumer`
+  # before this call returns.
   consume @9 (queue :Text, consumerTag :Text, noAck :Bool, exclusive :Bool, prefetch :UInt32,
-              consumer :Consumer, priority :Int32) -> (consumerTag :Text);
+              consumer :Consumer, priority :Int32, window :DeliveryWindow)
+      -> (consumerTag :Text);
 
   # Ends a subscription; its unacked messages go back to the queue.
   cancel @10 (consumerTag :Text) -> ();
@@ -403,7 +501,9 @@ interface Channel {
   }
 
   # Settles deliveries of this channel. `multiple` covers every tag up to and including this one.
-  # A tag that is not outstanding is a PRECONDITION_FAILED channel error.
+  # A tag that is not outstanding (never given, settled already, or void since its consumer was
+  # cancelled or the channel recovered) fails this call alone with PRECONDITION_FAILED naming
+  # the tag: unlike AMQP, the channel and its consumers stay open, and nothing is settled.
   ack @12 (deliveryTag :UInt64, multiple :Bool) -> ();
   nack @13 (deliveryTag :UInt64, multiple :Bool, requeue :Bool) -> ();
   reject @14 (deliveryTag :UInt64, requeue :Bool) -> ();
@@ -434,9 +534,11 @@ interface Channel {
   # Returns every unacked delivery of this channel to its queue (AMQP basic.recover, requeue).
   recover @19 () -> ();
 
-  # Acks each of these tags, in order, as `ack(tag, false)` would: one call for many acks. The
-  # client library sends the acks its user makes one by one this way. An unknown tag is a
-  # PRECONDITION_FAILED channel error; the tags before it stay acked.
+  # Acks each of these tags, in order, as `ack(tag, false)` would: one call for many acks, which
+  # is how a client that acks each message should send them. Every outstanding tag in the list
+  # is acked, wherever an unknown one stands, so how acks are grouped into calls never changes
+  # what is settled. An unknown tag fails the call with PRECONDITION_FAILED naming the first
+  # one, as `ack` does; the channel stays open.
   ackEach @20 (deliveryTags :List(UInt64)) -> ();
 
   # Binds exchange `destination` to exchange `source` (AMQP exchange.bind): what `source` routes
@@ -456,7 +558,8 @@ interface Channel {
   # join where the group is. A classic queue takes it as `consume` would, ignoring offset and
   # group.
   consumeStream @23 (queue :Text, consumerTag :Text, offset :StreamOffset, group :Text,
-                     prefetch :UInt32, consumer :Consumer) -> (consumerTag :Text);
+                     prefetch :UInt32, consumer :Consumer, window :DeliveryWindow)
+      -> (consumerTag :Text);
 
   # Stores `offset` as the last one `group` is done with (creating the group). PRECONDITION_FAILED
   # for an offset past the stream's end or a queue that is not a stream.

@@ -5,6 +5,8 @@
 #include "client/client_wire.hpp"
 #include "core/wire_fields.hpp"
 
+#include <kj/exception.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -19,7 +21,18 @@ constexpr size_t max_batch_messages = 5000;
 
 rpc::Channel::Client& cap_of(const std::shared_ptr<channel::state>& st) {
   if (!st->cap) throw error("CHANNEL_ERROR", "the channel is closed");
+  if (st->settle_failure) throw *std::exchange(st->settle_failure, std::nullopt);
   return *st->cap;
+}
+
+// Settling does not wait for the broker: a settle it refused (an unknown tag) is kept and
+// thrown by the next call that waits (see cap_of). The channel stays open.
+kj::Promise<void> noting_failure(const std::shared_ptr<channel::state>& st,
+                                 kj::Promise<void> settle) {
+  return settle.catch_([st](kj::Exception&& e) {
+    if (e.getType() != kj::Exception::Type::DISCONNECTED && !st->settle_failure)
+      st->settle_failure = from_exception(e);
+  });
 }
 
 std::vector<uint64_t> take_acks(channel::state& st) {
@@ -28,17 +41,18 @@ std::vector<uint64_t> take_acks(channel::state& st) {
 }
 
 // Sends gathered single acks, in the order they were made (kj thread).
-kj::Promise<void> send_acks(channel::state& st, const std::vector<uint64_t>& tags) {
-  if (tags.empty() || !st.cap) return kj::READY_NOW;
+kj::Promise<void> send_acks(const std::shared_ptr<channel::state>& st,
+                            const std::vector<uint64_t>& tags) {
+  if (tags.empty() || !st->cap) return kj::READY_NOW;
   if (tags.size() == 1) {
-    auto req = st.cap->ackRequest();
+    auto req = st->cap->ackRequest();
     req.setDeliveryTag(tags.front());
-    return req.send().ignoreResult();
+    return noting_failure(st, req.send().ignoreResult());
   }
-  auto req = st.cap->ackEachRequest();
+  auto req = st->cap->ackEachRequest();
   auto list = req.initDeliveryTags(static_cast<unsigned>(tags.size()));
   for (unsigned i = 0; i < tags.size(); ++i) list.set(i, tags[i]);
-  return req.send().ignoreResult();
+  return noting_failure(st, req.send().ignoreResult());
 }
 
 // Waits for two calls that are both on the wire already, the first one first.
@@ -65,12 +79,24 @@ void flush_acks(const std::shared_ptr<channel::state>& st, client_runtime* runti
     std::lock_guard<std::mutex> guard(st->acks_mutex);
     if (st->acks.empty()) return;
   }
-  runtime->fire([st]() { return send_acks(*st, take_acks(*st)); });
+  runtime->fire([st]() { return send_acks(st, take_acks(*st)); });
+}
+
+// Runs one message callback; what it threw, as text, or "" when it returned.
+std::string run_handler(const channel::message_handler& handler, const delivery& d) {
+  try {
+    handler(d);
+    return {};
+  } catch (const std::exception& e) {
+    return std::string("the message callback threw: ") + e.what();
+  } catch (...) {
+    return "the message callback threw";
+  }
 }
 
 // Receives deliveries on the kj thread and runs the user's callbacks on the worker thread. A
-// deliver call completes once its callbacks ran, which is what bounds the broker's in-flight
-// window for this consumer.
+// deliver call returns once its callbacks ran, which is what the consumer's delivery window
+// counts.
 class consumer_impl final : public rpc::Consumer::Server {
  public:
   consumer_impl(client_runtime* runtime, channel::message_handler on_message,
@@ -94,19 +120,26 @@ class consumer_impl final : public rpc::Consumer::Server {
         [batch = std::move(batch), done, handler, live = live_, open = channel_open_]() {
           ack_scope scope;
           current_ack_scope = &scope;
+          std::string failure;
           for (const auto& d : batch) {
             // Cancelled or closed meanwhile: the user was promised no more callbacks; what was not
             // handed over stays unacked and goes back to the queue.
             if (!*live || !*open) break;
-            try {
-              (*handler)(d);
-            } catch (...) {
-              // A throwing callback must not take the consumer down; the message stays unacked.
+            failure = run_handler(*handler, d);
+            if (!failure.empty()) {
+              *live = false;  // no more callbacks: the broker cancels the consumer
+              break;
             }
           }
           current_ack_scope = nullptr;
           for (const auto& [st, runtime] : scope.touched) flush_acks(st, runtime);
-          (*done)->fulfill();
+          // A throwing callback fails the deliver call: the broker then cancels the consumer,
+          // requeues its unacked messages and calls `cancelled` with the reason.
+          if (failure.empty())
+            (*done)->fulfill();
+          else
+            (*done)->reject(kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__,
+                                          kj::heapString(failure.data(), failure.size())));
         });
     return kj::mv(pair.promise);
   }
@@ -345,6 +378,9 @@ std::string channel::consume(const std::string& queue, const consume_options& o,
     req.setExclusive(o.exclusive);
     req.setPrefetch(o.prefetch);
     req.setPriority(o.priority);
+    auto window = req.initWindow();
+    window.setMaxCalls(o.max_calls);
+    window.setMaxBatch(o.max_batch);
     auto live = std::make_shared<std::atomic<bool>>(true);
     req.setConsumer(
         kj::heap<consumer_impl>(rt, std::move(on_message), std::move(on_cancel), live, st->open));
@@ -442,7 +478,7 @@ void channel::cancel(const std::string& consumer_tag) {
     req.setConsumerTag(consumer_tag);
     // Acks gathered in a callback that is still running go first: the cancel requeues what is
     // unacked, and an ack arriving after it would name a tag the channel no longer holds.
-    auto acks = send_acks(*st, take_acks(*st));
+    auto acks = send_acks(st, take_acks(*st));
     auto cancelled = req.send().then([st, consumer_tag](auto&&) {
       if (auto c = st->consumers.find(consumer_tag); c != st->consumers.end()) {
         *c->second = false;
@@ -472,7 +508,7 @@ void channel::settle(uint64_t tag, bool multiple, int kind) {
   // Single acks made before this settle go out before it (taken on the kj thread, as in
   // flush_acks).
   runtime_->fire([st, tag, multiple, kind]() -> kj::Promise<void> {
-    auto acks = send_acks(*st, take_acks(*st));
+    auto acks = send_acks(st, take_acks(*st));
     if (!st->cap) return acks;
     kj::Promise<void> sent = nullptr;
     if (kind == 0) {
@@ -487,7 +523,7 @@ void channel::settle(uint64_t tag, bool multiple, int kind) {
       req.setRequeue(kind == 1);
       sent = req.send().ignoreResult();
     }
-    return both(kj::mv(acks), kj::mv(sent));
+    return both(kj::mv(acks), noting_failure(st, kj::mv(sent)));
   });
 }
 
@@ -512,7 +548,7 @@ void channel::ack(uint64_t delivery_tag, bool multiple) {
     return;
   }
   // Elsewhere the first ack of a burst posts the send; later ones ride along with it.
-  if (gathered == 1) runtime_->fire([st]() { return send_acks(*st, take_acks(*st)); });
+  if (gathered == 1) runtime_->fire([st]() { return send_acks(st, take_acks(*st)); });
 }
 
 void channel::nack(uint64_t delivery_tag, bool multiple, bool requeue) {
@@ -541,7 +577,7 @@ void channel::recover() {
   auto st = state_;
   runtime_->call<void>([st]() {
     auto req = cap_of(st).recoverRequest();
-    auto acks = send_acks(*st, take_acks(*st));  // what was acked is not requeued
+    auto acks = send_acks(st, take_acks(*st));  // what was acked is not requeued
     return both(kj::mv(acks), req.send().ignoreResult());
   });
 }
@@ -570,7 +606,7 @@ void channel::close() {
   runtime_->call<void>([st]() -> kj::Promise<void> {
     if (!st->cap) return kj::READY_NOW;
     // What was acked is not requeued; a failed ack does not make the close fail.
-    auto acks = send_acks(*st, take_acks(*st)).catch_([](kj::Exception&&) {});
+    auto acks = send_acks(st, take_acks(*st)).catch_([](kj::Exception&&) {});
     auto closed = st->cap->closeRequest().send().then([st](auto&&) { st->cap = nullptr; });
     return both(kj::mv(acks), kj::mv(closed));
   });

@@ -6,25 +6,63 @@
 
 namespace warren::client {
 
-error::error(std::string code, std::string text)
-    : std::runtime_error(code + ": " + text), code_(std::move(code)), text_(std::move(text)) {}
+error_code error_code_of(const std::string& code) {
+  if (code == "DISCONNECTED") return error_code::disconnected;
+  reply_code parsed;
+  if (!parse_reply_code_name(code, parsed)) return error_code::internal_error;
+  switch (parsed) {
+    case reply_code::no_route:
+      return error_code::no_route;
+    case reply_code::connection_forced:
+      return error_code::connection_forced;
+    case reply_code::access_refused:
+      return error_code::access_refused;
+    case reply_code::not_found:
+      return error_code::not_found;
+    case reply_code::resource_locked:
+      return error_code::resource_locked;
+    case reply_code::precondition_failed:
+      return error_code::precondition_failed;
+    case reply_code::frame_error:
+      return error_code::frame_error;
+    case reply_code::syntax_error:
+      return error_code::syntax_error;
+    case reply_code::command_invalid:
+      return error_code::command_invalid;
+    case reply_code::channel_error:
+      return error_code::channel_error;
+    case reply_code::unexpected_frame:
+      return error_code::unexpected_frame;
+    case reply_code::resource_error:
+      return error_code::resource_error;
+    case reply_code::not_allowed:
+      return error_code::not_allowed;
+    case reply_code::not_implemented:
+      return error_code::not_implemented;
+    case reply_code::internal_error:
+      return error_code::internal_error;
+  }
+  return error_code::internal_error;
+}
 
+error::error(std::string code, std::string text)
+    : std::runtime_error(code + ": " + text),
+      code_(std::move(code)),
+      text_(std::move(text)),
+      kind_(error_code_of(code_)) {}
+
+// The broker's description is "CODE: text" (broker.capnp, ERRORS); Cap'n Proto's C++ runtime
+// puts "remote exception: " ahead of descriptions that came over the network.
 error from_exception(const kj::Exception& e) {
   std::string description = e.getDescription().cStr();
   if (e.getType() == kj::Exception::Type::DISCONNECTED)
     return error("DISCONNECTED", "lost the connection to the broker (" + description + ")");
-  // Cap'n Proto may prefix a remote exception ("remote exception: "); find "CODE: " after it.
-  for (size_t at = 0; at < description.size();) {
-    size_t colon = description.find(": ", at);
-    if (colon == std::string::npos) break;
-    size_t start = description.rfind(' ', colon);
-    start = start == std::string::npos ? 0 : start + 1;
-    if (start < at) start = at;
-    std::string code = description.substr(start, colon - start);
-    reply_code parsed;
-    if (parse_reply_code_name(code, parsed)) return error(code, description.substr(colon + 2));
-    at = colon + 2;
-  }
+  const std::string remote = "remote exception: ";
+  while (description.rfind(remote, 0) == 0) description.erase(0, remote.size());
+  auto colon = description.find(": ");
+  reply_code parsed;
+  if (colon != std::string::npos && parse_reply_code_name(description.substr(0, colon), parsed))
+    return error(description.substr(0, colon), description.substr(colon + 2));
   return error("INTERNAL_ERROR", description);
 }
 

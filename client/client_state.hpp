@@ -5,6 +5,7 @@
 
 #include "broker.capnp.h"
 #include "warren/channel.hpp"
+#include "warren/client_error.hpp"
 #include "warren/connection.hpp"
 
 #include <kj/memory.h>
@@ -13,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,8 @@ struct channel::state {
   // both on the worker just before it runs.
   std::map<std::string, std::shared_ptr<std::atomic<bool>>> consumers;
   std::shared_ptr<std::atomic<bool>> open = std::make_shared<std::atomic<bool>>(true);
+  // A settle the broker refused, thrown by the next call that waits (kj thread only).
+  std::optional<error> settle_failure;
 };
 
 }  // namespace warren::client

@@ -21,6 +21,9 @@ namespace {
 constexpr uint64_t max_message_words = 16 * 1024 * 1024;  // 128 MiB
 // Before connect succeeds a client sends one small call; nothing bigger is read.
 constexpr uint64_t max_message_before_login = 64 * 1024;
+// Largest DeliveryWindow a consume may ask for.
+constexpr uint32_t max_window_calls = 64;
+constexpr uint32_t max_window_batch = 10000;
 
 class channel_impl final : public rpc::Channel::Server {
  public:
@@ -161,9 +164,10 @@ class channel_impl final : public rpc::Channel::Server {
     c.exclusive = p.getExclusive();
     c.prefetch = p.getPrefetch();
     c.priority = p.getPriority();
-    return start_consume(std::move(c), p.getConsumer(), [ctx](const std::string& tag) mutable {
-      ctx.getResults().setConsumerTag(tag);
-    });
+    auto window = read_window(p.getWindow(), c);
+    return start_consume(
+        std::move(c), p.getConsumer(), window,
+        [ctx](const std::string& tag) mutable { ctx.getResults().setConsumerTag(tag); });
   }
 
   kj::Promise<void> consumeStream(ConsumeStreamContext ctx) override {
@@ -177,9 +181,10 @@ class channel_impl final : public rpc::Channel::Server {
     if (!c.group.empty())
       if (auto problem = check_name("consumer group name", c.group); !problem.empty())
         throw_failure({reply_code::precondition_failed, problem});
-    return start_consume(std::move(c), p.getConsumer(), [ctx](const std::string& tag) mutable {
-      ctx.getResults().setConsumerTag(tag);
-    });
+    auto window = read_window(p.getWindow(), c);
+    return start_consume(
+        std::move(c), p.getConsumer(), window,
+        [ctx](const std::string& tag) mutable { ctx.getResults().setConsumerTag(tag); });
   }
 
   kj::Promise<void> commitOffset(CommitOffsetContext ctx) override {
@@ -328,10 +333,10 @@ class channel_impl final : public rpc::Channel::Server {
   // registered first and withdrawn if the broker refuses.
   template <class Answer>
   kj::Promise<void> start_consume(consume_request c, rpc::Consumer::Client consumer,
-                                  Answer answer) {
+                                  rpc_session::delivery_window window, Answer answer) {
     if (c.tag.empty()) c.tag = generated_name("amq.ctag-");
     auto tag = c.tag;
-    bool added = session_->add_consumer(id_, tag, kj::mv(consumer));
+    bool added = session_->add_consumer(id_, tag, kj::mv(consumer), window);
     return ask([&](uint64_t r) { conn().consume(r, id_, std::move(c)); })
         .then(
             [answer, tag](caf::message) mutable -> kj::Promise<void> {
@@ -342,6 +347,23 @@ class channel_impl final : public rpc::Channel::Server {
               if (added) session_->remove_consumer(id_, tag);
               return kj::mv(e);
             });
+  }
+
+  // The consume's DeliveryWindow, checked; a consumer not limited by acks may have as many
+  // deliveries beyond its queue as the window's calls can carry.
+  static rpc_session::delivery_window read_window(rpc::DeliveryWindow::Reader w,
+                                                  consume_request& c) {
+    rpc_session::delivery_window window;
+    if (w.getMaxCalls() > max_window_calls || w.getMaxBatch() > max_window_batch)
+      throw_failure({reply_code::precondition_failed,
+                     "delivery window " + std::to_string(w.getMaxCalls()) + " calls of " +
+                         std::to_string(w.getMaxBatch()) + " deliveries is over the limit of " +
+                         std::to_string(max_window_calls) + " calls of " +
+                         std::to_string(max_window_batch)});
+    if (w.getMaxCalls() != 0) window.max_calls = w.getMaxCalls();
+    if (w.getMaxBatch() != 0) window.max_batch = w.getMaxBatch();
+    c.window = window.max_calls * window.max_batch;
+    return window;
   }
 
   template <class Send>
@@ -575,6 +597,7 @@ class broker_impl final : public rpc::Broker::Server {
     client_hello hello{text(p.getVhost()),      text(p.getUser()), text(p.getPassword()),
                        text(p.getClientName()), peer_.name,        peer_.loopback};
     if (hello.client_name.empty()) hello.client_name = peer_.name;
+    hello.bad_settle_closes_channel = false;
     auto session = rpc_session::create(system_, node_, bridge_, std::move(hello));
     return session->request([&](uint64_t r) { session->conn().open(r); })
         .then([ctx, session, logged_in = logged_in_](caf::message) mutable {

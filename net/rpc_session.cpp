@@ -1,6 +1,8 @@
 #include "net/rpc_session.hpp"
 
 #include "actors/connection_actor.hpp"
+#include "core/log.hpp"
+#include "core/names.hpp"
 #include "net/wire_convert.hpp"
 
 #include <caf/send.hpp>
@@ -9,8 +11,7 @@ namespace warren::net {
 
 namespace {
 
-/// Largest body bytes put into one deliver call; bigger batches are split so one call never
-/// holds more than about this much.
+/// Body bytes of one deliver call at most, unless a single message is bigger (it goes alone).
 constexpr size_t max_deliver_bytes = 1 << 20;
 
 // The connection actor's way back: every event becomes a function posted to the kj loop, where
@@ -53,13 +54,13 @@ class rpc_link final : public client_link {
 
 }  // namespace
 
-rpc_session::rpc_session(std::shared_ptr<transport::loop_bridge> bridge)
-    : bridge_(std::move(bridge)), tasks_(*this) {}
+rpc_session::rpc_session(std::shared_ptr<transport::loop_bridge> bridge, std::string client_name)
+    : bridge_(std::move(bridge)), client_name_(std::move(client_name)), tasks_(*this) {}
 
 std::shared_ptr<rpc_session> rpc_session::create(caf::actor_system& system, caf::actor node,
                                                  std::shared_ptr<transport::loop_bridge> bridge,
                                                  client_hello hello) {
-  std::shared_ptr<rpc_session> session(new rpc_session(bridge));
+  std::shared_ptr<rpc_session> session(new rpc_session(bridge, hello.client_name));
   auto link = std::make_shared<rpc_link>(bridge, session);
   auto actor = system.spawn(connection_actor, std::move(node), link, std::move(hello));
   session->conn_ = connection_ref(actor);
@@ -79,8 +80,9 @@ rpc_session::~rpc_session() {
 }
 
 bool rpc_session::add_consumer(uint16_t channel, const std::string& tag,
-                               rpc::Consumer::Client consumer) {
-  return consumers_.emplace(std::make_pair(channel, tag), kj::mv(consumer)).second;
+                               rpc::Consumer::Client consumer, delivery_window window) {
+  consumer_pipe pipe{kj::mv(consumer), window, 0, {}};
+  return consumers_.emplace(consumer_key(channel, tag), kj::mv(pipe)).second;
 }
 
 void rpc_session::remove_consumer(uint16_t channel, const std::string& tag) {
@@ -101,27 +103,67 @@ void rpc_session::complete(uint64_t request, caf::error error, caf::message resu
 void rpc_session::deliver(uint16_t channel, const std::string& tag, std::vector<delivery> batch) {
   auto c = consumers_.find({channel, tag});
   if (c == consumers_.end()) return;  // cancelled meanwhile: unacked ones were requeued
-  size_t first = 0;
-  while (first < batch.size()) {
-    size_t last = first, bytes = 0;
-    while (last < batch.size() && (last == first || bytes < max_deliver_bytes))
-      bytes += batch[last++].msg->body.size();
-    auto req = c->second.deliverRequest();
-    auto list = req.initDeliveries(static_cast<unsigned>(last - first));
-    for (size_t i = first; i < last; ++i)
-      write_delivery(batch[i], tag, list[static_cast<unsigned>(i - first)]);
-    auto n = static_cast<uint32_t>(last - first);
-    tasks_.add(req.send().then(
-        [conn = conn_, channel, tag, n]() mutable { conn.flushed(channel, tag, n); }));
-    first = last;
+  for (auto& d : batch) c->second.waiting.push_back(std::move(d));
+  send_calls(c->first, c->second);
+}
+
+// Starts deliver calls while the consumer's window has room: each takes up to max_batch
+// waiting deliveries and about max_deliver_bytes of bodies (a bigger message goes alone).
+void rpc_session::send_calls(const consumer_key& key, consumer_pipe& pipe) {
+  while (!pipe.waiting.empty() && pipe.calls_in_flight < pipe.window.max_calls) {
+    size_t n = 0, bytes = 0;
+    while (n < pipe.waiting.size() && n < pipe.window.max_batch &&
+           (n == 0 || bytes + pipe.waiting[n].msg->body.size() <= max_deliver_bytes))
+      bytes += pipe.waiting[n++].msg->body.size();
+    auto req = pipe.cap.deliverRequest();
+    auto list = req.initDeliveries(static_cast<unsigned>(n));
+    for (unsigned i = 0; i < n; ++i) write_delivery(pipe.waiting[i], key.second, list[i]);
+    pipe.waiting.erase(pipe.waiting.begin(), pipe.waiting.begin() + static_cast<ptrdiff_t>(n));
+    ++pipe.calls_in_flight;
+    auto count = static_cast<uint32_t>(n);
+    tasks_.add(req.send().then([this, key, count](auto&&) { call_returned(key, count); },
+                               [this, key](kj::Exception&& e) { call_failed(key, e); }));
   }
+}
+
+// A deliver call returned: consumers not limited by acks get that much credit back, and the
+// next waiting deliveries go out.
+void rpc_session::call_returned(const consumer_key& key, uint32_t deliveries) {
+  conn_.flushed(key.first, key.second, deliveries);
+  auto c = consumers_.find(key);
+  if (c == consumers_.end()) return;
+  --c->second.calls_in_flight;
+  send_calls(c->first, c->second);
+}
+
+// A deliver call threw: the consumer is cancelled, its unacked deliveries go back to the queue
+// as redelivered, and it learns why through `cancelled`. (A lost network connection closes
+// the whole connection instead.)
+void rpc_session::call_failed(const consumer_key& key, const kj::Exception& e) {
+  auto c = consumers_.find(key);
+  if (c == consumers_.end() || e.getType() == kj::Exception::Type::DISCONNECTED) return;
+  std::string why = e.getDescription().cStr();
+  const std::string remote = "remote exception: ";
+  if (why.rfind(remote, 0) == 0) why.erase(0, remote.size());
+  auto reason = "deliver failed: " + why;
+  log(log_level::warn, "rpc",
+      "consumer " + quote(key.second) + " on channel " + std::to_string(key.first) + " of " +
+          quote(client_name_) + " cancelled, its unacked messages requeued: " + reason);
+  auto cap = kj::mv(c->second.cap);
+  consumers_.erase(c);
+  tasks_.add(
+      request([&](uint64_t r) { conn_.cancel(r, key.first, key.second, true); }).ignoreResult());
+  auto req = cap.cancelledRequest();
+  req.setConsumerTag(key.second);
+  req.setReason(reason);
+  tasks_.add(req.send().ignoreResult());
 }
 
 void rpc_session::consumer_cancelled(uint16_t channel, const std::string& tag,
                                      const std::string& reason) {
   auto c = consumers_.find({channel, tag});
   if (c == consumers_.end()) return;
-  auto req = c->second.cancelledRequest();
+  auto req = c->second.cap.cancelledRequest();
   req.setConsumerTag(tag);
   req.setReason(reason);
   tasks_.add(req.send().ignoreResult());

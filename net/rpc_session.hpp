@@ -1,7 +1,9 @@
 // rpc_session: the kj-side half of one client connection over Cap'n Proto.
 //
 // It owns the connection actor's handle, matches replies to outstanding calls by request id,
-// holds the consumers' capabilities and streams deliveries to them. It lives on the kj thread;
+// holds the consumers' capabilities and sends deliveries to them as deliver calls, no more
+// than each consumer's delivery window allows (broker.capnp, DeliveryWindow); a call that
+// throws cancels its consumer. It lives on the kj thread;
 // the connection actor reaches it only through rpc_link (a client_link) which posts onto the
 // loop. When the last Cap'n Proto reference to the connection goes (client closed, or its
 // socket died) the session is destroyed and the connection actor is told to close, which
@@ -16,6 +18,7 @@
 #include <kj/async.h>
 #include <caf/actor_system.hpp>
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -52,8 +55,15 @@ class rpc_session : public std::enable_shared_from_this<rpc_session>,
 
   uint16_t allocate_channel() { return ++next_channel_; }
 
+  /// How a consumer's deliveries are cut into deliver calls (broker.capnp, DeliveryWindow).
+  struct delivery_window {
+    uint32_t max_calls = 4;    // deliver calls sent and not yet returned
+    uint32_t max_batch = 256;  // deliveries per call
+  };
+
   /// Registers a consumer capability; false (and nothing changes) when the tag is taken.
-  bool add_consumer(uint16_t channel, const std::string& tag, rpc::Consumer::Client consumer);
+  bool add_consumer(uint16_t channel, const std::string& tag, rpc::Consumer::Client consumer,
+                    delivery_window window);
   void remove_consumer(uint16_t channel, const std::string& tag);
 
   // --- called on the kj thread through rpc_link -------------------------------------------
@@ -64,16 +74,29 @@ class rpc_session : public std::enable_shared_from_this<rpc_session>,
   void actor_gone(broker_failure reason);
 
  private:
-  rpc_session(std::shared_ptr<transport::loop_bridge> bridge);
+  rpc_session(std::shared_ptr<transport::loop_bridge> bridge, std::string client_name);
   void taskFailed(kj::Exception&& exception) override;
   static kj::Exception to_exception(const broker_failure& f);
+
+  using consumer_key = std::pair<uint16_t, std::string>;
+  // A consumer's capability and the deliveries waiting for a free call.
+  struct consumer_pipe {
+    rpc::Consumer::Client cap;
+    delivery_window window;
+    uint32_t calls_in_flight = 0;
+    std::deque<delivery> waiting;
+  };
+  void send_calls(const consumer_key& key, consumer_pipe& pipe);
+  void call_returned(const consumer_key& key, uint32_t deliveries);
+  void call_failed(const consumer_key& key, const kj::Exception& e);
 
   std::shared_ptr<transport::loop_bridge> bridge_;
   connection_ref conn_;
   uint64_t next_request_ = 0;
   uint16_t next_channel_ = 0;
   std::unordered_map<uint64_t, kj::Own<kj::PromiseFulfiller<caf::message>>> pending_;
-  std::map<std::pair<uint16_t, std::string>, rpc::Consumer::Client> consumers_;
+  std::map<consumer_key, consumer_pipe> consumers_;
+  std::string client_name_;  // for the log
   bool gone_ = false;
   broker_failure gone_reason_;
   kj::TaskSet tasks_;

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -117,6 +118,21 @@ struct fixture {
                             "queue " << name << " never reached the expected state");
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+  }
+
+  // Settle errors are reported by a later call that waits: calls `f` until it throws.
+  error later_error(const std::function<void()>& f) {
+    auto deadline = std::chrono::steady_clock::now() + patience;
+    while (std::chrono::steady_clock::now() < deadline) {
+      try {
+        f();
+      } catch (const error& e) {
+        return e;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    BOOST_FAIL("expected a broker error");
+    return error("", "");
   }
 
   std::string expect_error(const std::function<void()>& f) {
@@ -546,10 +562,24 @@ BOOST_AUTO_TEST_CASE(reject_with_requeue_puts_the_message_back_first) {
   BOOST_TEST(again->redelivered);
 }
 
-BOOST_AUTO_TEST_CASE(acking_an_unknown_tag_closes_the_channel) {
+BOOST_AUTO_TEST_CASE(acking_an_unknown_tag_fails_once_and_leaves_the_channel_open) {
   ch->queue_declare("q");
+  send("", "q", "kept");
+  auto& c = make_collector();
+  consume_options o;
+  o.prefetch = 10;
+  ch->consume("q", o, c.handler(), c.on_cancel());
+  c.wait_for(1);
   ch->ack(999);
-  BOOST_TEST(expect_error([&] { ch->queue_declare("q"); }) == "CHANNEL_ERROR");
+  auto e = later_error([&] { ch->queue_declare("q"); });
+  BOOST_TEST(e.code() == "PRECONDITION_FAILED");
+  BOOST_TEST((e.kind() == error_code::precondition_failed));
+  BOOST_TEST(e.text().find("999") != std::string::npos, e.text());
+  // Reported once; the channel and its consumer go on.
+  ch->queue_declare("q");
+  send("", "q", "after");
+  BOOST_TEST(bodies(c.wait_for(2)) == (strings{"kept", "after"}));
+  BOOST_TEST(c.cancellations.empty());
 }
 
 BOOST_AUTO_TEST_CASE(acks_made_in_callbacks_settle_every_delivery_and_are_counted) {
@@ -580,25 +610,51 @@ BOOST_AUTO_TEST_CASE(acks_made_in_callbacks_settle_every_delivery_and_are_counte
   BOOST_TEST(stats.rss_bytes > 0u);
 }
 
-BOOST_AUTO_TEST_CASE(a_tag_acked_twice_closes_the_channel_and_keeps_the_first_ack) {
+BOOST_AUTO_TEST_CASE(a_tag_acked_twice_is_an_error_and_every_known_ack_stands) {
   ch->queue_declare("q");
   send("", "q", "first");
   send("", "q", "second");
   auto a = ch->get("q");
   auto b = ch->get("q");
   // Made back to back, these may travel in one ackEach call or in several: either way the
-  // repeated tag is a channel error and the ack before it stands.
+  // repeated tag is refused and both real acks stand.
   ch->ack(a->delivery_tag);
   ch->ack(a->delivery_tag);
   ch->ack(b->delivery_tag);
-  BOOST_TEST(expect_error([&] { ch->queue_declare("q"); }) == "CHANNEL_ERROR");
-  auto other = conn->open_channel();
-  auto q = wait_queue("q", [](const queue_row& r) { return r.messages_unacked == 0; });
-  BOOST_TEST(q.messages_ready == 1u);
-  auto back = other->get("q");
-  BOOST_REQUIRE(back.has_value());
-  BOOST_TEST(back->body == "second");
-  BOOST_TEST(back->redelivered);
+  BOOST_TEST(later_error([&] { ch->queue_declare("q"); }).code() == "PRECONDITION_FAILED");
+  auto q = wait_queue("q", [](const queue_row& r) { return r.traffic.acked == 2; });
+  BOOST_TEST(q.messages_unacked == 0u);
+  BOOST_TEST(q.messages_ready == 0u);
+  BOOST_TEST(q.traffic.redelivered == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_throwing_callback_ends_its_consumer_and_its_messages_are_redelivered) {
+  ch->queue_declare("q");
+  for (int i = 0; i < 3; ++i) send("", "q", "m" + std::to_string(i));
+  auto& c = make_collector();
+  consume_options o;
+  o.prefetch = 10;
+  std::atomic<int> calls{0};
+  ch->consume(
+      "q", o,
+      [&](const delivery&) {
+        ++calls;
+        throw std::runtime_error("cannot parse the order");
+      },
+      c.on_cancel());
+  c.wait_for_cancel();
+  BOOST_TEST(calls.load() == 1);  // no callback after the one that threw
+  BOOST_TEST(c.cancellations.front().find(
+                 "deliver failed: the message callback threw: cannot parse the order") !=
+                 std::string::npos,
+             c.cancellations.front());
+  auto q = wait_queue("q", [](const queue_row& r) { return r.messages_ready == 3; });
+  BOOST_TEST(q.consumers == 0u);
+  BOOST_TEST(q.messages_unacked == 0u);
+  auto again = ch->get("q");  // the channel stays open
+  BOOST_REQUIRE(again.has_value());
+  BOOST_TEST(again->redelivered);
+  BOOST_TEST(again->body == "m0");
 }
 
 BOOST_AUTO_TEST_CASE(unacked_messages_return_when_the_consumer_is_cancelled) {

@@ -52,11 +52,14 @@ class channel {
   std::future<std::vector<publish_result>> publish_batch(std::vector<outbound_message> messages);
 
   /// Subscribes to a queue; `on_message` runs on the connection's worker thread. Returns the
-  /// consumer tag. Once cancel() has returned, no callback of that consumer starts any more (one
-  /// running at that moment finishes); once close() or the channel's destructor has returned,
-  /// none of the channel's runs at all, so what the callbacks use may go. What the broker sent
-  /// meanwhile stays unacked and goes back to the queue. (Called from a callback, close() and
-  /// the destructor cannot wait for that callback: it finishes afterwards.)
+  /// consumer tag. If `on_message` throws, the consumer ends: no more callbacks run, the broker
+  /// requeues its unacked messages (marked redelivered) and `on_cancel` gets a reason starting
+  /// "deliver failed: the message callback threw: " and the exception's what(). Once cancel() has
+  /// returned, no callback of that consumer starts any more (one running at that moment finishes);
+  /// once close() or the channel's destructor has returned, none of the channel's runs at all, so
+  /// what the callbacks use may go. What the broker sent meanwhile stays unacked and goes back to
+  /// the queue. (Called from a callback, close() and the destructor cannot wait for that callback:
+  /// it finishes afterwards.)
   std::string consume(const std::string& queue, const consume_options& options,
                       message_handler on_message, cancel_handler on_cancel = {});
   void cancel(const std::string& consumer_tag);
@@ -81,8 +84,9 @@ class channel {
   /// One message, or nothing when the queue has none ready.
   std::optional<delivery> get(const std::string& queue, bool no_ack = false);
 
-  // Settling does not wait for the broker; a bad tag closes the channel, which the next
-  // waiting call reports.
+  // Settling does not wait for the broker. A tag it refuses (unknown, or settled already) is
+  // reported once, as a PRECONDITION_FAILED error thrown by the next call on this channel that
+  // waits; the channel and its consumers stay open.
   void ack(uint64_t delivery_tag, bool multiple = false);
   void nack(uint64_t delivery_tag, bool multiple = false, bool requeue = true);
   void reject(uint64_t delivery_tag, bool requeue = true);

@@ -106,6 +106,11 @@ struct consume_options {
   bool exclusive = false;
   uint32_t prefetch = 0;  // 0: the channel's qos value
   int32_t priority = 0;   // the queue serves higher-priority consumers first (x-priority)
+  // The delivery window (broker.capnp, DeliveryWindow): deliver calls the broker keeps
+  // outstanding (1-64) and messages per call (1-10000); 0 = the broker's default (4 and 256).
+  // A call returns once the callbacks of all its messages ran.
+  uint32_t max_calls = 0;
+  uint32_t max_batch = 0;
 };
 
 struct exchange_row {
