@@ -7,6 +7,8 @@
 #include "subprocess.hpp"
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 using warren::test::node_process;
 using warren::test::run_command;
@@ -45,9 +47,22 @@ BOOST_AUTO_TEST_CASE(an_installed_client_builds_and_runs_a_program) {
   auto hello = run_command({build + "/hello", std::to_string(node.port())});
   BOOST_TEST_MESSAGE(hello.out);
   require_ok(hello, "hello");
-  for (const char* line :
-       {": routed\n", "received: hello, warren\n", "refused: PRECONDITION_FAILED\n"})
+  for (const char* line : {"confirmed 100\n", "handled 100\n", "refused: PRECONDITION_FAILED\n"})
     BOOST_CHECK_MESSAGE(hello.out.find(line) != std::string::npos, "hello printed no '"
                                                                        << line << "':\n"
                                                                        << hello.out << hello.err);
+}
+
+// The README's guide to the C++ client is examples/hello whole, so what it shows is what this
+// test builds and runs.
+BOOST_AUTO_TEST_CASE(the_readme_shows_the_example_as_it_is_built) {
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    BOOST_REQUIRE_MESSAGE(in, "cannot read " << path);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  auto example = read(WARREN_SOURCE_DIR "/examples/hello/hello.cpp");
+  auto readme = read(WARREN_SOURCE_DIR "/README.md");
+  BOOST_TEST(readme.find("```cpp\n" + example + "```\n") != std::string::npos,
+             "README.md does not show examples/hello/hello.cpp as it is");
 }
