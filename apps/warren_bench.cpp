@@ -34,6 +34,8 @@ struct options {
   uint32_t confirm = 0;
   uint32_t prefetch = 100;
   bool auto_ack = false;
+  uint32_t deliver_calls = 0;  // the consumers' delivery window; 0 = the broker's default
+  uint32_t deliver_batch = 0;
   uint32_t multi_ack = 0;
   std::string exchange_type = "direct";
   size_t batch = 100;
@@ -181,6 +183,8 @@ void consume(const options& o, unsigned index, std::atomic<bool>& stop, stats& s
   consume_options co;
   co.no_ack = o.auto_ack;
   co.prefetch = o.prefetch;
+  co.max_calls = o.deliver_calls;
+  co.max_batch = o.deliver_batch;
   uint64_t since_ack = 0;
   ch->consume(queue_name(index % o.queues), co, [&](const delivery& d) {
     int64_t stamp = 0;
@@ -216,6 +220,10 @@ void add_options(CLI::App& app, options& o) {
   app.add_option("--confirm", o.confirm, "confirm mode with this many messages in flight");
   app.add_option("--prefetch", o.prefetch)->capture_default_str();
   app.add_flag("--auto-ack", o.auto_ack);
+  app.add_option("--deliver-calls", o.deliver_calls,
+                 "deliver calls outstanding per consumer (1-64; 0 = the broker's default, 4)");
+  app.add_option("--deliver-batch", o.deliver_batch,
+                 "deliveries per deliver call (1-10000; 0 = the broker's default, 256)");
   app.add_option("--multi-ack", o.multi_ack, "ack every N messages with multiple");
   app.add_option("--queues", o.queues)->capture_default_str();
   app.add_option("--exchange-type", o.exchange_type)

@@ -38,11 +38,19 @@
 # FLOW CONTROL, PUBLISHING. A publish or publishBatch call returns when every queue its
 # messages were routed to has taken them; in confirm mode, when they are safe (persistent
 # messages to durable queues: on disk). The reply is the publisher's credit: the broker reads
-# calls as fast as they come, and it is the client that bounds its calls in flight. Keep 2 to 8
-# batches of 100 to 5000 messages (and at most a few MiB) in flight per channel: on a two-core
-# machine 4 batches of 1000 small messages reached about 600k messages/s, and more in flight
-# adds latency, not throughput. While the node's memory or disk alarm is raised, publish calls
-# are not answered until it clears, so a client that waits for its replies stops by itself.
+# calls as fast as they come, and it is the client that bounds its calls in flight. The rule:
+# keep 4 to 8 calls in flight per channel, of 100 to 5000 messages and at most a few MiB each,
+# and send the next call when the oldest returns. Measured on a two-core machine, one publisher,
+# 64-byte messages to one queue, in confirm mode (messages/s):
+#
+#     messages per call    1 call in flight    2        4        8        16
+#     100                  236k                352k     521k     623k     579k
+#     1000                 548k                698k     805k     717k     779k
+#     5000                 598k                846k     950k     919k     856k
+#
+# One call at a time wastes a round trip per call; past 4 to 8, calls only wait longer. While
+# the node's memory or disk alarm is raised, publish calls are not answered until it clears, so
+# a client that waits for its replies stops by itself.
 #
 # FLOW CONTROL, CONSUMING. See `DeliveryWindow` and `Consumer.deliver`: a consumer has at most
 # `maxCalls` deliver calls outstanding of at most `maxBatch` deliveries each; a consumer with a
@@ -196,6 +204,11 @@ struct GroupInfo {
 # maxCalls * maxBatch messages on its side, and a slow consumer slows its queue, not the broker's
 # memory. Each call holds as many deliveries as are waiting, up to maxBatch: with few messages
 # flowing, calls carry one or two; under load they fill up.
+#
+# What it costs, measured on a two-core machine (one publisher, one noAck consumer returning at
+# once, 64-byte messages, deliveries/s): 1 call of 1 delivery, 5k (a round trip per message);
+# 1 of 256, 244k; 4 of 256 (the default), 350k; 4 of 1000, 429k. Larger windows only hold more
+# messages on the consumer's side.
 struct DeliveryWindow {
   maxCalls @0 :UInt32;        # 1-64; 0 (or unset) = 4
   maxBatch @1 :UInt32;        # 1-10000; 0 (or unset) = 256

@@ -67,3 +67,16 @@ BOOST_AUTO_TEST_CASE(topic_runs_need_queues_in_groups_of_four) {
 BOOST_AUTO_TEST_CASE(missing_count_and_time_is_a_usage_error) {
   BOOST_TEST(run_command({WARREN_BENCH_PATH, "--port", "1"}).exit_code == 2);
 }
+
+BOOST_AUTO_TEST_CASE(the_delivery_window_is_passed_on_and_checked) {
+  node_process node;
+  auto r = run_command({WARREN_BENCH_PATH, "--port", std::to_string(node.port()), "--count", "500",
+                        "--deliver-calls", "1", "--deliver-batch", "1", "--json"});
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  BOOST_TEST(json::parse(r.out)["received"] == 500);
+  // Past the broker's limit: its error, naming the limit.
+  r = run_command({WARREN_BENCH_PATH, "--port", std::to_string(node.port()), "--count", "10",
+                   "--deliver-calls", "65"});
+  BOOST_TEST(r.exit_code != 0);
+  BOOST_TEST(r.err.find("PRECONDITION_FAILED") != std::string::npos, r.err);
+}
