@@ -30,10 +30,12 @@
 # the node closed the connection as if `Connection.close` had been called.
 #
 # WHAT AN ERROR CLOSES. A call that fails with NOT_FOUND, ACCESS_REFUSED, RESOURCE_LOCKED or
-# PRECONDITION_FAILED closes its channel, as in AMQP (except settling an unknown delivery tag,
-# see `ack`): later calls on it fail with CHANNEL_ERROR, and its consumers get `cancelled`.
-# CONNECTION_FORCED and failures of `connect` end the connection. The other codes fail the call
-# alone.
+# PRECONDITION_FAILED closes its channel, as in AMQP: later calls on it fail with CHANNEL_ERROR,
+# and its consumers get `cancelled`. Two kinds of failure are exceptions and fail the call
+# alone: settling an unknown delivery tag (see `ack`), and a parameter refused before the call
+# reaches the channel (a DeliveryWindow past its limits, a peek count out of range, a message
+# id that is not 16 bytes). CONNECTION_FORCED and failures of `connect` end the connection. The
+# other codes fail the call alone.
 #
 # FLOW CONTROL, PUBLISHING. A publish or publishBatch call returns when every queue its
 # messages were routed to has taken them; in confirm mode, when they are safe (persistent
