@@ -317,7 +317,9 @@ BOOST_AUTO_TEST_CASE(a_throwing_deliver_cancels_the_consumer_and_requeues_as_red
   pump_until([&] { return ready("q") == 3; }, "3 ready again");
   auto get = ch.getRequest();  // the channel stays open
   get.setQueue("q");
-  auto d = get.send().wait(ws).getResult().getDelivery();
+  auto got = get.send().wait(ws);  // the response holds what the readers below read
+  BOOST_REQUIRE(got.getResult().isDelivery());
+  auto d = got.getResult().getDelivery();
   BOOST_TEST(d.getRedelivered());
   auto body = d.getBody();
   BOOST_TEST(std::string(reinterpret_cast<const char*>(body.begin()), body.size()) == "m0");
