@@ -6,8 +6,9 @@
 # CONNECTING. A client dials the node (default port 5680), takes the bootstrap capability
 # `Broker`, calls `connect` and opens channels on the returned `Connection`. Thanks to promise
 # pipelining, `connect`, `openChannel` and a first declare can go out in one network round trip.
-# Until `connect` succeeds the node reads messages of at most 64 KiB; after it, 128 MiB (one
-# call, with everything in it).
+# Until `connect` succeeds the node reads messages of at most 64 KiB. After it, a message body
+# may be as large as the node's --max-message-size (128 MiB unless set), and one call about
+# twice that.
 #
 # NULL MEANS EMPTY. Every unset pointer field, in parameters and in structs, means its empty
 # value: an unset Text is "", an unset Data is no bytes, an unset List has no elements, an unset
