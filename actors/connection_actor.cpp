@@ -22,15 +22,23 @@ void log_in(self_ptr self, uint64_t request) {
                 self->state.hello, self_handle(self))
       .then(
           [=](caf::actor& vhost, const connection_settings& settings,
-              const permission_record& permissions) {
+              const permission_record& permissions, const grant_record& grant) {
             auto& st = self->state;
+            if (!st.hello.grant_token.empty()) {  // the grant's vhost and user, for listings
+              st.hello.vhost = permissions.vhost;
+              st.hello.user = permissions.user;
+              st.hello.client_name += " (grant " + grant.token_prefix + ")";
+            }
             st.rights = access_rights(permissions);
             st.vhost = vhost;
             st.consumer_timeout_ms = settings.consumer_timeout_ms;
             st.max_message_bytes = settings.max_message_bytes;
             st.channel_max = settings.channel_max;
             self->monitor(vhost);
-            st.link->reply(request, {}, {});
+            // A front door that logged in by a token learns what it may do.
+            st.link->reply(
+                request, {},
+                st.hello.grant_token.empty() ? caf::message{} : caf::make_message(grant));
           },
           [=](caf::error& err) {
             self->state.link->reply(request, err, {});
@@ -139,6 +147,10 @@ connection_broker_api::behavior_type broker_behavior(self_ptr self) {
       [=](confirm_atom, uint16_t id, const std::vector<uint64_t>& acked,
           const std::vector<uint64_t>& nacked) { confirm(self, id, acked, nacked); },
       [=](down_atom, const std::string&) { member_down(self); },
+      [=](close_atom, const std::string& reason) {
+        self->state.link->connection_closed({reply_code::connection_forced, reason});
+        close_connection(self);
+      },
       [=](cancelled_atom, uint16_t id, const std::string& tag, const std::string& reason) {
         cancelled_by_queue(self, id, tag, reason);
       },

@@ -73,6 +73,18 @@ connection_admin_api::behavior_type admin_behavior(self_ptr self) {
         relay<std::vector<node_info>>(self, request, 0, node_handle(self->state.node),
                                       list_atom::value, nodes_atom::value);
       },
+      [=](grant_atom, uint64_t request, grant_record& what, int64_t ttl_s) {
+        relay<std::string>(self, request, 0, node_handle(self->state.node), grant_atom::value,
+                           std::move(what), ttl_s);
+      },
+      [=](list_atom, grant_atom, uint64_t request) {
+        relay<std::vector<grant_record>>(self, request, 0, node_handle(self->state.node),
+                                         list_atom::value, grant_atom::value);
+      },
+      [=](revoke_atom, uint64_t request, std::string& prefix) {
+        relay(self, request, 0, node_handle(self->state.node), revoke_atom::value,
+              std::move(prefix));
+      },
       [=](forget_atom, uint64_t request, std::string& name) {
         relay(self, request, 0, node_handle(self->state.node), forget_atom::value, std::move(name));
       },

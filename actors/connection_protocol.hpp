@@ -66,7 +66,11 @@ using connection_admin_api = caf::typed_actor<
     caf::reacts_to<list_atom, permission_atom, uint64_t>, caf::reacts_to<export_atom, uint64_t>,
     caf::reacts_to<import_atom, uint64_t, definitions>,
     caf::reacts_to<list_atom, user_atom, uint64_t>, caf::reacts_to<list_atom, vhost_atom, uint64_t>,
-    caf::reacts_to<stats_atom, uint64_t>, caf::reacts_to<list_atom, conns_atom, uint64_t>,
+    // capability grants: mint (what, ttl in seconds; 0 = none), list, revoke (token or prefix)
+    caf::reacts_to<grant_atom, uint64_t, grant_record, int64_t>,
+    caf::reacts_to<list_atom, grant_atom, uint64_t>,
+    caf::reacts_to<revoke_atom, uint64_t, std::string>, caf::reacts_to<stats_atom, uint64_t>,
+    caf::reacts_to<list_atom, conns_atom, uint64_t>,
     caf::reacts_to<list_atom, exchanges_atom, uint64_t>,
     caf::reacts_to<list_atom, queues_atom, uint64_t>,
     caf::reacts_to<list_atom, bindings_atom, uint64_t>,
@@ -81,7 +85,8 @@ using connection_broker_api = caf::typed_actor<
     caf::reacts_to<blocked_atom, bool, std::string>,     // the resource alarm (and why)
     caf::reacts_to<confirm_atom, uint16_t, std::vector<uint64_t>, std::vector<uint64_t>>,
     caf::reacts_to<cancelled_atom, uint16_t, std::string, std::string>,  // queue gone
-    caf::reacts_to<down_atom, std::string>,  // a cluster member went down
+    caf::reacts_to<down_atom, std::string>,   // a cluster member went down
+    caf::reacts_to<close_atom, std::string>,  // the node ends it (its grant revoked or expired)
     caf::reacts_to<deliver_atom, uint16_t, std::string, bool, std::vector<queued_delivery>>>;
 
 /// What the front doors may send.
@@ -240,6 +245,18 @@ class connection_ref {
   void list_nodes(uint64_t r) { send(list_atom::value, nodes_atom::value, r); }
   /// Removes a member that is down from the cluster (administrators). -> ()
   void forget_node(uint64_t r, std::string name) { send(forget_atom::value, r, std::move(name)); }
+  /// Mints a grant of this connection's vhost as its user; ttl_s 0 = no expiry. -> std::string,
+  /// the token's raw bytes (the node keeps only their hash).
+  void grant(uint64_t r, grant_record what, int64_t ttl_s) {
+    send(grant_atom::value, r, std::move(what), ttl_s);
+  }
+  void list_grants(uint64_t r) {  // -> std::vector<grant_record>, no hashes
+    send(list_atom::value, grant_atom::value, r);
+  }
+  /// The grant whose token (in hex) starts with `prefix` (8 digits at least). -> ()
+  void revoke_grant(uint64_t r, std::string prefix) {
+    send(revoke_atom::value, r, std::move(prefix));
+  }
   void list_connections(uint64_t r) {  // -> std::vector<connection_info>
     send(list_atom::value, conns_atom::value, r);
   }

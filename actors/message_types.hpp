@@ -41,6 +41,7 @@ void for_each_message_type(Visitor&& visit) {
   visit(message_type_tag<binding_spec>{}, "warren::binding_spec");
   visit(message_type_tag<user_record>{}, "warren::user_record");
   visit(message_type_tag<permission_record>{}, "warren::permission_record");
+  visit(message_type_tag<grant_record>{}, "warren::grant_record");
   visit(message_type_tag<vhost_limits>{}, "warren::vhost_limits");
   visit(message_type_tag<cluster_member>{}, "warren::cluster_member");
   visit(message_type_tag<vhost_definition>{}, "warren::vhost_definition");

@@ -9,6 +9,7 @@
 #include "actors/broker_error.hpp"
 #include "actors/connection_protocol.hpp"
 #include "actors/gather.hpp"
+#include "actors/grants.hpp"
 #include "actors/persistence_actor.hpp"
 #include "actors/resource_alarm.hpp"
 #include "actors/vhost_actor.hpp"
@@ -251,7 +252,7 @@ namespace {
 
 // The management door acting for a user: it may do what the user may, but it is no client
 // connection (not listed, not counted, not blocked by the alarm).
-caf::result<caf::actor, connection_settings, permission_record> connect_internal(
+caf::result<caf::actor, connection_settings, permission_record, grant_record> connect_internal(
     self_ptr self, client_hello& hello, caf::actor& conn) {
   auto& st = self->state;
   auto v = st.vhosts.find(hello.vhost);
@@ -259,7 +260,7 @@ caf::result<caf::actor, connection_settings, permission_record> connect_internal
     return make_broker_error(reply_code::not_found, "no vhost " + quote(hello.vhost));
   self->monitor(conn);
   st.connection_user[conn.address()] = hello.user;
-  return {v->second, st.settings, st.permissions.at({hello.user, hello.vhost})};
+  return {v->second, st.settings, st.permissions.at({hello.user, hello.vhost}), grant_record{}};
 }
 
 // The management door's basic auth: once the password checks out, the user's tags and the
@@ -275,17 +276,25 @@ caf::result<std::vector<std::string>, std::vector<std::string>> authenticate(
   return {st.users.at(hello.user).tags, std::move(vhosts)};
 }
 
-caf::result<caf::actor, connection_settings, permission_record> connect(self_ptr self,
-                                                                        client_hello& hello,
-                                                                        caf::actor& conn) {
+caf::result<caf::actor, connection_settings, permission_record, grant_record> connect(
+    self_ptr self, client_hello& hello, caf::actor& conn) {
   auto& st = self->state;
-  if (auto refused = check_login(st, hello); !refused.empty())
-    return make_broker_error(reply_code::access_refused, refused);
-  auto rights = st.permissions.find({hello.user, hello.vhost});
-  if (st.vhosts.count(hello.vhost) != 0 && rights == st.permissions.end())
-    return make_broker_error(reply_code::not_allowed, "access to vhost " + quote(hello.vhost) +
-                                                          " refused for user " + quote(hello.user));
-  if (hello.internal) return connect_internal(self, hello, conn);
+  permission_record rights;
+  grant_record grant;
+  if (!hello.grant_token.empty()) {
+    if (auto refused = grant_login(self, hello, rights, grant); !refused.empty())
+      return make_broker_error(reply_code::access_refused, refused);
+  } else {
+    if (auto refused = check_login(st, hello); !refused.empty())
+      return make_broker_error(reply_code::access_refused, refused);
+    auto found = st.permissions.find({hello.user, hello.vhost});
+    if (st.vhosts.count(hello.vhost) != 0 && found == st.permissions.end())
+      return make_broker_error(
+          reply_code::not_allowed,
+          "access to vhost " + quote(hello.vhost) + " refused for user " + quote(hello.user));
+    if (hello.internal) return connect_internal(self, hello, conn);
+    if (found != st.permissions.end()) rights = found->second;
+  }
   if (auto refused = check_vhost_connections(st, hello.vhost); !refused.empty())
     return make_broker_error(reply_code::not_allowed, refused);
   if (st.settings.max_connections != 0 && st.connections.size() >= st.settings.max_connections)
@@ -299,12 +308,14 @@ caf::result<caf::actor, connection_settings, permission_record> connect(self_ptr
   st.connections[conn.address()] = conn;
   st.connection_vhost[conn.address()] = hello.vhost;
   st.connection_user[conn.address()] = hello.user;
+  if (!hello.grant_token.empty())
+    st.connection_grant[conn.address()] = grant_token_hash(hello.grant_token);
   if (st.alarm)
     self->send(caf::actor_cast<resource_alarm_type>(st.alarm), subscribe_atom::value, conn);
   log(log_level::debug, "node",
       "connection " + quote(hello.client_name) + " from " + hello.peer + " to vhost " +
           quote(hello.vhost));
-  return {v->second, st.settings, rights->second};
+  return {v->second, st.settings, rights, grant};
 }
 
 caf::result<void> add_vhost(self_ptr self, const std::string& name) {
@@ -502,12 +513,14 @@ node_actor_type::behavior_type node_actor(node_self self, storage_context storag
   self->state.storage = std::move(storage);
   self->state.started_ms = now_ms();
   bool fresh = contents.fresh;
+  restore_grants(self, std::move(contents.grants));
   restore(self, std::move(contents));
   first_start(self, fresh);
   self->set_down_handler([=](caf::down_msg& dm) {
     self->state.connections.erase(dm.source);
     self->state.connection_vhost.erase(dm.source);
     self->state.connection_user.erase(dm.source);
+    self->state.connection_grant.erase(dm.source);
   });
   self->set_exit_handler([=](caf::exit_msg& msg) {
     for (auto& [name, vhost] : self->state.vhosts) self->send_exit(vhost, msg.reason);
@@ -560,6 +573,10 @@ node_actor_type::behavior_type node_actor(node_self self, storage_context storag
         return clear_permissions(self, user, vhost);
       },
       [=](list_atom, permission_atom) { return list_permissions(self); },
+      [=](grant_atom, grant_record& what, int64_t ttl_s) { return mint_grant(self, what, ttl_s); },
+      [=](list_atom, grant_atom) { return list_grants(self); },
+      [=](revoke_atom, text token) { return revoke_grant(self, token); },
+      [=](expire_atom, text hash) { expire_grant(self, hash); },
       [=](declare_atom, vhost_atom, text name) { return add_vhost(self, name); },
       [=](delete_atom, vhost_atom, text name) { return delete_vhost(self, name); },
       [=](list_atom, vhost_atom) { return vhost_names(self->state); },

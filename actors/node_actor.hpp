@@ -3,7 +3,8 @@
 // node_protocol.hpp:
 //
 //   (connect_atom, client_hello, connection actor)
-//       -> (vhost actor, connection_settings, permission_record of the user in that vhost)
+//       -> (vhost actor, connection_settings, permission_record of the user in that vhost,
+//           grant_record: the grant of a login by token, else empty)
 //   (auth_atom, client_hello)                         -> (tags, vhosts)  the management door's
 //       basic auth: the user's tags and the vhosts it has permissions in
 //   (settings_atom, connection_settings)              for connections that log in later
@@ -16,6 +17,9 @@
 //   (declare_atom, permission_atom, permission_record) -> void  set (replaces)
 //   (delete_atom, permission_atom, user, vhost)       -> void  clear
 //   (list_atom, permission_atom)                      -> std::vector<permission_record>
+//   (grant_atom, grant_record, ttl_s)                 -> token  a capability grant of the asking
+//       connection's user and vhost (node_grants.cpp); (list_atom, grant_atom) -> its grants (all
+//       for administrators); (revoke_atom, token or prefix) -> void; (expire_atom, hash) its own
 // Adding and deleting vhosts, setting their limits and managing users are for connections of
 // users tagged administrator (the sender is the asking connection actor).
 //        NOT_FOUND for an unknown vhost, ACCESS_REFUSED for bad credentials
@@ -60,6 +64,9 @@ struct node_state {
   std::map<std::string, user_record> users;
   std::map<std::pair<std::string, std::string>, permission_record> permissions;  // user, vhost
   std::unordered_map<caf::actor_addr, std::string> connection_user;  // who each one logged in as
+  std::map<std::string, grant_record> grants;  // capability grants, by their token's hash
+  // The connections logged in by a grant: its token's hash.
+  std::unordered_map<caf::actor_addr, std::string> connection_grant;
   std::unordered_map<caf::actor_addr, caf::actor> connections;
   storage_context storage;
   int64_t started_ms = 0;        // steady clock

@@ -60,6 +60,23 @@ caf::result<void> clear_permissions(self_ptr self, const std::string& user,
                                     const std::string& vhost);
 caf::result<std::vector<permission_record>> list_permissions(self_ptr self);
 
+// --- capability grants (node_grants.cpp) -----------------------------------------------------
+
+/// Takes the stored grants at start-up: expired ones are deleted, the others expire on time.
+void restore_grants(self_ptr self, std::vector<grant_record> grants);
+/// A new grant of the asking connection's user in its vhost, once stored: its token.
+caf::result<std::string> mint_grant(self_ptr self, grant_record what, int64_t ttl_s);
+/// The asker's grants; every grant for administrators. Token hashes are left out.
+caf::result<std::vector<grant_record>> list_grants(self_ptr self);
+/// Deletes the grant of a whole token or its 8-digit prefix (hex) and closes the connections
+/// logged in by it (its creator or an administrator).
+caf::result<void> revoke_grant(self_ptr self, const std::string& token);
+void expire_grant(self_ptr self, const std::string& hash);
+/// Why `hello` (with a grant_token) may not log in, or empty; then `hello` carries the grant's
+/// user and vhost, `rights` what the grant allows and `grant` the grant (without its hash).
+std::string grant_login(self_ptr self, client_hello& hello, permission_record& rights,
+                        grant_record& grant);
+
 // --- the cluster (node_cluster.cpp) -------------------------------------------------------------
 
 caf::result<std::vector<node_info>> list_nodes(self_ptr self);

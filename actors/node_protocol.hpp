@@ -15,9 +15,10 @@
 namespace warren {
 
 using node_actor_type = caf::typed_actor<
-    // logging in: the vhost, the node's settings and the user's permissions there
+    // logging in: the vhost, the node's settings, the user's permissions there and, for a login
+    // by a grant's token, the grant (without its hash; else empty)
     caf::replies_to<connect_atom, client_hello, caf::actor>::with<caf::actor, connection_settings,
-                                                                  permission_record>,
+                                                                  permission_record, grant_record>,
     // checking a user's password (the management door's basic auth): the user's tags and the
     // vhosts it has permissions in
     caf::replies_to<auth_atom, client_hello>::with<std::vector<std::string>,
@@ -51,6 +52,11 @@ using node_actor_type = caf::typed_actor<
     caf::reacts_to<declare_atom, permission_atom, permission_record>,
     caf::reacts_to<delete_atom, permission_atom, std::string, std::string>,
     caf::replies_to<list_atom, permission_atom>::with<std::vector<permission_record>>,
+    // capability grants (node_grants.cpp): minted by a connection for its user and vhost (what,
+    // ttl in seconds) -> the token; listed; revoked by a token or its prefix; a grant's expiry
+    caf::replies_to<grant_atom, grant_record, int64_t>::with<std::string>,
+    caf::replies_to<list_atom, grant_atom>::with<std::vector<grant_record>>,
+    caf::reacts_to<revoke_atom, std::string>, caf::reacts_to<expire_atom, std::string>,
     // vhosts
     caf::reacts_to<declare_atom, vhost_atom, std::string>,
     caf::reacts_to<delete_atom, vhost_atom, std::string>,

@@ -74,6 +74,9 @@ using cluster_atom = caf::atom_constant<caf::atom("cluster")>;
 using stream_atom = caf::atom_constant<caf::atom("stream")>;
 using peek_atom = caf::atom_constant<caf::atom("peek")>;
 using auth_atom = caf::atom_constant<caf::atom("auth")>;
+using grant_atom = caf::atom_constant<caf::atom("grant")>;
+using revoke_atom = caf::atom_constant<caf::atom("revoke")>;
+using expire_atom = caf::atom_constant<caf::atom("expire")>;
 
 // --- publishing --------------------------------------------------------------------------------
 
@@ -272,6 +275,9 @@ struct client_hello {
   // AMQP's rule: settling an unknown delivery tag closes the channel. The Cap'n Proto door
   // answers such a call with an error and leaves the channel open.
   bool bad_settle_closes_channel = true;
+  // Logging in by a grant's token (its raw bytes) instead of user and password: the connection
+  // may do what the grant allows, in the grant's vhost, as the user who granted it.
+  std::string grant_token{};
 };
 
 // --- inspect -----------------------------------------------------------------------------------
@@ -356,7 +362,7 @@ typename Inspector::result_type inspect(Inspector& f, connection_settings& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, client_hello& x) {
   return f(x.vhost, x.user, x.password, x.client_name, x.peer, x.loopback, x.internal,
-           x.bad_settle_closes_channel);
+           x.bad_settle_closes_channel, x.grant_token);
 }
 
 }  // namespace warren

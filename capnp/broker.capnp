@@ -340,6 +340,92 @@ interface Broker {
   # ACCESS_REFUSED for bad credentials (empty user means `guest`).
   connect @0 (vhost :Text, user :Text, password :Text, clientName :Text)
       -> (connection :Connection);
+
+  # Opens what a grant's token stands for (see CAPABILITY GRANTS), with no user name or
+  # password: a `Publisher` or a `QueueConsumer`, each its own connection to the node, in the
+  # grant's vhost. ACCESS_REFUSED for a token no grant has (never made, revoked or expired),
+  # and for a grant whose creator no longer exists or may no longer do what it grants.
+  restore @1 (token :Data) -> (granted :Granted);
+}
+
+# What Broker.restore returns: the capability of the token's kind.
+struct Granted {
+  union {
+    publisher @0 :Publisher;
+    consumer @1 :QueueConsumer;
+  }
+}
+
+# CAPABILITY GRANTS. A connection can hand out the right to publish to one exchange, or to
+# consume one queue, without handing out credentials: `Connection.grantPublisher` and
+# `grantConsumer` make a grant and return its capability. The grant is stored on the node (only
+# a SHA-256 of its token), so the capability can be saved as a token (`save`), given to another
+# process and opened there with `Broker.restore`; every restore of a token is the same grant.
+#
+# - A grant needs its creator to have the permission it grants (write on the exchange, read on
+#   the queue) when it is made and whenever it is restored. It acts as its creator: listings
+#   show its connections under the creator's name.
+# - A grant's capability is its own connection to the node: it outlives the connection that
+#   made it, and releasing it closes only itself (requeueing what its consumers had not acked).
+# - A grant ends when revoked (`Connection.revokeGrant`, by its creator or an administrator) or
+#   when its time to live runs out. Then its connections close: calls on its capabilities fail
+#   with CONNECTION_FORCED ("grant ... revoked by 'alice'", "... expired"), its consumers get
+#   `cancelled` with that reason, and restoring its token fails with ACCESS_REFUSED.
+# - Grants belong to the node that made them (a token restored on another member of a cluster
+#   is unknown there).
+# - A grant's target need not exist yet; using it fails with NOT_FOUND until it does.
+
+# The right to publish to one exchange. Calls are in confirm mode: they return once the
+# messages are safe (persistent messages in durable queues: on disk).
+interface Publisher {
+  # As Channel.publish / publishBatch. A message's `exchange` must be empty or the granted
+  # exchange, and its routing key must match the grant's pattern; otherwise the call fails with
+  # ACCESS_REFUSED naming the first message refused, and none of the call's messages is
+  # published.
+  publish @0 (message :OutboundMessage) -> (result :PublishResult);
+  publishBatch @1 (messages :List(OutboundMessage)) -> (results :List(PublishResult));
+
+  # The grant's token, to give to another process (Broker.restore).
+  save @2 () -> (token :Data);
+
+  # What the grant allows (its exchange, pattern and expiry).
+  info @3 () -> (grant :GrantInfo);
+}
+
+# The right to consume one queue, and to settle what it delivers. The methods are those of
+# Channel, on a channel of the capability's own, with the queue fixed by the grant.
+interface QueueConsumer {
+  consume @0 (consumerTag :Text, noAck :Bool, prefetch :UInt32, consumer :Consumer,
+              priority :Int32, window :DeliveryWindow) -> (consumerTag :Text);
+  cancel @1 (consumerTag :Text) -> ();
+  get @2 (noAck :Bool) -> (result :Channel.GetResult);
+  ack @3 (deliveryTag :UInt64, multiple :Bool) -> ();
+  ackEach @4 (deliveryTags :List(UInt64)) -> ();
+  nack @5 (deliveryTag :UInt64, multiple :Bool, requeue :Bool) -> ();
+  reject @6 (deliveryTag :UInt64, requeue :Bool) -> ();
+
+  # The grant's token, to give to another process (Broker.restore).
+  save @7 () -> (token :Data);
+
+  # What the grant allows (its queue and expiry).
+  info @8 () -> (grant :GrantInfo);
+}
+
+# A grant as Connection.listGrants shows it (never its token).
+struct GrantInfo {
+  tokenPrefix @0 :Text;        # the token's first 8 hex digits: enough to revoke it
+  kind @1 :GrantKind;
+  vhost @2 :Text;
+  user @3 :Text;               # who made it
+  target @4 :Text;             # the exchange or queue
+  routingKeyPattern @5 :Text;  # publishers: what routing keys must match ("" = any)
+  createdAt @6 :Int64;         # milliseconds since the epoch
+  expiresAt @7 :Int64;         # milliseconds since the epoch; 0 = never
+}
+
+enum GrantKind {
+  publisher @0;
+  consumer @1;
 }
 
 interface Connection {
@@ -406,6 +492,23 @@ interface Connection {
   # Removes a node that is down from the cluster for good (administrator only): NOT_FOUND for a
   # name the cluster does not know, PRECONDITION_FAILED while the node runs.
   forgetNode @23 (name :Text);
+
+  # Capability grants (see CAPABILITY GRANTS), of this connection's vhost, made as its user.
+  # `routingKeyPattern` is a topic pattern (`*` one word, `#` any number; "" means any key) that
+  # the publisher's routing keys must match. `ttlSeconds` 0 means the grant lasts until revoked;
+  # at most ten years. ACCESS_REFUSED when this user lacks the permission to grant (write on
+  # the exchange, read on the queue); PRECONDITION_FAILED for a bad name, pattern or ttl.
+  grantPublisher @24 (exchange :Text, routingKeyPattern :Text, ttlSeconds :UInt64)
+      -> (publisher :Publisher);
+  grantConsumer @25 (queue :Text, ttlSeconds :UInt64) -> (consumer :QueueConsumer);
+
+  # This user's grants; an administrator's lists every grant of the node.
+  listGrants @26 () -> (grants :List(GrantInfo));
+
+  # Ends a grant, named by its whole token in hex or by its tokenPrefix (GrantInfo), and closes
+  # the connections of its capabilities. Its creator or an administrator only (ACCESS_REFUSED);
+  # NOT_FOUND for no such grant.
+  revokeGrant @27 (token :Text);
 }
 
 struct Definitions {

@@ -30,6 +30,20 @@ struct UserRecord {
   tags @2 :List(Text);       # administrator, monitoring, management
 }
 
+# LMDB "grants" database, key = the hex SHA-256 of the grant's token (the token itself is never
+# stored).
+struct GrantRecord {
+  tokenHash @0 :Text;
+  tokenPrefix @1 :Text;      # the token's first 8 hex digits
+  kind @2 :UInt8;            # 0 publisher, 1 consumer
+  vhost @3 :Text;
+  user @4 :Text;             # who granted it
+  target @5 :Text;           # the exchange or queue
+  keyPattern @6 :Text;       # publisher: the topic pattern routing keys must match; "" = any
+  createdMs @7 :Int64;       # since the epoch
+  expiresMs @8 :Int64;       # since the epoch; 0 = never
+}
+
 # LMDB "permissions" database, key = user NUL vhost: RabbitMQ's configure / write / read
 # regular expressions.
 struct PermissionRecord {

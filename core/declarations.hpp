@@ -57,6 +57,28 @@ typename Inspector::result_type inspect(Inspector& f, user_record& x) {
   return f(x.name, x.password_hash, x.tags);
 }
 
+/// A capability grant (broker.capnp, Connection.grantPublisher / grantConsumer): who may use
+/// one exchange or queue, and how, by holding its token. Only the token's SHA-256 is kept.
+enum class grant_kind : uint8_t { publisher, consumer };
+
+struct grant_record {
+  std::string token_hash;    // hex SHA-256 of the token's bytes: the record's key
+  std::string token_prefix;  // the token's first 8 hex digits, for listings and revoking
+  grant_kind kind = grant_kind::publisher;
+  std::string vhost;
+  std::string user;         // who granted it: the grant may do no more than this user may
+  std::string target;       // the exchange (publisher) or queue (consumer)
+  std::string key_pattern;  // publisher: a topic pattern routing keys must match; "" = any
+  int64_t created_ms = 0;   // since the epoch
+  int64_t expires_ms = 0;   // since the epoch; 0 = never
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, grant_record& x) {
+  return f(x.token_hash, x.token_prefix, x.kind, x.vhost, x.user, x.target, x.key_pattern,
+           x.created_ms, x.expires_ms);
+}
+
 /// What a user may do in a vhost, as RabbitMQ's three regular expressions over resource names
 /// (searched, not anchored; an empty one matches nothing).
 struct permission_record {

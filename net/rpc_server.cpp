@@ -3,6 +3,8 @@
 #include "core/log.hpp"
 #include "core/names.hpp"
 #include "core/wire_definitions.hpp"
+#include "net/rpc_channel_ops.hpp"
+#include "net/rpc_grants.hpp"
 #include "net/rpc_session.hpp"
 #include "net/size_guarded_stream.hpp"
 #include "net/wire_convert.hpp"
@@ -21,17 +23,14 @@ namespace {
 constexpr uint64_t max_message_words = 16 * 1024 * 1024;  // 128 MiB
 // Before connect succeeds a client sends one small call; nothing bigger is read.
 constexpr uint64_t max_message_before_login = 64 * 1024;
-// Largest DeliveryWindow a consume may ask for.
-constexpr uint32_t max_window_calls = 64;
-constexpr uint32_t max_window_batch = 10000;
 
 class channel_impl final : public rpc::Channel::Server {
  public:
   channel_impl(std::shared_ptr<rpc_session> session, uint16_t id)
-      : session_(std::move(session)), id_(id) {}
+      : ops_(std::move(session), id), id_(id) {}
 
   ~channel_impl() noexcept(false) {
-    if (!closed_) session_->conn().close_channel(0, id_);
+    if (!closed_) conn().close_channel(0, id_);
   }
 
  protected:
@@ -126,14 +125,9 @@ class channel_impl final : public rpc::Channel::Server {
 
   kj::Promise<void> publish(PublishContext ctx) override {
     std::vector<message_ptr> msgs{read_outbound(ctx.getParams().getMessage())};
-    auto id = msgs.front()->id;
-    return ask([&](uint64_t r) { conn().publish(r, id_, std::move(msgs)); })
-        .then([ctx, id](caf::message m) mutable {
-          const auto& outcomes = m.get_as<std::vector<publish_outcome>>(0);
-          auto res = ctx.getResults().initResult();
-          res.setId(kj::arrayPtr(id.bytes.data(), id.bytes.size()));
-          res.setOutcome(static_cast<rpc::PublishResult::Outcome>(outcomes.at(0)));
-        });
+    return ops_.publish(std::move(msgs), [ctx](const auto& ids, const auto& outcomes) mutable {
+      write_publish_result(ids.at(0), outcomes.at(0), ctx.getResults().initResult());
+    });
   }
 
   kj::Promise<void> publishBatch(PublishBatchContext ctx) override {
@@ -141,18 +135,11 @@ class channel_impl final : public rpc::Channel::Server {
     std::vector<message_ptr> msgs;
     msgs.reserve(in.size());
     for (auto m : in) msgs.push_back(read_outbound(m));
-    std::vector<message_id> ids;
-    ids.reserve(msgs.size());
-    for (const auto& m : msgs) ids.push_back(m->id);
-    return ask([&](uint64_t r) { conn().publish(r, id_, std::move(msgs)); })
-        .then([ctx, ids = std::move(ids)](caf::message m) mutable {
-          const auto& outcomes = m.get_as<std::vector<publish_outcome>>(0);
-          auto list = ctx.getResults().initResults(static_cast<unsigned>(ids.size()));
-          for (unsigned i = 0; i < ids.size(); ++i) {
-            list[i].setId(kj::arrayPtr(ids[i].bytes.data(), ids[i].bytes.size()));
-            list[i].setOutcome(static_cast<rpc::PublishResult::Outcome>(outcomes.at(i)));
-          }
-        });
+    return ops_.publish(std::move(msgs), [ctx](const auto& ids, const auto& outcomes) mutable {
+      auto list = ctx.getResults().initResults(static_cast<unsigned>(ids.size()));
+      for (unsigned i = 0; i < ids.size(); ++i)
+        write_publish_result(ids[i], outcomes.at(i), list[i]);
+    });
   }
 
   kj::Promise<void> consume(ConsumeContext ctx) override {
@@ -164,8 +151,8 @@ class channel_impl final : public rpc::Channel::Server {
     c.exclusive = p.getExclusive();
     c.prefetch = p.getPrefetch();
     c.priority = p.getPriority();
-    auto window = read_window(p.getWindow(), c);
-    return start_consume(
+    auto window = channel_ops::read_window(p.getWindow(), c);
+    return ops_.consume(
         std::move(c), p.getConsumer(), window,
         [ctx](const std::string& tag) mutable { ctx.getResults().setConsumerTag(tag); });
   }
@@ -181,8 +168,8 @@ class channel_impl final : public rpc::Channel::Server {
     if (!c.group.empty())
       if (auto problem = check_name("consumer group name", c.group); !problem.empty())
         throw_failure({reply_code::precondition_failed, problem});
-    auto window = read_window(p.getWindow(), c);
-    return start_consume(
+    auto window = channel_ops::read_window(p.getWindow(), c);
+    return ops_.consume(
         std::move(c), p.getConsumer(), window,
         [ctx](const std::string& tag) mutable { ctx.getResults().setConsumerTag(tag); });
   }
@@ -240,49 +227,33 @@ class channel_impl final : public rpc::Channel::Server {
   }
 
   kj::Promise<void> cancel(CancelContext ctx) override {
-    auto tag = text(ctx.getParams().getConsumerTag());
-    return ask([&](uint64_t r) { conn().cancel(r, id_, tag, true); })
-        .then([this, tag](caf::message) { session_->remove_consumer(id_, tag); });
+    return ops_.cancel(text(ctx.getParams().getConsumerTag()));
   }
 
   kj::Promise<void> get(GetContext ctx) override {
     auto p = ctx.getParams();
-    auto queue = text(p.getQueue());
-    bool no_ack = p.getNoAck();
-    return ask([&](uint64_t r) { conn().get(r, id_, queue, no_ack); })
-        .then([ctx](caf::message m) mutable {
-          auto res = ctx.getResults().initResult();
-          if (m.empty()) {
-            res.setEmpty();
-            return;
-          }
-          write_delivery(m.get_as<delivery>(0), {}, res.initDelivery());
-        });
+    return ops_.get(text(p.getQueue()), p.getNoAck(), ctx.getResults());
   }
 
   kj::Promise<void> ack(AckContext ctx) override {
     auto p = ctx.getParams();
-    return settle(p.getDeliveryTag(), p.getMultiple(), settle_kind::ack);
+    return ops_.settle(p.getDeliveryTag(), p.getMultiple(), settle_kind::ack);
   }
 
   kj::Promise<void> ackEach(AckEachContext ctx) override {
-    auto list = ctx.getParams().getDeliveryTags();
-    std::vector<uint64_t> tags;
-    tags.reserve(list.size());
-    for (auto tag : list) tags.push_back(tag);
-    return ask([&](uint64_t r) { conn().ack_each(r, id_, std::move(tags)); }).ignoreResult();
+    return ops_.ack_each(ctx.getParams().getDeliveryTags());
   }
 
   kj::Promise<void> nack(NackContext ctx) override {
     auto p = ctx.getParams();
-    return settle(p.getDeliveryTag(), p.getMultiple(),
-                  p.getRequeue() ? settle_kind::requeue : settle_kind::reject);
+    return ops_.settle(p.getDeliveryTag(), p.getMultiple(),
+                       p.getRequeue() ? settle_kind::requeue : settle_kind::reject);
   }
 
   kj::Promise<void> reject(RejectContext ctx) override {
     auto p = ctx.getParams();
-    return settle(p.getDeliveryTag(), false,
-                  p.getRequeue() ? settle_kind::requeue : settle_kind::reject);
+    return ops_.settle(p.getDeliveryTag(), false,
+                       p.getRequeue() ? settle_kind::requeue : settle_kind::reject);
   }
 
   kj::Promise<void> qos(QosContext ctx) override {
@@ -327,55 +298,14 @@ class channel_impl final : public rpc::Channel::Server {
   }
 
  private:
-  connection_ref& conn() { return session_->conn(); }
-
-  // Deliveries can reach this loop before the consume reply does, so the capability is
-  // registered first and withdrawn if the broker refuses.
-  template <class Answer>
-  kj::Promise<void> start_consume(consume_request c, rpc::Consumer::Client consumer,
-                                  rpc_session::delivery_window window, Answer answer) {
-    if (c.tag.empty()) c.tag = generated_name("amq.ctag-");
-    auto tag = c.tag;
-    bool added = session_->add_consumer(id_, tag, kj::mv(consumer), window);
-    return ask([&](uint64_t r) { conn().consume(r, id_, std::move(c)); })
-        .then(
-            [answer, tag](caf::message) mutable -> kj::Promise<void> {
-              answer(tag);
-              return kj::READY_NOW;
-            },
-            [this, tag, added](kj::Exception&& e) -> kj::Promise<void> {
-              if (added) session_->remove_consumer(id_, tag);
-              return kj::mv(e);
-            });
-  }
-
-  // The consume's DeliveryWindow, checked; a consumer not limited by acks may have as many
-  // deliveries beyond its queue as the window's calls can carry.
-  static rpc_session::delivery_window read_window(rpc::DeliveryWindow::Reader w,
-                                                  consume_request& c) {
-    rpc_session::delivery_window window;
-    if (w.getMaxCalls() > max_window_calls || w.getMaxBatch() > max_window_batch)
-      throw_failure({reply_code::precondition_failed,
-                     "delivery window " + std::to_string(w.getMaxCalls()) + " calls of " +
-                         std::to_string(w.getMaxBatch()) + " deliveries is over the limit of " +
-                         std::to_string(max_window_calls) + " calls of " +
-                         std::to_string(max_window_batch)});
-    if (w.getMaxCalls() != 0) window.max_calls = w.getMaxCalls();
-    if (w.getMaxBatch() != 0) window.max_batch = w.getMaxBatch();
-    c.window = window.max_calls * window.max_batch;
-    return window;
-  }
+  connection_ref& conn() { return ops_.conn(); }
 
   template <class Send>
   kj::Promise<caf::message> ask(Send&& send) {
-    return session_->request(std::forward<Send>(send));
+    return ops_.ask(std::forward<Send>(send));
   }
 
-  kj::Promise<void> settle(uint64_t tag, bool multiple, settle_kind kind) {
-    return ask([&](uint64_t r) { conn().settle(r, id_, tag, multiple, kind); }).ignoreResult();
-  }
-
-  std::shared_ptr<rpc_session> session_;
+  channel_ops ops_;
   uint16_t id_;
   bool closed_ = false;
 };
@@ -556,6 +486,39 @@ class connection_impl final : public rpc::Connection::Server {
     return ask([&](uint64_t r) { conn().forget_node(r, std::move(name)); }).ignoreResult();
   }
 
+  kj::Promise<void> grantPublisher(GrantPublisherContext ctx) override {
+    auto p = ctx.getParams();
+    grant_record what;
+    what.kind = grant_kind::publisher;
+    what.target = text(p.getExchange());
+    what.key_pattern = text(p.getRoutingKeyPattern());
+    return grant(std::move(what), p.getTtlSeconds()).then([ctx](opened_grant g) mutable {
+      ctx.getResults().setPublisher(kj::mv(g.publisher));
+    });
+  }
+
+  kj::Promise<void> grantConsumer(GrantConsumerContext ctx) override {
+    auto p = ctx.getParams();
+    grant_record what;
+    what.kind = grant_kind::consumer;
+    what.target = text(p.getQueue());
+    return grant(std::move(what), p.getTtlSeconds()).then([ctx](opened_grant g) mutable {
+      ctx.getResults().setConsumer(kj::mv(g.consumer));
+    });
+  }
+
+  kj::Promise<void> listGrants(ListGrantsContext ctx) override {
+    return list<grant_record>(&connection_ref::list_grants, [ctx](const auto& rows) mutable {
+      auto out = ctx.getResults().initGrants(static_cast<unsigned>(rows.size()));
+      for (unsigned i = 0; i < rows.size(); ++i) write_grant(rows[i], out[i]);
+    });
+  }
+
+  kj::Promise<void> revokeGrant(RevokeGrantContext ctx) override {
+    auto token = text(ctx.getParams().getToken());
+    return ask([&](uint64_t r) { conn().revoke_grant(r, std::move(token)); }).ignoreResult();
+  }
+
   kj::Promise<void> nodeStats(NodeStatsContext ctx) override {
     return ask([&](uint64_t r) { conn().node_stats(r); }).then([ctx](caf::message m) mutable {
       write_node_stats(m.get_as<node_stats_info>(0), ctx.getResults().initStats());
@@ -568,6 +531,18 @@ class connection_impl final : public rpc::Connection::Server {
   template <class Send>
   kj::Promise<caf::message> ask(Send&& send) {
     return session_->request(std::forward<Send>(send));
+  }
+
+  // Makes the grant (stored before its token comes back), then opens its capability as a
+  // session of its own, logged in by the token.
+  kj::Promise<opened_grant> grant(grant_record what, uint64_t ttl_s) {
+    auto ttl = static_cast<int64_t>(std::min<uint64_t>(ttl_s, INT64_MAX));
+    auto session = session_;
+    return ask([&](uint64_t r) { conn().grant(r, std::move(what), ttl); })
+        .then([session](caf::message m) {
+          auto token = m.get_as<std::string>(0);
+          return open_grant(session->open_by_token(token), token);
+        });
   }
 
   template <class Row, class Write>
@@ -603,6 +578,29 @@ class broker_impl final : public rpc::Broker::Server {
         .then([ctx, session, logged_in = logged_in_](caf::message) mutable {
           *logged_in = true;
           ctx.getResults().setConnection(kj::heap<connection_impl>(session));
+        });
+  }
+
+  kj::Promise<void> restore(RestoreContext ctx) override {
+    auto raw = ctx.getParams().getToken();
+    std::string token(reinterpret_cast<const char*>(raw.begin()), raw.size());
+    if (token.empty())
+      throw_failure({reply_code::access_refused, "login refused: the grant token is empty"});
+    client_hello hello;
+    hello.client_name = peer_.name;
+    hello.peer = peer_.name;
+    hello.loopback = peer_.loopback;
+    hello.bad_settle_closes_channel = false;
+    hello.grant_token = token;
+    auto session = rpc_session::create(system_, node_, bridge_, std::move(hello));
+    return open_grant(session, std::move(token))
+        .then([ctx, logged_in = logged_in_](opened_grant g) mutable {
+          *logged_in = true;
+          auto out = ctx.getResults().initGranted();
+          if (g.kind == grant_kind::publisher)
+            out.setPublisher(kj::mv(g.publisher));
+          else
+            out.setConsumer(kj::mv(g.consumer));
         });
   }
 

@@ -54,13 +54,29 @@ class rpc_link final : public client_link {
 
 }  // namespace
 
-rpc_session::rpc_session(std::shared_ptr<transport::loop_bridge> bridge, std::string client_name)
-    : bridge_(std::move(bridge)), client_name_(std::move(client_name)), tasks_(*this) {}
+rpc_session::rpc_session(caf::actor_system& system, caf::actor node,
+                         std::shared_ptr<transport::loop_bridge> bridge, const client_hello& hello)
+    : system_(system),
+      node_(std::move(node)),
+      bridge_(std::move(bridge)),
+      client_name_(hello.client_name),
+      tasks_(*this) {
+  origin_.client_name = hello.client_name;
+  origin_.peer = hello.peer;
+  origin_.loopback = hello.loopback;
+  origin_.bad_settle_closes_channel = hello.bad_settle_closes_channel;
+}
+
+std::shared_ptr<rpc_session> rpc_session::open_by_token(std::string token) const {
+  auto hello = origin_;
+  hello.grant_token = std::move(token);
+  return create(system_, node_, bridge_, std::move(hello));
+}
 
 std::shared_ptr<rpc_session> rpc_session::create(caf::actor_system& system, caf::actor node,
                                                  std::shared_ptr<transport::loop_bridge> bridge,
                                                  client_hello hello) {
-  std::shared_ptr<rpc_session> session(new rpc_session(bridge, hello.client_name));
+  std::shared_ptr<rpc_session> session(new rpc_session(system, node, bridge, hello));
   auto link = std::make_shared<rpc_link>(bridge, session);
   auto actor = system.spawn(connection_actor, std::move(node), link, std::move(hello));
   session->conn_ = connection_ref(actor);
@@ -187,7 +203,11 @@ void rpc_session::actor_gone(broker_failure reason) {
   auto pending = kj::mv(pending_);
   pending_.clear();
   for (auto& [id, fulfiller] : pending) fulfiller->reject(to_exception(gone_reason_));
-  consumers_.clear();
+  // Consumers still registered learn why (a revoked grant: the broker said so before it
+  // closed the channels).
+  std::vector<consumer_key> keys;
+  for (const auto& [key, consumer] : consumers_) keys.push_back(key);
+  for (const auto& key : keys) consumer_cancelled(key.first, key.second, to_string(gone_reason_));
 }
 
 void rpc_session::taskFailed(kj::Exception&&) {

@@ -40,6 +40,10 @@ class rpc_session : public std::enable_shared_from_this<rpc_session>,
   /// The connection actor, through its protocol.
   connection_ref& conn() { return conn_; }
 
+  /// kj thread. A new session for the same client (node, loop, peer) logging in by a grant's
+  /// `token`; open() must succeed before use.
+  std::shared_ptr<rpc_session> open_by_token(std::string token) const;
+
   /// Sends a request to the connection actor: `send(request_id)` must send one message that
   /// carries the id. The promise resolves with the actor's answer, or rejects with the broker
   /// error ("NOT_FOUND: ...").
@@ -74,7 +78,8 @@ class rpc_session : public std::enable_shared_from_this<rpc_session>,
   void actor_gone(broker_failure reason);
 
  private:
-  rpc_session(std::shared_ptr<transport::loop_bridge> bridge, std::string client_name);
+  rpc_session(caf::actor_system& system, caf::actor node,
+              std::shared_ptr<transport::loop_bridge> bridge, const client_hello& hello);
   void taskFailed(kj::Exception&& exception) override;
   static kj::Exception to_exception(const broker_failure& f);
 
@@ -90,7 +95,10 @@ class rpc_session : public std::enable_shared_from_this<rpc_session>,
   void call_returned(const consumer_key& key, uint32_t deliveries);
   void call_failed(const consumer_key& key, const kj::Exception& e);
 
+  caf::actor_system& system_;
+  caf::actor node_;
   std::shared_ptr<transport::loop_bridge> bridge_;
+  client_hello origin_;  // who connected, without credentials: for sessions opened by token
   connection_ref conn_;
   uint64_t next_request_ = 0;
   uint16_t next_channel_ = 0;

@@ -5,9 +5,13 @@
 namespace warren::net {
 
 message_ptr read_outbound(rpc::OutboundMessage::Reader in) {
+  return read_outbound(in, text(in.getExchange()));
+}
+
+message_ptr read_outbound(rpc::OutboundMessage::Reader in, std::string exchange) {
   auto m = std::make_shared<message>();
   m->id = next_message_id();
-  m->exchange = text(in.getExchange());
+  m->exchange = std::move(exchange);
   m->routing_key = text(in.getRoutingKey());
   m->mandatory = in.getMandatory();
   m->set_properties(read_properties(in.getProperties()));
@@ -163,6 +167,18 @@ kj::Exception to_exception(const broker_failure& failure) {
 
 void throw_failure(const broker_failure& failure) {
   kj::throwFatalException(to_exception(failure));
+}
+
+void write_grant(const grant_record& g, rpc::GrantInfo::Builder out) {
+  out.setTokenPrefix(g.token_prefix);
+  out.setKind(g.kind == grant_kind::publisher ? rpc::GrantKind::PUBLISHER
+                                              : rpc::GrantKind::CONSUMER);
+  out.setVhost(g.vhost);
+  out.setUser(g.user);
+  out.setTarget(g.target);
+  out.setRoutingKeyPattern(g.key_pattern);
+  out.setCreatedAt(g.created_ms);
+  out.setExpiresAt(g.expires_ms);
 }
 
 }  // namespace warren::net

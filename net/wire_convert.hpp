@@ -22,6 +22,8 @@ using wire::write_table;
 
 /// A fresh broker message (with a new id) from what the publisher sent.
 message_ptr read_outbound(rpc::OutboundMessage::Reader in);
+/// The same, to `exchange` whatever the message names.
+message_ptr read_outbound(rpc::OutboundMessage::Reader in, std::string exchange);
 
 void write_delivery(const delivery& d, const std::string& consumer_tag, rpc::Delivery::Builder out);
 
@@ -36,6 +38,7 @@ void write_binding(const binding_info& info, rpc::BindingInfo::Builder out);
 void write_consumer(const consumer_info& info, rpc::ConsumerInfo::Builder out);
 void write_connection(const connection_info& info, rpc::ConnectionInfo::Builder out);
 void write_node(const node_info& info, rpc::NodeInfo::Builder out);
+void write_grant(const grant_record& g, rpc::GrantInfo::Builder out);
 
 /// Throws a kj exception whose description is "CODE_NAME: text" (the API's error format).
 [[noreturn]] void throw_failure(const broker_failure& failure);

@@ -8,8 +8,9 @@ namespace warren::persistence {
 
 namespace {
 
-constexpr const char* names[] = {"meta",  "vhosts",      "exchanges", "queues",  "bindings",
-                                 "users", "permissions", "members",   "cluster", "streams"};
+constexpr const char* names[] = {"meta",     "vhosts",  "exchanges",   "queues",
+                                 "bindings", "users",   "permissions", "members",
+                                 "cluster",  "streams", "grants"};
 constexpr int table_count = sizeof(names) / sizeof(names[0]);
 constexpr size_t map_size = size_t{1} << 30;  // address space only; the file grows as needed
 
@@ -185,6 +186,9 @@ metadata_contents lmdb_store::load() {
             break;
           case 9:
             out.stream_offsets.push_back(decode_stream_offset(bytes));
+            break;
+          case 10:
+            out.grants.push_back(decode_grant(bytes));
             break;
         }
         rc = mdb_cursor_get(cursor, &key, &data, MDB_NEXT);

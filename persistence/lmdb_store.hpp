@@ -2,9 +2,9 @@
 //
 // Databases: "meta" (format version), "vhosts", "exchanges", "queues", "bindings", "users",
 // "permissions", "members" (cluster peers), "cluster" (this node's metadata version), "streams"
-// (consumer groups' committed offsets), with keys from metadata_codec.hpp. apply() writes a batch
-// of mutations in one write transaction (LMDB fsyncs on commit), so a batch is on disk, whole, or
-// not at all.
+// (consumer groups' committed offsets), "grants" (capability grants, by their token's hash), with
+// keys from metadata_codec.hpp. apply() writes a batch of mutations in one write transaction (LMDB
+// fsyncs on commit), so a batch is on disk, whole, or not at all.
 //
 // Caveats: one writer only (the persistence actor). Opening throws std::runtime_error, naming
 // the file and the problem, rather than start on metadata it cannot trust: a format version
@@ -33,7 +33,8 @@ enum class meta_table : uint8_t {
   permissions,
   members,
   cluster,
-  streams
+  streams,
+  grants
 };
 
 /// One change: put `value` under `key`, or (erase) delete `key`.
@@ -60,7 +61,8 @@ struct metadata_contents {
   std::vector<cluster_member> members;  // the other nodes of its cluster
   uint64_t metadata_version = 0;        // its shared-metadata changes (cluster_actor.hpp)
   std::vector<stored_stream_offset> stream_offsets;  // consumer groups' committed offsets
-  bool fresh = false;                                // the directory was new
+  std::vector<grant_record> grants;
+  bool fresh = false;  // the directory was new
 };
 
 class lmdb_store {
@@ -88,8 +90,8 @@ class lmdb_store {
 
  private:
   MDB_env* env_ = nullptr;
-  MDB_dbi dbis_[10] = {};  // meta, vhosts, exchanges, queues, bindings, users, permissions,
-                           // members, cluster, streams
+  MDB_dbi dbis_[11] = {};  // meta, vhosts, exchanges, queues, bindings, users, permissions,
+                           // members, cluster, streams, grants
   bool fresh_ = false;
   uint32_t found_version_ = format_version;
 

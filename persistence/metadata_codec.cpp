@@ -150,6 +150,41 @@ permission_record decode_permission(std::string_view bytes) {
       });
 }
 
+std::string grant_key(const grant_record& g) {
+  return g.token_hash;
+}
+
+std::string encode_grant(const grant_record& g) {
+  capnp::MallocMessageBuilder builder;
+  auto r = builder.initRoot<storage::GrantRecord>();
+  r.setTokenHash(g.token_hash);
+  r.setTokenPrefix(g.token_prefix);
+  r.setKind(static_cast<uint8_t>(g.kind));
+  r.setVhost(g.vhost);
+  r.setUser(g.user);
+  r.setTarget(g.target);
+  r.setKeyPattern(g.key_pattern);
+  r.setCreatedMs(g.created_ms);
+  r.setExpiresMs(g.expires_ms);
+  return to_bytes(builder);
+}
+
+grant_record decode_grant(std::string_view bytes) {
+  return from_bytes<storage::GrantRecord>(bytes, "grant", [](storage::GrantRecord::Reader r) {
+    if (r.getKind() > static_cast<uint8_t>(grant_kind::consumer))
+      throw std::runtime_error("grant record of unknown kind " + std::to_string(r.getKind()));
+    return grant_record{wire::text(r.getTokenHash()),
+                        wire::text(r.getTokenPrefix()),
+                        static_cast<grant_kind>(r.getKind()),
+                        wire::text(r.getVhost()),
+                        wire::text(r.getUser()),
+                        wire::text(r.getTarget()),
+                        wire::text(r.getKeyPattern()),
+                        r.getCreatedMs(),
+                        r.getExpiresMs()};
+  });
+}
+
 std::string member_key(std::string_view name) {
   return std::string(name);
 }

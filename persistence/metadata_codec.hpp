@@ -47,6 +47,9 @@ user_record decode_user(std::string_view bytes);
 std::string permission_key(std::string_view user, std::string_view vhost);
 std::string encode_permission(const permission_record& p);
 permission_record decode_permission(std::string_view bytes);
+std::string grant_key(const grant_record& g);  // its token_hash
+std::string encode_grant(const grant_record& g);
+grant_record decode_grant(std::string_view bytes);
 std::string member_key(std::string_view name);
 std::string encode_member(const cluster_member& m);
 cluster_member decode_member(std::string_view bytes);

@@ -118,8 +118,9 @@ struct connection_fixture : fixture {
     auto v = vhost;
     node = system.spawn([v](caf::event_based_actor*) -> caf::behavior {
       return {[=](connect_atom, const client_hello& hello, const caf::actor&)
-                  -> caf::result<caf::actor, connection_settings, permission_record> {
-        return {v, connection_settings{}, permission_record{hello.user, "/", ".*", ".*", ".*"}};
+                  -> caf::result<caf::actor, connection_settings, permission_record, grant_record> {
+        return {v, connection_settings{}, permission_record{hello.user, "/", ".*", ".*", ".*"},
+                grant_record{}};
       }};
     });
     client_hello hello{"/", "guest", "guest", "steps", "127.0.0.1:1", true};

@@ -72,10 +72,10 @@ struct fixture {
     conn = connection_ref(system.spawn(connection_actor, caf::actor{node}, link, hello));
     conn.open(1);
     node->receive(
-        [&](connect_atom, const client_hello&,
-            const caf::actor&) -> caf::result<caf::actor, connection_settings, permission_record> {
+        [&](connect_atom, const client_hello&, const caf::actor&)
+            -> caf::result<caf::actor, connection_settings, permission_record, grant_record> {
           return {caf::actor{vhost}, connection_settings{},
-                  permission_record{"guest", "/", ".*", ".*", ".*"}};
+                  permission_record{"guest", "/", ".*", ".*", ".*"}, grant_record{}};
         },
         caf::after(patience) >> [] { BOOST_FAIL("the connection never asked the node"); });
     BOOST_REQUIRE(!link->answer(1));
