@@ -4,6 +4,7 @@
 #include "apps/warrenctl_admin.hpp"
 #include "apps/warrenctl_args.hpp"
 #include "apps/warrenctl_definitions.hpp"
+#include "apps/warrenctl_grants.hpp"
 #include "apps/warrenctl_output.hpp"
 #include "apps/warrenctl_stats.hpp"
 #include "apps/warrenctl_streams.hpp"
@@ -11,6 +12,7 @@
 #include "warren/channel.hpp"
 #include "warren/client_error.hpp"
 #include "warren/connection.hpp"
+#include "warren/grants.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -38,6 +40,7 @@ void print_message(const delivery& d, bool as_json) {
 struct options {
   connect_options connect;
   bool json = false;
+  std::string token;  // --token: act through this grant instead of logging in
 };
 
 // publish: one message from --body, or one per stdin line with a window of batches in flight.
@@ -308,11 +311,12 @@ struct messaging_commands {
     consume_cmd->add_option("--group", stream.group, "a stream: the consumer group to read in");
 
     list_cmd = app.add_subcommand(
-        "list", "list vhosts|exchanges|queues|bindings|consumers|connections|nodes|groups QUEUE");
+        "list",
+        "list vhosts|exchanges|queues|bindings|consumers|connections|nodes|grants|groups QUEUE");
     list_cmd->add_option("WHAT", what)
         ->required()
         ->check(CLI::IsMember({"vhosts", "exchanges", "queues", "bindings", "consumers",
-                               "connections", "nodes", "groups"}));
+                               "connections", "nodes", "grants", "groups"}));
     list_cmd->add_option("QUEUE", list_queue, "list groups: the stream");
 
     lookup_cmd = app.add_subcommand("lookup", "find a message still held by a queue");
@@ -341,13 +345,18 @@ struct messaging_commands {
         cmd != lookup_cmd)
       return std::nullopt;
     auto ch = conn.open_channel();
+    return run_on(cmd, *ch, opt);
+  }
+
+  // Carries out publish, get, peek, consume or lookup on `ch`.
+  int run_on(CLI::App* cmd, channel& ch, const options& opt) {
     if (cmd == publish_cmd)
-      return publish(*ch, exchange, key, body, persistent, headers, mandatory, opt.json);
-    if (cmd == get_cmd) return get(*ch, queue, count == 0 ? 1 : count, no_ack, requeue, opt.json);
-    if (cmd == peek_cmd) return peek(*ch, queue, from, peek_count, opt.json);
+      return publish(ch, exchange, key, body, persistent, headers, mandatory, opt.json);
+    if (cmd == get_cmd) return get(ch, queue, count == 0 ? 1 : count, no_ack, requeue, opt.json);
+    if (cmd == peek_cmd) return peek(ch, queue, from, peek_count, opt.json);
     if (cmd == consume_cmd)
-      return consume(*ch, queue, count, prefetch, no_ack, timeout, stream, opt.json);
-    return lookup(*ch, message_id_text, opt.connect.vhost, opt.json);
+      return consume(ch, queue, count, prefetch, no_ack, timeout, stream, opt.json);
+    return lookup(ch, message_id_text, opt.connect.vhost, opt.json);
   }
 
   void list(connection& conn, bool json) {
@@ -358,6 +367,7 @@ struct messaging_commands {
     if (what == "consumers") warrenctl::print_list(conn.list_consumers(), json);
     if (what == "connections") warrenctl::print_list(conn.list_connections(), json);
     if (what == "nodes") warrenctl::print_list(conn.list_nodes(), json);
+    if (what == "grants") warrenctl::print_list(conn.list_grants(), json);
     if (what == "groups") {
       if (list_queue.empty()) throw usage_error("list groups needs the stream's name");
       warrenctl::print_list(conn.open_channel()->list_groups(list_queue), json);
@@ -373,12 +383,17 @@ int main(int argc, char** argv) {
   CLI::App app{"warrenctl: manage and use a warren-node"};
   auto* port_option = add_connect_options(app, opt.connect);
   app.add_flag("--json", opt.json, "machine-readable output");
+  app.add_option("--token", opt.token,
+                 "publish, get or consume through a grant's token (warrenctl grant) instead of "
+                 "logging in")
+      ->envname("WARREN_TOKEN");
   app.require_subcommand(1);
   warrenctl::topology_commands topology(app);
   messaging_commands messaging(app);
   warrenctl::admin_commands admin(app);
   warrenctl::definitions_commands definitions(app);
   warrenctl::stream_commands streams(app);
+  warrenctl::grant_commands grants(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -389,10 +404,16 @@ int main(int argc, char** argv) {
 
   try {
     opt.connect.client_name = "warrenctl";
-    auto conn = connection::open(opt.connect);
     auto cmd = app.get_subcommands().front();
+    if (!opt.token.empty()) {
+      if (cmd != messaging.publish_cmd && cmd != messaging.get_cmd && cmd != messaging.consume_cmd)
+        throw usage_error("with --token, warrenctl can publish, get or consume only");
+      return messaging.run_on(cmd, *restore_grant(opt.connect, opt.token), opt);
+    }
+    auto conn = connection::open(opt.connect);
     if (topology.run(cmd, *conn, opt.json) || admin.run(cmd, *conn, opt.json) ||
-        definitions.run(cmd, *conn) || streams.run(cmd, *conn, opt.json))
+        definitions.run(cmd, *conn) || streams.run(cmd, *conn, opt.json) ||
+        grants.run(cmd, *conn, opt.json))
       return 0;
     return messaging.run(cmd, *conn, opt).value_or(0);
   } catch (const usage_error& e) {

@@ -1,6 +1,7 @@
 #include "apps/warrenctl_output.hpp"
 
 #include <algorithm>
+#include <ctime>
 #include <iostream>
 
 namespace warrenctl {
@@ -240,6 +241,43 @@ void print_list(const std::vector<group_row>& list, bool as_json) {
   for (const auto& g : list)
     rows.push_back({g.group, std::to_string(g.committed_offset), std::to_string(g.lag),
                     std::to_string(g.consumers)});
+  print_table(rows);
+}
+
+namespace {
+
+// Milliseconds since the epoch as ISO 8601 UTC, to the second.
+std::string iso_time(int64_t ms) {
+  std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+}  // namespace
+
+void print_list(const std::vector<grant_row>& list, bool as_json) {
+  if (as_json) {
+    json out = json::array();
+    for (const auto& g : list)
+      out.push_back(
+          json{{"token_prefix", g.token_prefix},
+               {"kind", g.kind},
+               {"vhost", g.vhost},
+               {"user", g.user},
+               {"target", g.target},
+               {"routing_key_pattern", g.routing_key_pattern},
+               {"created_at", iso_time(g.created_at_ms)},
+               {"expires_at", g.expires_at_ms == 0 ? json() : json(iso_time(g.expires_at_ms))}});
+    std::cout << dump_json(out) << '\n';
+    return;
+  }
+  table rows{{"token_prefix", "kind", "vhost", "target", "key_pattern", "user", "expires_at"}};
+  for (const auto& g : list)
+    rows.push_back({g.token_prefix, g.kind, g.vhost, g.target, g.routing_key_pattern, g.user,
+                    g.expires_at_ms == 0 ? "never" : iso_time(g.expires_at_ms)});
   print_table(rows);
 }
 

@@ -36,5 +36,7 @@ void print_list(const std::vector<warren::client::consumer_row>& rows, bool json
 void print_list(const std::vector<warren::client::connection_row>& rows, bool json);
 void print_list(const std::vector<warren::client::node_row>& rows, bool json);
 void print_list(const std::vector<warren::client::group_row>& rows, bool json);
+/// Times as ISO 8601 UTC; a grant that never expires has expires_at null ("never" in tables).
+void print_list(const std::vector<warren::client::grant_row>& rows, bool json);
 
 }  // namespace warrenctl

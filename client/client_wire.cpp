@@ -125,6 +125,17 @@ connection_row read_connection_row(rpc::ConnectionInfo::Reader in) {
           text(in.getUser()), in.getChannels(),   read_traffic(in.getTraffic())};
 }
 
+grant_row read_grant_row(rpc::GrantInfo::Reader in) {
+  return {text(in.getTokenPrefix()),
+          in.getKind() == rpc::GrantKind::PUBLISHER ? "publisher" : "consumer",
+          text(in.getVhost()),
+          text(in.getUser()),
+          text(in.getTarget()),
+          text(in.getRoutingKeyPattern()),
+          in.getCreatedAt(),
+          in.getExpiresAt()};
+}
+
 node_row read_node_row(rpc::NodeInfo::Reader in) {
   return {text(in.getName()), text(in.getAddress()), in.getRunning(), in.getLocal(),
           in.getQueues()};

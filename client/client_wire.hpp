@@ -17,6 +17,7 @@ binding_row read_binding_row(rpc::BindingInfo::Reader in);
 consumer_row read_consumer_row(rpc::ConsumerInfo::Reader in);
 connection_row read_connection_row(rpc::ConnectionInfo::Reader in);
 node_row read_node_row(rpc::NodeInfo::Reader in);
+grant_row read_grant_row(rpc::GrantInfo::Reader in);
 group_row read_group_row(rpc::GroupInfo::Reader in);
 void write_stream_offset(const stream_offset& o, rpc::StreamOffset::Builder out);
 

@@ -3,6 +3,7 @@
 #include "client/client_runtime.hpp"
 #include "client/client_state.hpp"
 #include "client/client_wire.hpp"
+#include "core/hex.hpp"
 #include "core/wire_definitions.hpp"
 #include "core/wire_fields.hpp"
 #include "warren/channel.hpp"
@@ -250,6 +251,8 @@ WARREN_LIST(list_connections, listConnectionsRequest, rpc::Connection::ListConne
             getConnections, connection_row, read_connection_row)
 WARREN_LIST(list_nodes, listNodesRequest, rpc::Connection::ListNodesResults, getNodes, node_row,
             read_node_row)
+WARREN_LIST(list_grants, listGrantsRequest, rpc::Connection::ListGrantsResults, getGrants,
+            grant_row, read_grant_row)
 
 #undef WARREN_LIST
 
@@ -258,6 +261,53 @@ void connection::forget_node(const std::string& name) {
   runtime_->call<void>([st, name]() {
     auto req = cap_of(st).forgetNodeRequest();
     req.setName(name);
+    return req.send().ignoreResult();
+  });
+}
+
+namespace {
+
+std::string hex_token(capnp::Data::Reader token) {
+  return to_hex(std::string_view(reinterpret_cast<const char*>(token.begin()), token.size()));
+}
+
+}  // namespace
+
+std::string connection::grant_publisher(const std::string& exchange, const std::string& key_pattern,
+                                        uint64_t ttl_seconds) {
+  auto st = state_;
+  return runtime_->call<std::string>([st, exchange, key_pattern, ttl_seconds]() {
+    auto req = cap_of(st).grantPublisherRequest();
+    req.setExchange(exchange);
+    req.setRoutingKeyPattern(key_pattern);
+    req.setTtlSeconds(ttl_seconds);
+    // Made and saved in one round trip; the capability is released at once (the token
+    // restores it).
+    auto made = req.send();
+    return made.getPublisher().saveRequest().send().then(
+        [](capnp::Response<rpc::Publisher::SaveResults>&& r) { return hex_token(r.getToken()); });
+  });
+}
+
+std::string connection::grant_consumer(const std::string& queue, uint64_t ttl_seconds) {
+  auto st = state_;
+  return runtime_->call<std::string>([st, queue, ttl_seconds]() {
+    auto req = cap_of(st).grantConsumerRequest();
+    req.setQueue(queue);
+    req.setTtlSeconds(ttl_seconds);
+    auto made = req.send();
+    return made.getConsumer().saveRequest().send().then(
+        [](capnp::Response<rpc::QueueConsumer::SaveResults>&& r) {
+          return hex_token(r.getToken());
+        });
+  });
+}
+
+void connection::revoke_grant(const std::string& token) {
+  auto st = state_;
+  runtime_->call<void>([st, token]() {
+    auto req = cap_of(st).revokeGrantRequest();
+    req.setToken(token);
     return req.send().ignoreResult();
   });
 }

@@ -15,6 +15,9 @@
 namespace warren::client {
 
 class client_runtime;
+struct connect_options;
+class channel;
+std::unique_ptr<channel> restore_grant(const connect_options& options, const std::string& token);
 
 class channel {
  public:
@@ -101,6 +104,8 @@ class channel {
 
  private:
   friend class connection;
+  friend std::unique_ptr<channel> restore_grant(const connect_options& options,
+                                                const std::string& token);
   channel(std::shared_ptr<client_runtime> runtime, std::shared_ptr<state> state);
   void settle(uint64_t tag, bool multiple, int kind);
 

@@ -82,6 +82,18 @@ class connection {
   /// Removes a node that is down from the cluster (administrator only).
   void forget_node(const std::string& name);
 
+  /// Capability grants (warren/grants.hpp), of this connection's vhost, made as its user, who
+  /// needs the permission granted (write on the exchange, read on the queue). A publisher's
+  /// routing keys must match `key_pattern` (a topic pattern; empty = any); `ttl_seconds` 0
+  /// lasts until revoked. Each returns the grant's token in hex, for restore_grant().
+  std::string grant_publisher(const std::string& exchange, const std::string& key_pattern = {},
+                              uint64_t ttl_seconds = 0);
+  std::string grant_consumer(const std::string& queue, uint64_t ttl_seconds = 0);
+  /// This user's grants (an administrator's: every grant of the node).
+  std::vector<grant_row> list_grants();
+  /// Ends a grant, named by its whole token or its 8-digit prefix, and closes its channels.
+  void revoke_grant(const std::string& token);
+
   struct state;  // kj-thread side, shared with channels
 
  private:

@@ -156,6 +156,18 @@ struct connection_row {
   traffic_counters traffic;
 };
 
+/// A capability grant as connection::list_grants shows it (never its token).
+struct grant_row {
+  std::string token_prefix;  // the token's first 8 hex digits: enough to revoke the grant
+  std::string kind;          // "publisher" or "consumer"
+  std::string vhost;
+  std::string user;                 // who made it
+  std::string target;               // the exchange or queue
+  std::string routing_key_pattern;  // publishers: what routing keys must match; empty = any
+  int64_t created_at_ms = 0;        // since the epoch
+  int64_t expires_at_ms = 0;        // since the epoch; 0 = never
+};
+
 /// A node of the cluster (connection::list_nodes).
 struct node_row {
   std::string name, address;  // address: HOST:PORT of its cluster listener, empty standalone
