@@ -6,6 +6,7 @@
 
 #include "broker.capnp.h"
 #include "core/reply_code.hpp"
+#include "raw_rpc.hpp"
 #include "subprocess.hpp"
 #include "warren/channel.hpp"
 #include "warren/client_error.hpp"
@@ -25,72 +26,9 @@
 #include <vector>
 
 using warren::test::node_process;
+using namespace warren::test::raw;
 
 namespace {
-
-// Guards against a hung test only; never a performance expectation.
-constexpr auto patience = std::chrono::seconds(30);
-
-std::string text(capnp::Text::Reader t) {
-  return std::string(t.cStr(), t.size());
-}
-
-capnp::Data::Reader bytes(const std::string& s) {
-  return capnp::Data::Reader(reinterpret_cast<const kj::byte*>(s.data()), s.size());
-}
-
-// One deliver call the test consumer has not returned from yet (or has).
-struct held_call {
-  std::vector<std::string> bodies;
-  std::vector<uint64_t> tags;
-  kj::Own<kj::PromiseFulfiller<void>> release;
-};
-
-// What a test consumer saw; `hold` keeps every deliver call open until the test releases it.
-struct consumer_log {
-  bool hold = false;
-  bool fail = false;  // throw from deliver
-  std::vector<held_call> calls;
-  size_t released = 0;
-  std::vector<std::string> cancelled;
-
-  size_t outstanding() const { return calls.size() - released; }
-  void release_next() { calls.at(released++).release->fulfill(); }
-  size_t delivered() const {
-    size_t n = 0;
-    for (const auto& c : calls) n += c.bodies.size();
-    return n;
-  }
-};
-
-class test_consumer final : public warren::rpc::Consumer::Server {
- public:
-  explicit test_consumer(consumer_log& log) : log_(log) {}
-
- protected:
-  kj::Promise<void> deliver(DeliverContext ctx) override {
-    if (log_.fail) return KJ_EXCEPTION(FAILED, "the order could not be parsed");
-    held_call call;
-    for (auto d : ctx.getParams().getDeliveries()) {
-      auto body = d.getBody();
-      call.bodies.emplace_back(reinterpret_cast<const char*>(body.begin()), body.size());
-      call.tags.push_back(d.getDeliveryTag());
-    }
-    auto pair = kj::newPromiseAndFulfiller<void>();
-    call.release = kj::mv(pair.fulfiller);
-    log_.calls.push_back(kj::mv(call));
-    if (!log_.hold) log_.release_next();
-    return kj::mv(pair.promise);
-  }
-
-  kj::Promise<void> cancelled(CancelledContext ctx) override {
-    log_.cancelled.push_back(text(ctx.getParams().getReason()));
-    return kj::READY_NOW;
-  }
-
- private:
-  consumer_log& log_;
-};
 
 // A raw client: the bootstrap Broker, one connection as guest and one channel on it.
 struct raw_fixture {
@@ -154,21 +92,6 @@ struct raw_fixture {
     window.setMaxCalls(max_calls);
     window.setMaxBatch(max_batch);
     req.send().wait(ws);
-  }
-
-  // The description of the exception `f` fails with, after the C++ runtime's own prefix.
-  template <class F>
-  std::string failure_of(F f) {
-    try {
-      f();
-    } catch (const kj::Exception& e) {
-      BOOST_TEST((e.getType() == kj::Exception::Type::FAILED));
-      std::string d = e.getDescription().cStr();
-      const std::string remote = "remote exception: ";
-      return d.rfind(remote, 0) == 0 ? d.substr(remote.size()) : d;
-    }
-    BOOST_FAIL("expected the call to fail");
-    return {};
   }
 };
 
