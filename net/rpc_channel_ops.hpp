@@ -71,6 +71,25 @@ class channel_ops {
 
   kj::Promise<void> cancel(const std::string& tag);
   kj::Promise<void> settle(uint64_t tag, bool multiple, settle_kind kind);
+
+  /// ack, nack and reject of Channel and of QueueConsumer, whose parameters are the same.
+  template <class Context>
+  kj::Promise<void> ack(Context ctx) {
+    auto p = ctx.getParams();
+    return settle(p.getDeliveryTag(), p.getMultiple(), settle_kind::ack);
+  }
+  template <class Context>
+  kj::Promise<void> nack(Context ctx) {
+    auto p = ctx.getParams();
+    return settle(p.getDeliveryTag(), p.getMultiple(),
+                  p.getRequeue() ? settle_kind::requeue : settle_kind::reject);
+  }
+  template <class Context>
+  kj::Promise<void> reject(Context ctx) {
+    auto p = ctx.getParams();
+    return settle(p.getDeliveryTag(), false,
+                  p.getRequeue() ? settle_kind::requeue : settle_kind::reject);
+  }
   kj::Promise<void> ack_each(capnp::List<uint64_t>::Reader tags);
 
   /// Gets one message; `results` is the call's results (of Channel.get or QueueConsumer.get).

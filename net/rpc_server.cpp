@@ -235,26 +235,15 @@ class channel_impl final : public rpc::Channel::Server {
     return ops_.get(text(p.getQueue()), p.getNoAck(), ctx.getResults());
   }
 
-  kj::Promise<void> ack(AckContext ctx) override {
-    auto p = ctx.getParams();
-    return ops_.settle(p.getDeliveryTag(), p.getMultiple(), settle_kind::ack);
-  }
+  kj::Promise<void> ack(AckContext ctx) override { return ops_.ack(ctx); }
 
   kj::Promise<void> ackEach(AckEachContext ctx) override {
     return ops_.ack_each(ctx.getParams().getDeliveryTags());
   }
 
-  kj::Promise<void> nack(NackContext ctx) override {
-    auto p = ctx.getParams();
-    return ops_.settle(p.getDeliveryTag(), p.getMultiple(),
-                       p.getRequeue() ? settle_kind::requeue : settle_kind::reject);
-  }
+  kj::Promise<void> nack(NackContext ctx) override { return ops_.nack(ctx); }
 
-  kj::Promise<void> reject(RejectContext ctx) override {
-    auto p = ctx.getParams();
-    return ops_.settle(p.getDeliveryTag(), false,
-                       p.getRequeue() ? settle_kind::requeue : settle_kind::reject);
-  }
+  kj::Promise<void> reject(RejectContext ctx) override { return ops_.reject(ctx); }
 
   kj::Promise<void> qos(QosContext ctx) override {
     uint32_t prefetch = ctx.getParams().getPrefetch();

@@ -25,6 +25,7 @@
 using warren::test::command_result;
 using warren::test::node_process;
 using namespace warren::test::raw;
+namespace raw = warren::test::raw;
 namespace rpc = warren::rpc;
 
 namespace {
@@ -96,11 +97,7 @@ struct grants_fixture {
 
   template <class Pred>
   void pump_until(Pred done, const std::string& what) {
-    auto deadline = std::chrono::steady_clock::now() + patience;
-    while (!done()) {
-      BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "never: " << what);
-      client.getIoProvider().getTimer().afterDelay(5 * kj::MILLISECONDS).wait(ws);
-    }
+    raw::pump_until(client, done, what);
   }
 
   command_result ctl(std::vector<std::string> args) {
@@ -205,11 +202,8 @@ BOOST_AUTO_TEST_CASE(a_consumer_token_consumes_and_settles_its_queue) {
   req.setPrefetch(100);
   req.setConsumer(kj::heap<test_consumer>(log));
   req.send().wait(ows);
-  auto deadline = std::chrono::steady_clock::now() + patience;
-  while (log.delivered() < 9) {
-    BOOST_REQUIRE(std::chrono::steady_clock::now() < deadline);
-    other.client.getIoProvider().getTimer().afterDelay(5 * kj::MILLISECONDS).wait(ows);
-  }
+  raw::pump_until(
+      other.client, [&] { return log.delivered() == 9; }, "9 deliveries");
   auto each = qc.ackEachRequest();
   std::vector<uint64_t> tags;
   for (const auto& c : log.calls) tags.insert(tags.end(), c.tags.begin(), c.tags.end());
@@ -292,11 +286,8 @@ BOOST_AUTO_TEST_CASE(revoking_cuts_a_consumer_and_a_publisher_off_mid_stream) {
   req.setPrefetch(5);
   req.setConsumer(kj::heap<test_consumer>(log));
   req.send().wait(ows);
-  auto deadline = std::chrono::steady_clock::now() + patience;
-  while (log.delivered() < 5) {
-    BOOST_REQUIRE(std::chrono::steady_clock::now() < deadline);
-    other.client.getIoProvider().getTimer().afterDelay(5 * kj::MILLISECONDS).wait(ows);
-  }
+  raw::pump_until(
+      other.client, [&] { return log.delivered() == 5; }, "5 deliveries");
   BOOST_TEST(ready("eu") == 15u);
 
   // Revoked by its prefix, as listed.
@@ -309,10 +300,8 @@ BOOST_AUTO_TEST_CASE(revoking_cuts_a_consumer_and_a_publisher_off_mid_stream) {
   revoke.setToken(prefix);
   revoke.send().wait(ws);
 
-  while (log.cancelled.empty()) {
-    BOOST_REQUIRE(std::chrono::steady_clock::now() < deadline);
-    other.client.getIoProvider().getTimer().afterDelay(5 * kj::MILLISECONDS).wait(ows);
-  }
+  raw::pump_until(
+      other.client, [&] { return !log.cancelled.empty(); }, "cancelled");
   BOOST_TEST(log.cancelled[0].find("revoked by 'guest'") != std::string::npos, log.cancelled[0]);
   auto after = failure_of([&] { qc.getRequest().send().wait(ows); });
   BOOST_TEST(code_of(after) == "CONNECTION_FORCED", after);

@@ -4,6 +4,8 @@
 
 #include "broker.capnp.h"
 
+#include <capnp/ez-rpc.h>
+#include <kj/async-io.h>
 #include <kj/async.h>
 #include <kj/debug.h>
 #include <boost/test/unit_test.hpp>
@@ -77,6 +79,16 @@ class test_consumer final : public warren::rpc::Consumer::Server {
  private:
   consumer_log& log_;
 };
+
+// Runs `client`'s event loop until `done()` holds; fails after the guard time.
+template <class Pred>
+void pump_until(capnp::EzRpcClient& client, Pred done, const std::string& what) {
+  auto deadline = std::chrono::steady_clock::now() + patience;
+  while (!done()) {
+    BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "never: " << what);
+    client.getIoProvider().getTimer().afterDelay(5 * kj::MILLISECONDS).wait(client.getWaitScope());
+  }
+}
 
 // The description of the exception `f` fails with, after the C++ runtime's own prefix.
 template <class F>

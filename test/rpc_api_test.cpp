@@ -27,6 +27,7 @@
 
 using warren::test::node_process;
 using namespace warren::test::raw;
+namespace raw = warren::test::raw;
 
 namespace {
 
@@ -50,11 +51,7 @@ struct raw_fixture {
   // Runs the event loop until `done()` holds; fails after the guard time.
   template <class Pred>
   void pump_until(Pred done, const std::string& what) {
-    auto deadline = std::chrono::steady_clock::now() + patience;
-    while (!done()) {
-      BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "never: " << what);
-      client.getIoProvider().getTimer().afterDelay(5 * kj::MILLISECONDS).wait(ws);
-    }
+    raw::pump_until(client, done, what);
   }
 
   void declare(const std::string& queue) {
