@@ -2,7 +2,6 @@
 // worker threads, so a test decides exactly when each answer arrives (an exchange lookup after
 // a close, a queue's confirm before the exchange's count, a commit that fails) and checks the
 // order of what the actor then does.
-#define BOOST_TEST_MODULE actor_steps
 #include <boost/test/unit_test.hpp>
 
 #include "actors/broker_error.hpp"

@@ -4,7 +4,6 @@
 // The rules (AMQP 0-9-1 and RabbitMQ): after the server sends channel.close it discards every
 // frame on that channel until channel.close-ok; a close from both sides at once settles; every
 // delivery on a channel, by push or get, acked or not, takes the next tag from 1.
-#define BOOST_TEST_MODULE amqp_channel
 #include <boost/test/unit_test.hpp>
 
 #include "amqp_raw_client.hpp"

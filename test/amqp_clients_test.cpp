@@ -2,7 +2,6 @@
 // client, php-amqplib, aio-pika, kombu (Celery's transport) and Bunny, all from Debian. Each
 // trips on different details (tag 0, header types, close races, transactions, exchange bindings,
 // priorities, x-death); the scenarios are in test/amqp/.
-#define BOOST_TEST_MODULE amqp_clients
 #include <boost/test/unit_test.hpp>
 
 #include "subprocess.hpp"

@@ -1,6 +1,5 @@
 // The AMQP 0-9-1 codec: primitives, field tables of every type, frames, method payloads and
 // content headers. Byte strings written out by hand come from the 0-9-1 specification's layouts.
-#define BOOST_TEST_MODULE amqp_codec
 #include <boost/test/unit_test.hpp>
 
 #include "net/amqp/frame.hpp"

@@ -2,7 +2,6 @@
 // exchange-to-exchange bindings, alternate exchanges, priority queues, x-max-length-bytes,
 // reject-publish-dlx, single active consumer, consumer priorities and the consumer timeout.
 // The scenarios and what they assert are in test/amqp/pika_features.py.
-#define BOOST_TEST_MODULE amqp_features
 #include <boost/test/unit_test.hpp>
 
 #include "subprocess.hpp"

@@ -1,7 +1,6 @@
 // The AMQP 0-9-1 listener, as RabbitMQ's clients use it: real clients that were not written here
 // (pika, rabbitmq-c's amqp-tools, amqplib on Node.js) against a real node on free ports, the same
 // queues used from both front doors, and a raw socket sending what no client should.
-#define BOOST_TEST_MODULE amqp_listener
 #include <boost/test/unit_test.hpp>
 
 #include "amqp_raw_client.hpp"

@@ -1,6 +1,5 @@
 // The broker end to end: a real warren-node on a free port, driven through the client library
 // over loopback TCP. Each case states one behaviour.
-#define BOOST_TEST_MODULE broker_e2e
 #include <boost/test/unit_test.hpp>
 
 #include "subprocess.hpp"

@@ -1,5 +1,4 @@
 // channel_credit: prefetch limits per consumer and per channel (basic.qos global), as credit.
-#define BOOST_TEST_MODULE channel_credit
 #include <boost/test/unit_test.hpp>
 
 #include "actors/channel_credit.hpp"

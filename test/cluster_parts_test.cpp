@@ -1,7 +1,6 @@
 // The cluster's pure parts: the proofs nodes exchange to show they hold the cluster secret,
 // cluster addresses, a vhost's record of queues living on other nodes, and what a vhost changes
 // to take a member's exchanges and bindings.
-#define BOOST_TEST_MODULE cluster_parts
 #include "actors/cluster_auth.hpp"
 #include "actors/remote_queues.hpp"
 #include "actors/topology_view.hpp"

@@ -1,7 +1,6 @@
 // Clustering, with real warren-node processes on one machine: nodes join over CAF's middleman
 // with a shared secret, find each other (a full mesh), see a member go down and come back, keep
 // their membership across restarts, and refuse a node without the secret.
-#define BOOST_TEST_MODULE cluster
 #include "cluster_nodes.hpp"
 
 #include <boost/test/unit_test.hpp>

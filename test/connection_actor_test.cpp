@@ -1,6 +1,5 @@
 // The connection actor against scoped actors standing in for the node and the vhost, and a
 // recording client link, so a test decides exactly when each answer arrives.
-#define BOOST_TEST_MODULE connection_actor
 #include <boost/test/unit_test.hpp>
 
 #include "actors/broker_error.hpp"

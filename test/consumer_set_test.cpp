@@ -1,6 +1,5 @@
 // consumer_set on its own: who gets the next message by priority, credit and turn, single
 // active consumers, and finding and removing consumers.
-#define BOOST_TEST_MODULE consumer_set
 #include <boost/test/unit_test.hpp>
 
 #include "actors/consumer_set.hpp"

@@ -3,7 +3,6 @@
 //
 // The rule: a damaged or unexpected file costs at most what it damaged, is reported, and is
 // never written over; a node that cannot trust its metadata refuses to start and says why.
-#define BOOST_TEST_MODULE damaged_data
 #include <boost/test/unit_test.hpp>
 
 #include "node_client.hpp"

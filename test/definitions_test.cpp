@@ -1,7 +1,6 @@
 // Definitions export and import in RabbitMQ's JSON, with warrenctl against real nodes: a setup
 // moved from one node to another (and across a restart), a file written as RabbitMQ writes
 // one, and bad files, which change nothing.
-#define BOOST_TEST_MODULE definitions
 #include <boost/test/unit_test.hpp>
 
 #include "subprocess.hpp"

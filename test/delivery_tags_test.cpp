@@ -1,6 +1,5 @@
 // delivery_tags on its own: tags in order, settling one, many, each, cancelled consumers, the
 // oldest delivery, and grouping for the queues.
-#define BOOST_TEST_MODULE delivery_tags
 #include <boost/test/unit_test.hpp>
 
 #include "actors/delivery_tags.hpp"

@@ -4,7 +4,6 @@
 // The rule these tests hold Warren to: every message whose publish was confirmed (in confirm
 // mode, persistent, durable queue) comes back after a crash, exactly once, as ready. A message
 // whose ack had not reached the disk may come back too, marked redelivered (at-least-once).
-#define BOOST_TEST_MODULE durability
 #include <boost/test/unit_test.hpp>
 
 #include "node_client.hpp"

@@ -2,7 +2,6 @@
 // (npm, installed once into the build tree; it uses the system's Chromium, downloads none),
 // against a real node with traffic. What it checks is in test/http/page_check.js; it saves a
 // screenshot to the build tree (the README's picture is one of these).
-#define BOOST_TEST_MODULE management_page
 #include <boost/test/unit_test.hpp>
 
 #include "subprocess.hpp"

@@ -1,7 +1,6 @@
 // The management door (HTTP) against a real node: RabbitMQ's rabbitmqadmin, raw HTTP requests
 // and errors, peek, and /metrics read by Prometheus' own parser. The scenarios and what they
 // assert are in test/http/management_scenarios.py.
-#define BOOST_TEST_MODULE management
 #include <boost/test/unit_test.hpp>
 
 #include "subprocess.hpp"

@@ -1,7 +1,6 @@
 // Every registered message type survives CAF's binary serializer, as it must to cross nodes
 // through the middleman: a caf::message holding it is written with the type's registered name
 // and read back equal (compared by CAF's printout, which runs the same inspect overloads).
-#define BOOST_TEST_MODULE message_types
 #include <boost/test/unit_test.hpp>
 
 #include "actors/message_types.hpp"

@@ -1,7 +1,6 @@
 // The C++ client as a package: installed to a temporary prefix, found there by a separate CMake
 // project with find_package(Warren), and the program it builds (examples/hello, which the README
 // shows) run against a real node.
-#define BOOST_TEST_MODULE package
 #include <boost/test/unit_test.hpp>
 
 #include "subprocess.hpp"

@@ -2,7 +2,6 @@
 // kept on disk only and read back in order; requeues, lookups, TTLs, purges, restarts and
 // kill -9 behave as they do for a queue held in memory; the memory alarm judges counted bytes
 // and clears once queues drain.
-#define BOOST_TEST_MODULE paging
 #include <boost/test/unit_test.hpp>
 
 #include "node_client.hpp"

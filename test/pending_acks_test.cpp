@@ -1,6 +1,5 @@
 // pending_acks on its own: hand-out ids, settling only by the holder, taking out what a closed
 // connection or channel held, cancelled consumers, and lookup by message id.
-#define BOOST_TEST_MODULE pending_acks
 #include <boost/test/unit_test.hpp>
 
 #include "actors/pending_acks.hpp"

@@ -1,6 +1,5 @@
 // publish_confirms on its own: outcomes from exchange counts and queue confirms arriving in any
 // order, calls answered once and in completion order, abandoned calls named once.
-#define BOOST_TEST_MODULE publish_confirms
 #include <boost/test/unit_test.hpp>
 
 #include "actors/publish_confirms.hpp"

@@ -1,6 +1,5 @@
 // The queue actor as a specification: a real actor system, a real queue actor, and scoped actors
 // standing in for the connection and the vhost, so each test sees exactly what the queue sends.
-#define BOOST_TEST_MODULE queue_actor
 #include <boost/test/unit_test.hpp>
 
 #include "actors/broker_error.hpp"

@@ -1,5 +1,4 @@
 // ready_list: a queue's ready messages by priority then arrival, with their byte total.
-#define BOOST_TEST_MODULE ready_list
 #include <boost/test/unit_test.hpp>
 
 #include "actors/ready_list.hpp"

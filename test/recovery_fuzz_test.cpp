@@ -16,7 +16,6 @@
 //   - a message handed out before the stop comes back marked redelivered (a damaged mark file
 //     marks every message of its segment), except after a mark file was cut between frames.
 // The seed is printed; WARREN_FUZZ_SEED=N repeats a run, WARREN_FUZZ_ROUNDS=N changes its size.
-#define BOOST_TEST_MODULE recovery_fuzz
 #include <boost/test/unit_test.hpp>
 
 #include "node_client.hpp"

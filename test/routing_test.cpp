@@ -1,5 +1,4 @@
 // Routing as a specification: topic wildcards, direct / fanout / headers tables.
-#define BOOST_TEST_MODULE routing
 #include <boost/test/unit_test.hpp>
 
 #include "actors/headers_match.hpp"

@@ -1,7 +1,6 @@
 // The Cap'n Proto API as a client in another language meets it: raw calls on broker.capnp's
 // interfaces, with no help from Warren's client library, against a real node over loopback.
 // Each case checks one promise the schema's comments make.
-#define BOOST_TEST_MODULE rpc_api
 #include <boost/test/unit_test.hpp>
 
 #include "broker.capnp.h"

@@ -2,7 +2,6 @@
 // anywhere in a segment or its mark file, stray files, unreadable folders, rolling, compaction
 // (also of the active segment) interleaved with appends and acks, the descriptor cache, and
 // the size of a stored record.
-#define BOOST_TEST_MODULE segment_store
 #include <boost/test/unit_test.hpp>
 
 #include "persistence/segment_format.hpp"

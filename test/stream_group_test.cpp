@@ -1,6 +1,5 @@
 // stream_group's bookkeeping: a shared cursor, redeliveries first, and the frontier a commit
 // stores (never past an offset still in flight or waiting).
-#define BOOST_TEST_MODULE stream_group
 #include <boost/test/unit_test.hpp>
 
 #include "actors/stream_group.hpp"

@@ -16,7 +16,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <random>
 #include <regex>
+#include <set>
 #include <stdexcept>
 
 namespace warren::test {
@@ -151,20 +154,48 @@ bool node_process::launch(const std::vector<std::string>& argv) {
   return true;
 }
 
-uint16_t free_port() {
+namespace {
+
+bool bindable_on_loopback(uint16_t port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw std::runtime_error("socket failed");
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    throw std::runtime_error("could not find a free port");
-  }
+  addr.sin_port = htons(port);
+  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
   close(fd);
-  return ntohs(addr.sin_port);
+  return ok;
+}
+
+// The lowest port the kernel hands out for outgoing connections and bind(0).
+int ephemeral_low() {
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0;
+  return range >> low && low > 11000 ? low : 32768;
+}
+
+}  // namespace
+
+uint16_t free_port() {
+  // Tests run in parallel, each starting nodes on ports picked here before the node binds them.
+  // A port from the kernel's ephemeral range could meanwhile become the local end of some other
+  // test's outgoing connection, so pick below that range, at random so that parallel tests do
+  // not walk the same sequence.
+  static const int low = 10000, high = ephemeral_low();
+  static std::mt19937 random(std::random_device{}() ^ static_cast<unsigned>(getpid()));
+  static std::set<uint16_t> handed_out;  // a test may pick several before its nodes bind them
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> guard(mutex);
+  std::uniform_int_distribution<int> pick(low, high - 1);
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    auto port = static_cast<uint16_t>(pick(random));
+    if (handed_out.count(port) == 0 && bindable_on_loopback(port)) {
+      handed_out.insert(port);
+      return port;
+    }
+  }
+  throw std::runtime_error("could not find a free port");
 }
 
 node_process::~node_process() {

@@ -1,6 +1,5 @@
 // TLS on both doors against real nodes: certificates made here with openssl, pika over AMQPS,
 // warrenctl over Cap'n Proto TLS, client certificates, handshake timeouts and bad files.
-#define BOOST_TEST_MODULE tls
 #include <boost/test/unit_test.hpp>
 
 #include "raw_socket.hpp"

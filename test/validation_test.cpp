@@ -1,5 +1,4 @@
 // Validation at the boundary: names, keys, message ids, queue arguments, reply codes.
-#define BOOST_TEST_MODULE validation
 #include <boost/test/unit_test.hpp>
 
 #include "actors/broker_error.hpp"

@@ -1,6 +1,5 @@
 // warren-bench's contract for scripts: it moves the messages it says, reports the JSON keys, and
 // leaves nothing behind unless --keep. (Figures are printed by benchmarks, never asserted.)
-#define BOOST_TEST_MODULE warren_bench
 #include <boost/test/unit_test.hpp>
 
 #include "subprocess.hpp"

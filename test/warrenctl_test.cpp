@@ -1,5 +1,4 @@
 // warrenctl's contract, as scripts rely on it: commands, JSON fields, errors and exit codes.
-#define BOOST_TEST_MODULE warrenctl
 #include <boost/test/unit_test.hpp>
 
 #include "subprocess.hpp"
@@ -177,7 +176,7 @@ BOOST_AUTO_TEST_CASE(stats_watch_reports_rates_while_messages_flow) {
   int out_fd = -1;
   pid_t pid =
       warren::test::spawn_command({WARRENCTL_PATH, "--port", std::to_string(node.port()), "--json",
-                                   "stats", "--watch", "--reports", "2", "--interval", "1"},
+                                   "stats", "--watch", "--reports", "2", "--interval", "2"},
                                   out_fd);
   // Publish without pause until the two reports are out, so every interval sees traffic.
   std::string lines;
