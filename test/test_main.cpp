@@ -12,7 +12,8 @@ bool name_master_suite() {
   std::string name = master.argc > 0 ? master.argv[0] : "warren";
   name = name.substr(name.find_last_of('/') + 1);
   const std::string suffix = "_test";
-  if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+  if (name.size() > suffix.size() &&
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
     name.resize(name.size() - suffix.size());
   master.p_name.value = name;
   return true;
