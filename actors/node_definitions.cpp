@@ -16,7 +16,7 @@ namespace warren {
 
 namespace {
 
-using vhost_names = std::set<std::string>;
+using vhost_name_set = std::set<std::string>;
 using named = std::set<std::pair<std::string, std::string>>;  // (vhost, name)
 
 std::vector<caf::actor> vhost_actors(const node_state& st) {
@@ -114,14 +114,14 @@ std::string check_users(const node_state& st, const definitions& defs, std::set<
   return {};
 }
 
-std::string check_vhost(const vhost_names& vhosts, const std::string& vhost,
+std::string check_vhost(const vhost_name_set& vhosts, const std::string& vhost,
                         const std::string& what) {
   return vhosts.count(vhost) != 0
              ? std::string()
              : what + " refers to vhost " + quote(vhost) + ", which neither exists nor is defined";
 }
 
-std::string check_topology(const definitions& defs, const vhost_names& vhosts) {
+std::string check_topology(const definitions& defs, const vhost_name_set& vhosts) {
   for (const auto& [vhost, e] : defs.exchanges) {
     auto what = "exchange " + quote(e.name);
     if (auto p = check_vhost(vhosts, vhost, what); !p.empty()) return p;
@@ -146,7 +146,7 @@ std::string check_topology(const definitions& defs, const vhost_names& vhosts) {
 std::string check_definitions(const node_state& st, const definitions& defs) {
   std::set<std::string> users;
   if (auto problem = check_users(st, defs, users); !problem.empty()) return problem;
-  vhost_names vhosts;
+  vhost_name_set vhosts;
   for (const auto& [name, v] : st.vhosts) vhosts.insert(name);
   for (const auto& v : defs.vhosts) {
     if (auto problem = check_name("vhost name", v.name); !problem.empty()) return problem;
