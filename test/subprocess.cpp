@@ -21,6 +21,7 @@
 #include <regex>
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 namespace warren::test {
 
@@ -168,11 +169,15 @@ bool bindable_on_loopback(uint16_t port) {
   return ok;
 }
 
-// The lowest port the kernel hands out for outgoing connections and bind(0).
-int ephemeral_low() {
+// Ports outside the kernel's ephemeral range (the ports it hands out for outgoing connections
+// and bind(0)): below it when there is room, else above it.
+std::pair<int, int> non_ephemeral_ports() {
   std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
-  int low = 0;
-  return range >> low && low > 11000 ? low : 32768;
+  int low = 32768, high = 60999;
+  range >> low >> high;
+  if (low > 11000) return {10000, low - 1};
+  if (high < 64000) return {high + 1, 65535};
+  return {10000, 32767};  // no room on either side: ports may collide, and node_process retries
 }
 
 }  // namespace
@@ -180,14 +185,14 @@ int ephemeral_low() {
 uint16_t free_port() {
   // Tests run in parallel, each starting nodes on ports picked here before the node binds them.
   // A port from the kernel's ephemeral range could meanwhile become the local end of some other
-  // test's outgoing connection, so pick below that range, at random so that parallel tests do
+  // test's outgoing connection, so pick outside that range, at random so that parallel tests do
   // not walk the same sequence.
-  static const int low = 10000, high = ephemeral_low();
+  static const auto ports = non_ephemeral_ports();
   static std::mt19937 random(std::random_device{}() ^ static_cast<unsigned>(getpid()));
   static std::set<uint16_t> handed_out;  // a test may pick several before its nodes bind them
   static std::mutex mutex;
   std::lock_guard<std::mutex> guard(mutex);
-  std::uniform_int_distribution<int> pick(low, high - 1);
+  std::uniform_int_distribution<int> pick(ports.first, ports.second);
   for (int attempt = 0; attempt < 1000; ++attempt) {
     auto port = static_cast<uint16_t>(pick(random));
     if (handed_out.count(port) == 0 && bindable_on_loopback(port)) {

@@ -109,7 +109,7 @@ struct command_result {
   std::string err;
 };
 
-/// A TCP port on 127.0.0.1 that was free a moment ago, below the kernel's ephemeral range.
+/// A TCP port on 127.0.0.1 that was free a moment ago, outside the kernel's ephemeral range.
 uint16_t free_port();
 
 /// The warren-node binary the tests run (see node_process).
