@@ -341,8 +341,12 @@ caf::result<join_reply> accept_join(cluster_self self, const join_request& req,
   reply.proof = cluster_proof(st.config.secret, "welcome", req.challenge, st.config.self.name);
   for (const auto& [name, m] : st.members)
     if (name != req.member.name) reply.members.push_back(m.info);
+  // The reply goes first: the joining node trusts us once it has it, and add_running sends our
+  // placements and view right away.
+  auto rp = self->make_response_promise<join_reply>();
+  rp.deliver(std::move(reply));
   add_running(self, req.member, peer);
-  return reply;
+  return rp;
 }
 
 caf::result<uint32_t> count_queues(cluster_self self) {
@@ -442,6 +446,28 @@ void forgotten_by(cluster_self self, const std::string& from, const std::string&
   note(log_level::info, "forgot node " + name + " (as " + from + " did)");
 }
 
+// Whether the message being handled comes from an actor of this node or of a running member (one
+// that proved the secret when it joined). Only hello and join are open to any peer. This is the
+// second check: CAF delivers to any actor by its number, so the first is the link's TLS.
+bool from_trusted(cluster_self self) {
+  const auto& sender = self->current_sender();
+  if (!sender) return false;
+  auto origin = sender->node();
+  if (origin == self->node()) return true;
+  for (const auto& [name, m] : self->state.members)
+    if (m.handle && m.handle.node() == origin) return true;
+  return false;
+}
+
+// Logs a message refused by from_trusted; the error answers a request.
+caf::error refuse_untrusted(cluster_self self, const char* what) {
+  const auto& sender = self->current_sender();
+  note(log_level::warn, std::string("refused a '") + what + "' message from " +
+                            (sender ? "node " + to_string(sender->node()) : "an anonymous sender") +
+                            ", which is not a member of this cluster");
+  return make_broker_error(reply_code::access_refused, "not a member of this cluster");
+}
+
 void on_down(cluster_self self, const caf::down_msg& dm) {
   for (auto& [name, m] : self->state.members)
     if (m.handle && m.handle.address() == dm.source) {
@@ -475,38 +501,61 @@ cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_confi
       [=](join_atom, const join_request& req, const caf::actor& peer) {
         return accept_join(self, req, peer);
       },
-      [=](stats_atom) { return count_queues(self); },
-      [=](list_atom, nodes_atom) { return list_nodes(self); },
-      [=](forget_atom, const std::string& name) { return forget(self, name); },
+      [=](stats_atom) -> caf::result<uint32_t> {
+        if (!from_trusted(self)) return refuse_untrusted(self, "stats");
+        return count_queues(self);
+      },
+      [=](list_atom, nodes_atom) -> caf::result<std::vector<node_info>> {
+        if (!from_trusted(self)) return refuse_untrusted(self, "list nodes");
+        return list_nodes(self);
+      },
+      [=](forget_atom, const std::string& name) -> caf::result<void> {
+        if (!from_trusted(self)) return refuse_untrusted(self, "forget");
+        return forget(self, name);
+      },
       [=](forget_atom, const std::string& from, const std::string& name) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "forget"));
         forgotten_by(self, from, name);
       },
       [=](ready_atom) -> caf::result<void> {
+        if (!from_trusted(self)) return refuse_untrusted(self, "ready");
         auto& st = self->state;
         if (st.refused) return st.refused;
         if (st.joined) return caf::unit;
         st.waiting_ready.push_back(self->make_response_promise<void>());
         return st.waiting_ready.back();
       },
-      [=](tick_atom) { reconnect(self); },
-      [=](placed_atom, queue_placement& p) { place_local(self, std::move(p)); },
+      [=](tick_atom) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "tick"));
+        reconnect(self);
+      },
+      [=](placed_atom, queue_placement& p) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "placed"));
+        place_local(self, std::move(p));
+      },
       [=](removed_atom, const std::string& vhost, const std::string& name) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "removed"));
         remove_local(self, vhost, name);
       },
       [=](placed_atom, const std::string& from, std::vector<queue_placement>& ps) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "placed"));
         for (auto& p : ps) p.node = from;
         tell_node(self, placed_atom::value, std::move(ps));
       },
-      [=](claim_atom, const std::string& vhost, const queue_spec& spec) {
+      [=](claim_atom, const std::string& vhost,
+          const queue_spec& spec) -> caf::result<std::vector<claim_reply>> {
+        if (!from_trusted(self)) return refuse_untrusted(self, "claim");
         return claim(self, vhost, spec);
       },
       [=](claim_atom, const std::string& from, const std::string& vhost,
           const queue_spec& spec) -> caf::result<claim_reply> {
+        if (!from_trusted(self)) return refuse_untrusted(self, "claim");
         if (!self->state.config.node) return claim_reply{};
         return self->delegate(node_handle(self->state.config.node), claim_atom::value, from, vhost,
                               spec);
       },
       [=](replicate_atom, const std::string& vhost, const topology_change& change) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "replicate"));
         count_changes(self, 1);
         std::vector<topology_change> one{change};
         auto from = self->state.config.self.name;
@@ -515,6 +564,7 @@ cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_confi
         });
       },
       [=](replicate_atom, const access_change& change) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "replicate"));
         count_changes(self, 1);
         auto from = self->state.config.self.name;
         to_members(self, [=](const caf::actor& member) {
@@ -522,17 +572,23 @@ cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_confi
         });
       },
       [=](replicate_atom, const std::string& from, access_change& change) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "replicate"));
         count_changes(self, 1);
         tell_node(self, replicate_atom::value, from, std::move(change));
       },
       [=](replicate_atom, const std::string& from, const std::string& vhost,
           std::vector<topology_change>& changes) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "replicate"));
         count_changes(self, changes.size());
         tell_node(self, replicate_atom::value, from, vhost, std::move(changes));
       },
-      [=](replicate_atom, metadata_view& view) { view_arrived(self, view); },
+      [=](replicate_atom, metadata_view& view) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "metadata view"));
+        view_arrived(self, view);
+      },
       [=](declare_atom, const std::string& node, const std::string& vhost,
           queue_spec& spec) -> caf::result<queue_info, queue_placement> {
+        if (!from_trusted(self)) return refuse_untrusted(self, "declare");
         auto& st = self->state;
         auto m = st.members.find(node);
         if (m == st.members.end())
@@ -544,13 +600,17 @@ cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_confi
       },
       [=](declare_atom, const std::string& vhost,
           queue_spec& spec) -> caf::result<queue_info, queue_placement> {
+        if (!from_trusted(self)) return refuse_untrusted(self, "declare");
         if (!self->state.config.node)
           return make_broker_error(reply_code::internal_error, "the cluster actor has no node");
         return self->delegate(node_handle(self->state.config.node), declare_atom::value, vhost,
                               std::move(spec));
       },
       [=](removed_atom, const std::string& from, const std::string& vhost,
-          const std::string& name) { tell_node(self, removed_atom::value, vhost, name, from); },
+          const std::string& name) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "removed"));
+        tell_node(self, removed_atom::value, vhost, name, from);
+      },
   };
 }
 

@@ -7,6 +7,7 @@
 #include "actors/persistence_actor.hpp"
 #include "actors/protocol.hpp"
 #include "actors/resource_alarm.hpp"
+#include "apps/cluster_link.hpp"
 #include "apps/node_stats.hpp"
 #include "core/log.hpp"
 #include "net/amqp/amqp_server.hpp"
@@ -59,20 +60,31 @@ struct node_options {
   uint16_t cluster_port = 25680;
   std::vector<std::string> join;
   std::string node_name;  // default warren@HOSTNAME:CLUSTER_PORT
-  std::string cluster_secret;
+  warren::node::cluster_link_options link;
 };
 
 void add_cluster_options(CLI::App& app, node_options& opt) {
-  auto* secret = app.add_option("--cluster-secret", opt.cluster_secret,
-                                "shared by the nodes of a cluster; without it the node runs "
-                                "standalone (also from WARREN_CLUSTER_SECRET)")
-                     ->envname("WARREN_CLUSTER_SECRET");
+  auto& link = opt.link;
+  app.add_option("--cluster-secret", link.secret,
+                 "shared by the nodes of a cluster; without it the node runs "
+                 "standalone (also from WARREN_CLUSTER_SECRET; prefer that or "
+                 "--cluster-secret-file: ps shows command lines)")
+      ->envname("WARREN_CLUSTER_SECRET");
+  app.add_option("--cluster-secret-file", link.secret_file,
+                 "file holding the cluster secret (its first line)");
   app.add_option("--cluster-port", opt.cluster_port,
-                 "node-to-node port, on --bind (0 = standalone)")
+                 "node-to-node port, on --cluster-bind (0 = standalone)")
       ->capture_default_str();
+  app.add_option("--cluster-bind", link.bind,
+                 "address the cluster port listens on; anything but loopback needs cluster TLS")
+      ->capture_default_str();
+  app.add_option("--cluster-tls-cert", link.tls_cert,
+                 "PEM certificate (chain, leaf first) this node proves itself with to its peers");
+  app.add_option("--cluster-tls-key", link.tls_key, "PEM private key of --cluster-tls-cert");
+  app.add_option("--cluster-tls-ca", link.tls_ca,
+                 "PEM CA certificates: peers must present a certificate one of them signed");
   app.add_option("--join", opt.join, "HOST:PORT of cluster nodes to join, comma-separated")
-      ->delimiter(',')
-      ->needs(secret);
+      ->delimiter(',');
   app.add_option("--node-name", opt.node_name,
                  "this node's name in the cluster (default warren@HOSTNAME:CLUSTER_PORT)");
 }
@@ -250,11 +262,34 @@ std::string node_name_of(const node_options& opt) {
   return "warren@" + host_name() + ":" + std::to_string(opt.cluster_port);
 }
 
+// Waits until the cluster actor joined the nodes --join names; what stopped it otherwise (a node
+// refused us, or SIGTERM/SIGINT came while the nodes could not be reached).
+std::string wait_until_joined(caf::actor_system& system, const caf::actor& cluster,
+                              const sigset_t& stop_signals) {
+  caf::scoped_actor self{system};
+  for (;;) {
+    std::string refused;
+    bool joined = false;
+    self->request(warren::cluster_handle(cluster), std::chrono::seconds(1),
+                  warren::ready_atom::value)
+        .receive([&] { joined = true; },
+                 [&](caf::error& err) {
+                   if (err != caf::sec::request_timeout)
+                     refused = warren::to_string(warren::describe(err));
+                 });
+    if (joined || !refused.empty()) return refused;
+    timespec now{0, 0};
+    if (int sig = sigtimedwait(&stop_signals, nullptr, &now); sig > 0)
+      return std::string("stopped by ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
+             " before joining the cluster";
+  }
+}
+
 caf::actor start_cluster(caf::actor_system& system, const node_options& opt, caf::actor node,
                          caf::actor persistence, std::vector<warren::cluster_member> stored,
-                         uint64_t metadata_version) {
+                         uint64_t metadata_version, const sigset_t& stop_signals) {
   auto node_actor = node;
-  bool clustered = !opt.cluster_secret.empty() && opt.cluster_port != 0;
+  bool clustered = !opt.link.secret.empty() && opt.cluster_port != 0;
   if (!opt.join.empty() && opt.cluster_port == 0)
     throw std::runtime_error("--join needs a cluster port (--cluster-port is 0)");
   std::string port = std::to_string(opt.cluster_port);
@@ -266,14 +301,15 @@ caf::actor start_cluster(caf::actor_system& system, const node_options& opt, caf
                       std::none_of(stored.begin(), stored.end(),
                                    [&](const auto& m) { return m.name != config.self.name; });
   if (clustered) {
-    bool wildcard = opt.bind == "0.0.0.0" || opt.bind == "::";
-    config.self.address = (wildcard ? host_name() : opt.bind) + ":" + port;
-    config.secret = opt.cluster_secret;
+    const auto& bind = opt.link.bind;
+    bool wildcard = bind == "0.0.0.0" || bind == "::";
+    config.self.address = (wildcard ? host_name() : bind) + ":" + port;
+    config.secret = opt.link.secret;
     config.join = opt.join;
     config.stored = std::move(stored);
   }
   config.metadata_version = metadata_version;
-  config.middleman = system.middleman().actor_handle();
+  config.middleman = warren::node::cluster_connector(system, opt.link);
   config.node = std::move(node);
   config.persistence = std::move(persistence);
   auto cluster = caf::actor_cast<caf::actor>(system.spawn(warren::cluster_actor, config));
@@ -285,21 +321,17 @@ caf::actor start_cluster(caf::actor_system& system, const node_options& opt, caf
                 "standalone (a cluster needs --cluster-secret and a --cluster-port)");
     return cluster;
   }
-  // SO_REUSEADDR, so that a node restarted after a crash can listen again at once, while its old
-  // connections linger in TIME_WAIT.
-  auto published = system.middleman().publish(cluster, opt.cluster_port, opt.bind.c_str(), true);
+  auto published = warren::node::publish_cluster_actor(system, cluster, opt.cluster_port, opt.link);
   if (!published) {
     caf::anon_send_exit(cluster, caf::exit_reason::user_shutdown);
-    throw std::runtime_error("cluster listener on " + opt.bind + ":" + port + ": " +
+    throw std::runtime_error("cluster listener on " + opt.link.bind + ":" + port + ": " +
                              system.render(published.error()));
   }
+  if (opt.link.tls()) warren::node::log_refused_handshakes_on(*published);
   warren::log(warren::log_level::info, "cluster",
-              "node " + config.self.name + " listening on " + config.self.address);
-  caf::scoped_actor self{system};
-  std::string refused;
-  self->request(warren::cluster_handle(cluster), caf::infinite, warren::ready_atom::value)
-      .receive([] {}, [&](caf::error& err) { refused = warren::to_string(warren::describe(err)); });
-  if (!refused.empty()) {
+              "node " + config.self.name + " listening on " + config.self.address +
+                  (opt.link.tls() ? " (mutual TLS)" : " (loopback, no TLS)"));
+  if (auto refused = wait_until_joined(system, cluster, stop_signals); !refused.empty()) {
     caf::anon_send_exit(cluster, caf::exit_reason::user_shutdown);
     throw std::runtime_error(refused);
   }
@@ -359,12 +391,32 @@ class front_doors {
 
 }  // namespace
 
+// The cluster settings, checked together before anything starts; "" when they are fine.
+std::string settle_cluster(node_options& opt) {
+  auto& link = opt.link;
+  bool any_tls = !link.tls_cert.empty() || !link.tls_key.empty() || !link.tls_ca.empty();
+  if (link.secret.empty() && link.secret_file.empty()) {
+    if (!opt.join.empty())
+      return "--join needs the cluster secret (--cluster-secret-file, WARREN_CLUSTER_SECRET or "
+             "--cluster-secret)";
+    if (any_tls)
+      return "the --cluster-tls-* flags need a cluster secret; without one the node "
+             "runs standalone";
+    return {};
+  }
+  return warren::node::settle_cluster_link(link);
+}
+
 int main(int argc, char** argv) {
   node_options opt;
   if (int code = parse_options(argc, argv, opt); code >= 0) return code;
   warren::log_level level;
   warren::parse_log_level(opt.log_level, level);
   warren::set_log_level(level);
+  if (auto err = settle_cluster(opt); !err.empty()) {
+    warren::log(warren::log_level::error, "cluster", err);
+    return 1;
+  }
 
   // Signals are taken synchronously by the main thread (sigwait), so block them before any
   // other thread starts and inherits the mask.
@@ -401,6 +453,7 @@ int main(int argc, char** argv) {
   cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});
   cfg.set("middleman.connection-timeout", caf::timespan{std::chrono::seconds(5)});
   warren::register_message_types(cfg);
+  warren::node::configure_cluster_link(cfg, opt.link);
   caf::actor_system system{cfg};
   storage.persistence =
       caf::actor_cast<caf::actor>(system.spawn(warren::persistence_actor, metadata));
@@ -420,7 +473,7 @@ int main(int argc, char** argv) {
   caf::actor cluster;
   try {
     cluster = start_cluster(system, opt, caf::actor_cast<caf::actor>(node), storage.persistence,
-                            std::move(members), metadata_version);
+                            std::move(members), metadata_version, stop_signals);
   } catch (const std::exception& e) {
     warren::log(warren::log_level::error, "cluster", e.what());
     caf::anon_send_exit(alarm, caf::exit_reason::user_shutdown);

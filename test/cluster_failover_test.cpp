@@ -347,7 +347,7 @@ BOOST_AUTO_TEST_CASE(a_cut_link_is_noticed_and_the_sides_agree_again_when_it_is_
   BOOST_REQUIRE_MESSAGE(net.usable(), "could not make the network namespaces");
   uint16_t pa = free_port(), pb = free_port();
   auto in_ns = [&](int i, std::vector<std::string> args) {
-    args.insert(args.end(), {"--bind", net.address(i)});
+    args.insert(args.end(), {"--bind", net.address(i), "--cluster-bind", net.address(i)});
     return args;
   };
   temp_dir a_dir;

@@ -1,5 +1,7 @@
 #include "cluster_nodes.hpp"
 
+#include "certificates.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -14,9 +16,13 @@ std::string address(uint16_t port) {
 // Arguments of a clustered node named `name` on `cluster_port`, joining `join` (may be empty).
 std::vector<std::string> cluster_args(const std::string& name, uint16_t cluster_port,
                                       const std::string& join, const std::string& with_secret) {
-  std::vector<std::string> args{"--cluster-port",   std::to_string(cluster_port),
-                                "--node-name",      name,
-                                "--cluster-secret", with_secret};
+  const auto& certs = shared_certificates();
+  std::vector<std::string> args{"--cluster-port",     std::to_string(cluster_port),
+                                "--node-name",        name,
+                                "--cluster-secret",   with_secret,
+                                "--cluster-tls-cert", certs.path("server.pem"),
+                                "--cluster-tls-key",  certs.path("server.key"),
+                                "--cluster-tls-ca",   certs.path("ca.pem")};
   if (!join.empty()) args.insert(args.end(), {"--join", join});
   return args;
 }

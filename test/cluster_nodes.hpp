@@ -27,7 +27,8 @@ inline const std::string secret = "cluster test secret";
 
 std::string address(uint16_t port);
 
-/// Arguments of a clustered node named `name` on `cluster_port`, joining `join` (may be empty).
+/// Arguments of a clustered node named `name` on `cluster_port`, joining `join` (may be empty),
+/// with mutual TLS on the cluster link (shared_certificates()).
 std::vector<std::string> cluster_args(const std::string& name, uint16_t cluster_port,
                                       const std::string& join = {},
                                       const std::string& with_secret = secret);

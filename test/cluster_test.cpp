@@ -99,10 +99,13 @@ BOOST_AUTO_TEST_CASE(a_node_without_the_secret_is_refused_and_logged) {
   uint16_t pa = free_port();
   node_process a(cluster_args("a", pa));
   warren::test::temp_dir dir;
-  auto r = run_command({"/usr/bin/timeout", "60", warren::test::node_binary(), "--port", "0",
-                        "--amqp-port", "0", "--data-dir", dir.path(), "--cluster-port",
-                        std::to_string(free_port()), "--node-name", "intruder", "--cluster-secret",
-                        "guessed", "--join", address(pa)});
+  // With the cluster's certificates (the link lets it in), but not its secret.
+  std::vector<std::string> argv{
+      "/usr/bin/timeout", "60",      warren::test::node_binary(), "--port", "0", "--amqp-port", "0",
+      "--data-dir",       dir.path()};
+  for (auto& arg : cluster_args("intruder", free_port(), address(pa), "guessed"))
+    argv.push_back(arg);
+  auto r = run_command(argv);
   BOOST_CHECK_EQUAL(r.exit_code, 1);
   BOOST_CHECK_MESSAGE((r.out + r.err).find("wrong cluster secret") != std::string::npos,
                       r.out + r.err);

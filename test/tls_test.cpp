@@ -2,6 +2,7 @@
 // warrenctl over Cap'n Proto TLS, client certificates, handshake timeouts and bad files.
 #include <boost/test/unit_test.hpp>
 
+#include "certificates.hpp"
 #include "raw_socket.hpp"
 #include "subprocess.hpp"
 
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+using warren::test::certificates;
 using warren::test::command_result;
 using warren::test::free_port;
 using warren::test::node_process;
@@ -20,53 +22,6 @@ using warren::test::temp_dir;
 namespace {
 
 const std::string pika_script = std::string(WARREN_SOURCE_DIR) + "/test/amqp/pika_tls.py";
-
-void openssl(const std::vector<std::string>& args) {
-  std::vector<std::string> argv{OPENSSL_PATH};
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto r = run_command(argv);
-  if (r.exit_code != 0) throw std::runtime_error("openssl failed: " + r.err);
-}
-
-// A CA, a server certificate it signed for localhost, and a client certificate it signed; plus
-// a second CA that signed nothing here.
-struct certificates {
-  temp_dir dir;
-  std::string path(const std::string& name) const { return dir.path() + "/" + name; }
-
-  certificates() {
-    make_ca("ca");
-    make_ca("other-ca");
-    std::ofstream(path("server.ext")) << "subjectAltName=DNS:localhost,IP:127.0.0.1\n";
-    sign("server", "localhost", {"-extfile", path("server.ext")});
-    sign("client", "warren-test-client", {});
-  }
-
-  void make_ca(const std::string& name) {
-    openssl({"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=" + name,
-             "-keyout", path(name + ".key"), "-out", path(name + ".pem")});
-  }
-
-  void sign(const std::string& name, const std::string& cn, std::vector<std::string> extra) {
-    openssl({"req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=" + cn, "-keyout",
-             path(name + ".key"), "-out", path(name + ".csr")});
-    std::vector<std::string> args{"x509",
-                                  "-req",
-                                  "-days",
-                                  "2",
-                                  "-in",
-                                  path(name + ".csr"),
-                                  "-CA",
-                                  path("ca.pem"),
-                                  "-CAkey",
-                                  path("ca.key"),
-                                  "-CAcreateserial",
-                                  "-out",
-                                  path(name + ".pem")};
-    args.insert(args.end(), extra.begin(), extra.end());
-    openssl(args);
-  }
-};
 
 // A node with both TLS listeners on free ports; `more` adds flags (--tls-ca, timeouts).
 struct tls_node {
