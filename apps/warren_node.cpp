@@ -8,6 +8,7 @@
 #include "actors/protocol.hpp"
 #include "actors/resource_alarm.hpp"
 #include "apps/cluster_link.hpp"
+#include "apps/local_data.hpp"
 #include "apps/node_stats.hpp"
 #include "core/log.hpp"
 #include "net/amqp/amqp_server.hpp"
@@ -59,6 +60,7 @@ struct node_options {
   warren::connection_settings settings;
   uint16_t cluster_port = 25680;
   std::vector<std::string> join;
+  bool reset_local_data = false;
   std::string node_name;  // default warren@HOSTNAME:CLUSTER_PORT
   warren::node::cluster_link_options link;
 };
@@ -83,8 +85,13 @@ void add_cluster_options(CLI::App& app, node_options& opt) {
   app.add_option("--cluster-tls-key", link.tls_key, "PEM private key of --cluster-tls-cert");
   app.add_option("--cluster-tls-ca", link.tls_ca,
                  "PEM CA certificates: peers must present a certificate one of them signed");
-  app.add_option("--join", opt.join, "HOST:PORT of cluster nodes to join, comma-separated")
-      ->delimiter(',');
+  auto* join =
+      app.add_option("--join", opt.join, "HOST:PORT of cluster nodes to join, comma-separated")
+          ->delimiter(',');
+  app.add_flag("--reset-local-data", opt.reset_local_data,
+               "joining a cluster for the first time with data of its own: move the data dir "
+               "aside (to DATA_DIR.before-join-TIME) and join with an empty one")
+      ->needs(join);
   app.add_option("--node-name", opt.node_name,
                  "this node's name in the cluster (default warren@HOSTNAME:CLUSTER_PORT)");
 }
@@ -262,6 +269,34 @@ std::string node_name_of(const node_options& opt) {
   return "warren@" + host_name() + ":" + std::to_string(opt.cluster_port);
 }
 
+// A node that is told to join and has never been in a cluster: it takes the cluster's metadata
+// instead of its own.
+bool is_first_join(const node_options& opt, const std::vector<warren::cluster_member>& stored) {
+  auto self = node_name_of(opt);
+  return !opt.link.secret.empty() && opt.cluster_port != 0 && !opt.join.empty() &&
+         std::none_of(stored.begin(), stored.end(), [&](const auto& m) { return m.name != self; });
+}
+
+// On a first join the node's own metadata would be replaced by the cluster's: a node that holds
+// data of its own refuses, naming it, unless --reset-local-data moves the data dir aside (never
+// deleting it) and starts over with an empty one. Throws std::runtime_error when it refuses.
+void settle_first_join(const node_options& opt, opened_storage& opened) {
+  if (!is_first_join(opt, opened.contents.members)) return;
+  auto held = warren::node::describe_local_data(opened.contents, opt.data_dir);
+  if (held.empty()) return;
+  if (!opt.reset_local_data)
+    throw std::runtime_error(
+        "refusing to join: this node holds data of its own (" + held + ") in " + opt.data_dir +
+        ", and a node joining a cluster for the first time takes the cluster's metadata in "
+        "place of its own. Start it with --reset-local-data to move the data dir aside (kept, "
+        "not deleted) and join with an empty one, or without --join to keep it standalone");
+  opened = opened_storage{};  // closes LMDB and gives up the data dir's lock
+  auto moved = warren::node::move_data_dir_aside(opt.data_dir);
+  warren::log(warren::log_level::warn, "node",
+              "--reset-local-data: moved " + held + " aside to " + moved);
+  opened = open_storage(opt);
+}
+
 // Waits until the cluster actor joined the nodes --join names; what stopped it otherwise (a node
 // refused us, or SIGTERM/SIGINT came while the nodes could not be reached).
 std::string wait_until_joined(caf::actor_system& system, const caf::actor& cluster,
@@ -295,11 +330,7 @@ caf::actor start_cluster(caf::actor_system& system, const node_options& opt, caf
   std::string port = std::to_string(opt.cluster_port);
   warren::cluster_config config;
   config.self.name = node_name_of(opt);
-  // A node that is told to join and has never been in a cluster takes the cluster's metadata
-  // instead of its own.
-  config.first_join = clustered && !opt.join.empty() &&
-                      std::none_of(stored.begin(), stored.end(),
-                                   [&](const auto& m) { return m.name != config.self.name; });
+  config.first_join = is_first_join(opt, stored);
   if (clustered) {
     const auto& bind = opt.link.bind;
     bool wildcard = bind == "0.0.0.0" || bind == "::";
@@ -432,6 +463,7 @@ int main(int argc, char** argv) {
   opened_storage opened;
   try {
     opened = open_storage(opt);
+    settle_first_join(opt, opened);
   } catch (const std::exception& e) {
     warren::log(warren::log_level::error, "node", e.what());
     return 1;

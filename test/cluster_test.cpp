@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <set>
@@ -317,15 +318,18 @@ BOOST_AUTO_TEST_CASE(users_vhosts_and_permissions_are_the_same_on_every_node) {
   on_a->set_permissions({"alice", "orders", ".*", ".*", ".*"});
   on_a->set_permissions({"guest", "/", ".*", ".*", "^amq\\.gen"});
 
-  // b had a user of its own before it ever joined a cluster: joining for the first time, it
-  // takes a's users, vhosts and permissions in place of its own.
-  warren::test::temp_dir b_dir;
+  // b had a user of its own before it ever joined a cluster: joining for the first time (told
+  // to set its own data aside), it takes a's users, vhosts and permissions in place of its own.
+  warren::test::temp_dir b_parent;  // b's data dir and, beside it, what it moves aside
+  auto b_dir = b_parent.path() + "/data";
   {
-    node_process b_alone({}, b_dir.path());
+    node_process b_alone({}, b_dir);
     connect(b_alone)->add_user("only-on-b", "x");
     b_alone.stop();
   }
-  auto b = std::make_unique<node_process>(cluster_args("b", pb, address(pa)), b_dir.path());
+  auto b_args = cluster_args("b", pb, address(pa));
+  b_args.push_back("--reset-local-data");
+  auto b = std::make_unique<node_process>(b_args, b_dir);
   BOOST_CHECK(access_seen(*b, [](const names& users, const names& vhosts, const names& perms) {
     return users == names{"alice", "guest"} && vhosts == names{"/", "orders"} &&
            perms ==
@@ -359,7 +363,7 @@ BOOST_AUTO_TEST_CASE(users_vhosts_and_permissions_are_the_same_on_every_node) {
   // A member that comes back keeps what it stored, and does not hand its view to the others.
   on_b.reset();
   b->kill9();
-  b = std::make_unique<node_process>(cluster_args("b", pb), b_dir.path());
+  b = std::make_unique<node_process>(cluster_args("b", pb), b_dir);
   BOOST_REQUIRE(sees(a, {{"a", true}, {"b", true}}));
   BOOST_CHECK(access_seen(*b, settled));
   BOOST_CHECK(access_seen(a, settled));
@@ -470,3 +474,64 @@ BOOST_AUTO_TEST_CASE(amqp_and_capnp_clients_on_different_nodes_share_a_queue) {
   BOOST_CHECK(a.alive() && b.alive() && c.alive());
 }
 #endif
+
+// A standalone node with data of its own, told to join: the cluster's metadata would replace its
+// own, so it refuses and names what it holds. Told to reset, it moves the data dir aside (kept)
+// and joins with an empty one.
+BOOST_AUTO_TEST_CASE(a_node_with_data_of_its_own_refuses_to_join_until_told_to_move_it_aside) {
+  uint16_t pa = free_port(), pb = free_port();
+  node_process a(cluster_args("a", pa));
+  warren::test::temp_dir parent;  // the data dir and, beside it, its moved-aside copy
+  auto data = parent.path() + "/data";
+  {
+    node_process standalone({}, data);
+    auto conn = connect(standalone);
+    conn->add_vhost("v");
+    warren::client::queue_options durable;
+    durable.durable = true;
+    auto ch = conn->open_channel();
+    ch->queue_declare("kept", durable);
+    ch->confirm_select();
+    for (const auto& r : ch->publish_batch(numbered("kept", 1000)).get())
+      BOOST_REQUIRE(r.outcome == warren::publish_outcome::routed);
+  }
+  std::vector<std::string> argv{"/usr/bin/timeout",
+                                "60",
+                                warren::test::node_binary(),
+                                "--port",
+                                "0",
+                                "--amqp-port",
+                                "0",
+                                "--http-port",
+                                "0",
+                                "--data-dir",
+                                data};
+  auto join_args = cluster_args("b", pb, address(pa));
+  argv.insert(argv.end(), join_args.begin(), join_args.end());
+  auto r = run_command(argv);
+  BOOST_CHECK_EQUAL(r.exit_code, 1);
+  for (const char* named :
+       {"refusing to join", "1 vhost (v)", "1 durable queue with", "--reset-local-data"})
+    BOOST_CHECK_MESSAGE(r.err.find(named) != std::string::npos, named << " in: " << r.err);
+  {
+    node_process again({}, data);  // untouched
+    BOOST_CHECK_EQUAL(ready_in(*connect(again)->open_channel(), "kept"), 1000u);
+  }
+
+  join_args.push_back("--reset-local-data");
+  node_process b(join_args, data);
+  BOOST_CHECK(sees(a, {{"a", true}, {"b", true}}));
+  BOOST_CHECK(b.log().find("moved 1 vhost (v), 1 durable queue") != std::string::npos);
+  std::vector<std::string> aside;
+  for (const auto& entry : std::filesystem::directory_iterator(parent.path()))
+    if (entry.path().filename().string().rfind("data.before-join-", 0) == 0)
+      aside.push_back(entry.path().string());
+  BOOST_REQUIRE_EQUAL(aside.size(), 1u);
+  BOOST_CHECK(std::filesystem::exists(aside[0] + "/meta"));
+  BOOST_CHECK(!std::filesystem::is_empty(aside[0] + "/queues"));
+  BOOST_CHECK(home_of(b, "kept").empty());
+  // Standalone on the copy moved aside, the messages are all there.
+  b.stop();
+  node_process restored({}, aside[0]);
+  BOOST_CHECK_EQUAL(ready_in(*connect(restored)->open_channel(), "kept"), 1000u);
+}
