@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <iostream>
 #include <mutex>
@@ -383,10 +384,11 @@ int main(int argc, char** argv) {
   CLI::App app{"warrenctl: manage and use a warren-node"};
   auto* port_option = add_connect_options(app, opt.connect);
   app.add_flag("--json", opt.json, "machine-readable output");
-  app.add_option("--token", opt.token,
-                 "publish, get or consume through a grant's token (warrenctl grant) instead of "
-                 "logging in")
-      ->envname("WARREN_TOKEN");
+  auto* token_option =
+      app.add_option("--token", opt.token,
+                     "publish, get or consume through a grant's token (warrenctl grant) instead of "
+                     "logging in")
+          ->envname("WARREN_TOKEN");
   app.require_subcommand(1);
   warrenctl::topology_commands topology(app);
   messaging_commands messaging(app);
@@ -401,6 +403,14 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   if (opt.connect.tls && port_option->count() == 0) opt.connect.port = 5681;
+  const char* token_variable = std::getenv("WARREN_TOKEN");
+  bool token_given = token_option->count() > 0 || token_variable != nullptr;
+  if (token_given && opt.token.empty()) {
+    std::cerr << "error: --token is empty (or WARREN_TOKEN is set but empty): give a grant's token "
+                 "(warrenctl grant prints one), or "
+                 "leave --token out to log in\n";
+    return 2;
+  }
 
   try {
     opt.connect.client_name = "warrenctl";

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <sstream>
 
 using nlohmann::json;
@@ -329,6 +330,20 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_2) {
   BOOST_TEST(ctl({"list", "everything"}).exit_code == 2);
   BOOST_TEST(ctl({"declare-queue", "q", "--arg", "novalue"}).exit_code == 2);
   BOOST_TEST(ctl({"lookup", "not-an-id"}).exit_code == 2);
+}
+
+// An empty token (an unset variable in a script) is a mistake, not a login as guest.
+BOOST_AUTO_TEST_CASE(an_empty_token_is_an_error_not_a_login) {
+  ok({"declare-queue", "q"});
+  auto r = ctl({"--token", "", "publish", "", "q", "--body", "x"});
+  BOOST_TEST(r.exit_code == 2);
+  BOOST_TEST(r.err.find("--token is empty") != std::string::npos, r.err);
+  setenv("WARREN_TOKEN", "", 1);
+  r = ctl({"publish", "", "q", "--body", "x"});
+  unsetenv("WARREN_TOKEN");
+  BOOST_TEST(r.exit_code == 2);
+  BOOST_TEST(r.err.find("WARREN_TOKEN is set but empty") != std::string::npos, r.err);
+  BOOST_TEST(ok({"get", "q"}).out.empty());
 }
 
 BOOST_AUTO_TEST_CASE(mandatory_unroutable_publish_reports_returned) {
