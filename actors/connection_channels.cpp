@@ -56,6 +56,11 @@ void fail(self_ptr self, uint64_t request, uint16_t channel, const caf::error& e
 
 bool allowed(self_ptr self, uint64_t request, uint16_t channel, access_kind kind,
              const char* resource, const std::string& name) {
+  // Every name a client sends passes here first: checked before anything runs over it.
+  if (auto problem = check_key(std::string(resource) + " name", name); !problem.empty()) {
+    fail(self, request, channel, make_broker_error(reply_code::precondition_failed, problem));
+    return false;
+  }
   auto refused = self->state.rights.check(kind, resource, name);
   if (refused.empty()) return true;
   fail(self, request, channel, make_broker_error(reply_code::access_refused, refused));

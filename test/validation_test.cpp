@@ -3,6 +3,7 @@
 
 #include "actors/broker_error.hpp"
 #include "actors/equivalence.hpp"
+#include "actors/permissions.hpp"
 #include "actors/queue_arguments.hpp"
 #include "actors/users.hpp"
 #include "core/message_id.hpp"
@@ -358,6 +359,40 @@ BOOST_AUTO_TEST_CASE(arguments_that_differ_only_in_kind_are_not_equivalent) {
   auto asked = current;
   asked.arguments[0].value = field_value::of_double(1000);  // may print as the integer does
   BOOST_TEST(queue_mismatch("/", current, asked).find("'x-message-ttl'") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// Permission patterns are RE2: linear in the name and never recursive on it, so a name of any
+// length is matched without touching the stack; what RE2 cannot run is refused when set.
+BOOST_AUTO_TEST_SUITE(permission_patterns)
+
+BOOST_AUTO_TEST_CASE(rabbitmq_style_patterns_match_as_before) {
+  access_rights rights({"u", "/", "^amq\\.gen", ".*", ""});
+  BOOST_TEST(rights.check(access_kind::configure, "queue", "amq.gen-x").empty());
+  BOOST_TEST(!rights.check(access_kind::configure, "queue", "orders").empty());
+  BOOST_TEST(rights.check(access_kind::write, "exchange", "").empty());  // amq.default
+  BOOST_TEST(!rights.check(access_kind::read, "queue", "orders").empty());  // empty: nothing
+  auto refused = rights.check(access_kind::read, "queue", "orders");
+  BOOST_TEST(refused == "read access to queue 'orders' in vhost '/' refused for user 'u'");
+}
+
+BOOST_AUTO_TEST_CASE(a_huge_name_is_matched_without_recursion) {
+  std::string huge(1 << 20, 'q');
+  access_rights rights({"u", "/", "(q|x)*y", "^(q+)+$", ".*"});
+  BOOST_TEST(!rights.check(access_kind::configure, "queue", huge).empty());
+  BOOST_TEST(rights.check(access_kind::write, "queue", huge).empty());
+  BOOST_TEST(rights.check(access_kind::read, "queue", huge).empty());
+}
+
+BOOST_AUTO_TEST_CASE(patterns_re2_cannot_run_are_refused_naming_why) {
+  BOOST_TEST(check_permission_pattern("^(a)\\1$").find("not a valid regular expression") !=
+             std::string::npos);
+  BOOST_TEST(check_permission_pattern("(?=x)").find("not a valid") != std::string::npos);
+  BOOST_TEST(check_permission_pattern("[").find("not a valid") != std::string::npos);
+  BOOST_TEST(check_permission_pattern(std::string(5000, 'a')).find("5000 bytes") !=
+             std::string::npos);
+  BOOST_TEST(check_permission_pattern("^orders\\.(eu|us)$").empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
