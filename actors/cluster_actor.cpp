@@ -153,6 +153,8 @@ void answer_ready(cluster_self self, const caf::error& err) {
 
 // Records `m` as a running member reached through `handle` (its cluster actor), and stores it
 // when it is new or moved.
+// A join that proved itself always gets our placements and view, also from a handle we had: its
+// earlier join may have timed out on its side after we sent them, and then it dropped them.
 void add_running(cluster_self self, const cluster_member& m, const caf::actor& handle) {
   auto& st = self->state;
   auto [it, added] = st.members.try_emplace(m.name);
@@ -161,12 +163,13 @@ void add_running(cluster_self self, const cluster_member& m, const caf::actor& h
     entry.info = m;
     store_member(self, m);
   }
-  if (entry.handle == handle) return;
-  if (entry.handle) self->demonitor(entry.handle);
-  bool was_down = !entry.handle;
-  entry.handle = handle;
-  self->monitor(handle);
-  if (was_down) note(log_level::info, "node " + describe_member(m) + " is up");
+  if (entry.handle != handle) {
+    if (entry.handle) self->demonitor(entry.handle);
+    bool was_down = !entry.handle;
+    entry.handle = handle;
+    self->monitor(handle);
+    if (was_down) note(log_level::info, "node " + describe_member(m) + " is up");
+  }
   // It learns where our queues are (again: a restarted member knows nothing).
   std::vector<queue_placement> ours;
   for (const auto& [key, p] : st.placements) ours.push_back(p);
@@ -282,6 +285,12 @@ void join_address(cluster_self self, const std::string& address) {
     st.join_pending.erase(address);
     return;
   }
+  if (st.config.loopback_only && !is_loopback_host(host)) {
+    note(log_level::error,
+         "not joining " + address + ": without cluster TLS, nodes are reached on loopback only");
+    st.join_pending.erase(address);
+    return;
+  }
   st.connecting.insert(address);
   auto failures = st.failures;
   self->request(st.config.middleman, peer_timeout, caf::connect_atom::value, host, port)
@@ -310,15 +319,22 @@ void reconnect(cluster_self self) {
 }
 
 // Checks a join request; a refusal names what was wrong and is logged here too.
-caf::error check_join(cluster_self self, const join_request& req) {
+caf::error check_join(cluster_self self, const join_request& req, const caf::actor& peer) {
   auto& st = self->state;
   auto refuse = [&](const std::string& why) {
     note(log_level::warn, "refused " + describe_member(req.member) + ": " + why);
     return make_broker_error(reply_code::access_refused, why);
   };
   if (st.config.secret.empty()) return refuse("this node has no cluster secret");
+  const auto& sender = self->current_sender();
+  if (!peer || !sender || peer.node() != sender->node())
+    return refuse("the cluster actor it names is not on the node that sent the join");
   auto nonce = std::find(st.nonces.begin(), st.nonces.end(), req.nonce);
-  if (nonce == st.nonces.end()) return refuse("unknown or used nonce");
+  if (nonce == st.nonces.end()) {
+    // Not a refusal: other peers' hellos may have pushed it out; the joining node asks again.
+    note(log_level::warn, "join of " + describe_member(req.member) + " with an unknown nonce");
+    return make_broker_error(reply_code::resource_locked, "unknown or used nonce; ask again");
+  }
   st.nonces.erase(nonce);
   auto expected = cluster_proof(st.config.secret, "join", req.nonce, req.member.name);
   if (!proofs_equal(expected, req.proof)) return refuse("wrong cluster secret");
@@ -334,7 +350,7 @@ caf::error check_join(cluster_self self, const join_request& req) {
 
 caf::result<join_reply> accept_join(cluster_self self, const join_request& req,
                                     const caf::actor& peer) {
-  if (auto err = check_join(self, req)) return err;
+  if (auto err = check_join(self, req, peer)) return err;
   auto& st = self->state;
   join_reply reply;
   reply.member = st.config.self;
@@ -447,8 +463,10 @@ void forgotten_by(cluster_self self, const std::string& from, const std::string&
 }
 
 // Whether the message being handled comes from an actor of this node or of a running member (one
-// that proved the secret when it joined). Only hello and join are open to any peer. This is the
-// second check: CAF delivers to any actor by its number, so the first is the link's TLS.
+// that proved the secret when it joined). Only hello and join are open to any peer. This keeps a
+// misconfigured or stale node out; it is no defence against a hostile peer, which can forge the
+// source node of a routed message in CAF 0.17: against those the boundary is the link's TLS
+// (apps/cluster_link.hpp).
 bool from_trusted(cluster_self self) {
   const auto& sender = self->current_sender();
   if (!sender) return false;

@@ -66,6 +66,7 @@ struct cluster_config {
   std::vector<cluster_member> stored;  // members found in LMDB
   uint64_t metadata_version = 0;       // found in LMDB
   bool first_join = false;             // --join with no members stored: take the cluster's view
+  bool loopback_only = true;           // no TLS on the link: reach other nodes on loopback only
   caf::io::middleman_actor middleman;  // connects to other nodes
   caf::actor node;                     // counts this node's queues
   caf::actor persistence;              // stores member records

@@ -1,5 +1,6 @@
 #include "actors/cluster_auth.hpp"
 
+#include <arpa/inet.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -42,6 +43,14 @@ std::string cluster_proof(const std::string& secret, const std::string& purpose,
 
 bool proofs_equal(const std::string& a, const std::string& b) {
   return a.size() == b.size() && !a.empty() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+bool is_loopback_host(const std::string& host) {
+  if (host == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  return inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
 bool split_address(const std::string& address, std::string& host, uint16_t& port,

@@ -21,6 +21,10 @@ std::string cluster_proof(const std::string& secret, const std::string& purpose,
 /// Compares two proofs in constant time.
 bool proofs_equal(const std::string& a, const std::string& b);
 
+/// Whether `host` is a loopback address (127.0.0.0/8, ::1) or "localhost". Names are not
+/// resolved: any other name counts as not loopback.
+bool is_loopback_host(const std::string& host);
+
 /// A cluster address "HOST:PORT" taken apart; false (and `error` says why) when it is not one.
 bool split_address(const std::string& address, std::string& host, uint16_t& port,
                    std::string& error);

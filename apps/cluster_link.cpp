@@ -1,18 +1,22 @@
 #include "apps/cluster_link.hpp"
 
+#include "actors/cluster_auth.hpp"
+
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/manager.hpp>
 #include <caf/openssl/publish.hpp>
 
-#include <arpa/inet.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
 
 namespace warren::node {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -54,6 +58,13 @@ std::string check_tls_files(const cluster_link_options& opt) {
 }
 
 std::string read_secret_file(const std::string& path, std::string& secret) {
+  std::error_code ec;
+  auto status = fs::status(path, ec);
+  if (ec) return "--cluster-secret-file " + path + ": " + ec.message();
+  if (!fs::is_regular_file(status)) return "--cluster-secret-file " + path + ": not a file";
+  auto others = fs::perms::group_all | fs::perms::others_all;
+  if ((status.permissions() & others) != fs::perms::none)
+    return "--cluster-secret-file " + path + ": readable by others than its owner; chmod 600 it";
   std::ifstream in(path, std::ios::binary);
   if (!in) return "--cluster-secret-file " + path + ": cannot be read";
   std::string text(max_secret_bytes + 1, '\0');
@@ -68,17 +79,28 @@ std::string read_secret_file(const std::string& path, std::string& secret) {
   return {};
 }
 
-}  // namespace
-
-bool is_loopback(const std::string& address) {
-  if (address == "localhost") return true;
-  in_addr v4{};
-  if (inet_pton(AF_INET, address.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
-  in6_addr v6{};
-  return inet_pton(AF_INET6, address.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+// Copies `from` to `to` (mode 0600) through a temporary file and a rename.
+std::string copy_privately(const std::string& from, const std::string& to) {
+  std::ifstream in(from, std::ios::binary);
+  if (!in) return from + ": cannot be read";
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  auto temporary = to + ".new";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    fs::permissions(temporary, fs::perms::owner_read | fs::perms::owner_write);
+    out << bytes.str();
+    if (!out.flush()) return "cannot write " + temporary;
+  }
+  std::error_code ec;
+  fs::rename(temporary, to, ec);
+  if (ec) return "cannot write " + to + ": " + ec.message();
+  return {};
 }
 
-std::string settle_cluster_link(cluster_link_options& opt) {
+}  // namespace
+
+std::string settle_cluster_link(cluster_link_options& opt, const std::vector<std::string>& join) {
   if (!opt.secret_file.empty()) {
     if (!opt.secret.empty())
       return "--cluster-secret-file and --cluster-secret (or WARREN_CLUSTER_SECRET) both give "
@@ -89,13 +111,39 @@ std::string settle_cluster_link(cluster_link_options& opt) {
   if (any_tls && (opt.tls_cert.empty() || opt.tls_key.empty() || opt.tls_ca.empty()))
     return "cluster TLS needs --cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca "
            "together: every node proves itself with a certificate the CA signed";
-  if (opt.tls()) return check_tls_files(opt);
-  if (!is_loopback(opt.bind))
+  if (opt.tls()) return {};
+  for (const auto& address : join) {
+    std::string host, error;
+    uint16_t port = 0;
+    if (split_address(address, host, port, error) && !is_loopback_host(host))
+      return "--join " + address +
+             " is not a loopback address: without TLS the cluster link is cleartext and "
+             "unauthenticated, so nodes are reached on loopback only. Give --cluster-tls-cert, "
+             "--cluster-tls-key and --cluster-tls-ca";
+  }
+  if (!is_loopback_host(opt.bind))
     return "--cluster-bind " + opt.bind +
            " is not a loopback address: without TLS anyone who reaches the cluster port could "
            "send to every actor of this node. Give --cluster-tls-cert, --cluster-tls-key and "
            "--cluster-tls-ca, or bind the cluster port to 127.0.0.1";
   return {};
+}
+
+std::string adopt_cluster_tls_files(cluster_link_options& opt, const std::string& data_dir) {
+  if (!opt.tls()) return {};
+  auto folder = fs::path(data_dir) / "cluster-tls";
+  std::error_code ec;
+  fs::create_directories(folder, ec);
+  fs::permissions(folder, fs::perms::owner_all, ec);
+  if (ec) return "cannot make " + folder.string() + ": " + ec.message();
+  std::pair<std::string*, const char*> files[] = {
+      {&opt.tls_cert, "cert.pem"}, {&opt.tls_key, "key.pem"}, {&opt.tls_ca, "ca.pem"}};
+  for (auto& [path, name] : files) {
+    auto copy = folder / name;
+    if (auto err = copy_privately(*path, copy.string()); !err.empty()) return err;
+    *path = copy.string();
+  }
+  return check_tls_files(opt);
 }
 
 void configure_cluster_link(caf::actor_system_config& cfg, const cluster_link_options& opt) {

@@ -2,12 +2,15 @@
 // shared secret (from a flag, a file or WARREN_CLUSTER_SECRET), and mutual TLS through CAF's own
 // OpenSSL module.
 //
-// Trust: with TLS, a peer must present a certificate signed by --cluster-tls-ca before CAF's
-// network layer passes any of its bytes on, so an outsider reaches no actor at all (CAF delivers
-// to any actor by its number once a peer is connected, so checks inside Warren's actors could
-// never be enough). The secret's proof at join stays as a second check. Without TLS the link is
-// cleartext and unauthenticated at that layer, so the cluster port may only listen on loopback:
-// nodes on one machine, where every local user is trusted.
+// Trust: the boundary is the cluster CA. With TLS, a peer must present a certificate signed by
+// --cluster-tls-ca before CAF's network layer passes any of its bytes on, so an outsider reaches
+// no actor at all. Past that point nothing inside Warren can tell peers apart reliably: CAF 0.17
+// delivers to any actor by its number and takes a routed message's source node from the message
+// itself, so a connected peer can pose as any node. A holder of a certificate the CA signed is
+// therefore trusted as a member, and the CA must sign members' certificates only. The secret's
+// proof at join keeps honest nodes out of the wrong cluster; it does not stop such a holder.
+// Without TLS the link is cleartext and unauthenticated, so the cluster port listens on loopback
+// only and joins only loopback addresses: nodes on one machine, whose local users are trusted.
 #pragma once
 
 #include <caf/actor_system.hpp>
@@ -17,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace warren::node {
 
@@ -31,14 +35,17 @@ struct cluster_link_options {
   bool tls() const { return !tls_cert.empty(); }
 };
 
-/// Whether `address` is a loopback address (127.0.0.0/8, ::1) or "localhost".
-bool is_loopback(const std::string& address);
-
 /// Reads --cluster-secret-file into `opt.secret` and checks the settings together: TLS needs all
-/// three files, and they must load as CAF's OpenSSL module will load them (a key that does not
-/// match its certificate, a CA file that does not parse); without TLS the bind address must be a
-/// loopback one. Returns what is wrong, or "" when nothing is.
-std::string settle_cluster_link(cluster_link_options& opt);
+/// three files; without TLS the bind address and every --join host must be loopback ones.
+/// Returns what is wrong, or "" when nothing is.
+std::string settle_cluster_link(cluster_link_options& opt, const std::vector<std::string>& join);
+
+/// With TLS: copies the three files to DATA_DIR/cluster-tls (owner only) and points `opt` at the
+/// copies, then loads them as CAF's OpenSSL module will (a key that is not the certificate's, a CA
+/// file that does not parse). CAF reads its files again for every connection and throws in its
+/// network thread if one went bad meanwhile, so it gets copies nothing else writes: changing a
+/// certificate takes a restart. Returns what is wrong, or "" when nothing is.
+std::string adopt_cluster_tls_files(cluster_link_options& opt, const std::string& data_dir);
 
 /// Loads CAF's OpenSSL module with the certificate, key and CA, when TLS is on.
 void configure_cluster_link(caf::actor_system_config& cfg, const cluster_link_options& opt);

@@ -17,6 +17,9 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace warren::node {
@@ -81,11 +84,17 @@ void log_refused_handshakes_on(uint16_t port) {
 extern "C" int SSL_accept(SSL* ssl) {
   using accept_fn = int (*)(SSL*);
   static const auto openssl_accept = reinterpret_cast<accept_fn>(dlsym(RTLD_NEXT, "SSL_accept"));
+  if (openssl_accept == nullptr) {
+    std::fputs("warren-node: OpenSSL's SSL_accept not found (dlsym)\n", stderr);
+    std::abort();
+  }
   int result = openssl_accept(ssl);
   if (result <= 0) {
+    int saved_errno = errno;  // the caller looks at it after us
     int error = SSL_get_error(ssl, result);
     if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE)
       warren::node::report_cluster_refusal(ssl);
+    errno = saved_errno;
   }
   return result;
 }

@@ -73,7 +73,8 @@ void add_cluster_options(CLI::App& app, node_options& opt) {
                  "--cluster-secret-file: ps shows command lines)")
       ->envname("WARREN_CLUSTER_SECRET");
   app.add_option("--cluster-secret-file", link.secret_file,
-                 "file holding the cluster secret (its first line)");
+                 "file holding the cluster secret (its content, without the final newline; "
+                 "readable by its owner only)");
   app.add_option("--cluster-port", opt.cluster_port,
                  "node-to-node port, on --cluster-bind (0 = standalone)")
       ->capture_default_str();
@@ -331,6 +332,7 @@ caf::actor start_cluster(caf::actor_system& system, const node_options& opt, caf
   warren::cluster_config config;
   config.self.name = node_name_of(opt);
   config.first_join = is_first_join(opt, stored);
+  config.loopback_only = !opt.link.tls();
   if (clustered) {
     const auto& bind = opt.link.bind;
     bool wildcard = bind == "0.0.0.0" || bind == "::";
@@ -435,7 +437,7 @@ std::string settle_cluster(node_options& opt) {
              "runs standalone";
     return {};
   }
-  return warren::node::settle_cluster_link(link);
+  return warren::node::settle_cluster_link(link, opt.join);
 }
 
 int main(int argc, char** argv) {
@@ -464,6 +466,8 @@ int main(int argc, char** argv) {
   try {
     opened = open_storage(opt);
     settle_first_join(opt, opened);
+    if (auto err = warren::node::adopt_cluster_tls_files(opt.link, opt.data_dir); !err.empty())
+      throw std::runtime_error(err);
   } catch (const std::exception& e) {
     warren::log(warren::log_level::error, "node", e.what());
     return 1;
