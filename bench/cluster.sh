@@ -5,7 +5,9 @@
 # shares the metadata). With AMQPBENCH=/path/to/amqp-bench
 # (built from shared/tools/amqp-bench), amqp-bench against a standalone node and against a
 # cluster member. Then the time a killed node takes to rejoin. Prints Markdown tables.
-# Usage: BUILD=build NODES=2|3 [AMQPBENCH=...] bash bench/cluster.sh [SECONDS]
+# With TLS=1 the cluster link is mutual TLS (certificates made here with openssl), to measure
+# what it costs against the loopback link in the clear.
+# Usage: BUILD=build NODES=2|3 [TLS=1] [AMQPBENCH=...] bash bench/cluster.sh [SECONDS]
 set -euo pipefail
 BUILD=${BUILD:-build}
 SECS=${1:-5}
@@ -20,6 +22,16 @@ cleanup() {
 }
 trap cleanup EXIT
 SECRET=bench-secret
+TLS_FLAGS=()
+if [ "${TLS:-0}" = 1 ]; then
+  ssl() { openssl "$@" 2>/dev/null; }
+  ssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=bench-ca -keyout "$WORK/ca.key" -out "$WORK/ca.pem"
+  ssl req -newkey rsa:2048 -nodes -subj /CN=bench-node -keyout "$WORK/node.key" -out "$WORK/node.csr"
+  ssl x509 -req -days 1 -in "$WORK/node.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key" \
+    -CAcreateserial -out "$WORK/node.pem"
+  TLS_FLAGS=(--cluster-tls-cert "$WORK/node.pem" --cluster-tls-key "$WORK/node.key"
+             --cluster-tls-ca "$WORK/ca.pem")
+fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
@@ -28,8 +40,8 @@ start() {
   local name=$1 cport=$2; shift 2
   local log="$WORK/$name.log"
   mkdir -p "$WORK/$name"
-  "$BUILD/warren-node" --port 0 --amqp-port "$(free_port)" --data-dir "$WORK/$name" --node-name "$name" \
-    --cluster-port "$cport" --cluster-secret "$SECRET" "$@" 2>"$log" &
+  "$BUILD/warren-node" --port 0 --amqp-port "$(free_port)" --http-port 0 --data-dir "$WORK/$name" --node-name "$name" \
+    --cluster-port "$cport" --cluster-secret "$SECRET" "${TLS_FLAGS[@]}" "$@" 2>"$log" &
   PIDS+=($!)
   eval "PID_$name=$!"
   for _ in $(seq 1 6000); do
@@ -81,7 +93,7 @@ scenario() {  # scenario LABEL [--durable] -- bench flags
   echo "| $label | $local_ | $remote | $(python3 -c "print(f'{$remote/$local_:.2f}')") |"
 }
 
-echo "$NODES-node cluster, warren-bench, 64 B bodies"
+echo "$NODES-node cluster$([ "${TLS:-0}" = 1 ] && echo ", mutual TLS on the cluster link"), warren-bench, 64 B bodies"
 echo
 echo "| scenario (msgs/s received, ${SECS} s each) | queue on the bench's node | queue on the other node | remote / local |"
 echo "|---|---:|---:|---:|"
