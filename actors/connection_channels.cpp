@@ -166,9 +166,19 @@ void close_connection(self_ptr self) {
 
 // --- declarations: checked here, carried out by the vhost ------------------------------------
 
+// Whether `args` can be stored and read back; a refusal fails the request.
+bool storable(self_ptr self, uint64_t request, uint16_t channel, const std::string& what,
+              const field_table& args) {
+  auto problem = check_field_depth(what, args);
+  if (problem.empty()) return true;
+  fail(self, request, channel, make_broker_error(reply_code::precondition_failed, problem));
+  return false;
+}
+
 void declare_exchange(self_ptr self, uint64_t request, uint16_t id, exchange_spec& spec,
                       bool passive) {
   if (open_channel(self, request, id) &&
+      storable(self, request, id, "exchange arguments", spec.arguments) &&
       (passive || allowed(self, request, id, access_kind::configure, "exchange", spec.name)))
     relay(self, request, id, vhost_handle(self->state.vhost), declare_atom::value, std::move(spec),
           passive);
@@ -186,6 +196,7 @@ void declare_queue(self_ptr self, uint64_t request, uint16_t id, queue_spec& spe
   // A server-named queue is checked by the prefix of the names the server gives.
   auto name = spec.name.empty() ? std::string("amq.gen-") : spec.name;
   if (open_channel(self, request, id) &&
+      storable(self, request, id, "queue arguments", spec.arguments) &&
       (passive || allowed(self, request, id, access_kind::configure, "queue", name)))
     relay<queue_info>(self, request, id, vhost_handle(self->state.vhost), declare_atom::value,
                       std::move(spec), passive, self_handle(self));
@@ -216,7 +227,10 @@ void purge(self_ptr self, uint64_t request, uint16_t id, std::string& name) {
 }
 
 void bind(self_ptr self, uint64_t request, uint16_t id, binding_spec& b, bool add) {
-  if (!open_channel(self, request, id) || !binding_allowed(self, request, id, b)) return;
+  if (!open_channel(self, request, id) ||
+      !storable(self, request, id, "binding arguments", b.arguments) ||
+      !binding_allowed(self, request, id, b))
+    return;
   if (add)
     relay(self, request, id, vhost_handle(self->state.vhost), bind_atom::value, std::move(b),
           self_handle(self));

@@ -72,6 +72,8 @@ std::string check_publish(const std::vector<message_ptr>& msgs, uint64_t max_byt
                 " is larger than the maximum of " + std::to_string(max_bytes);
     if (problem.empty() && !m.exchange.empty()) problem = check_name("exchange name", m.exchange);
     if (problem.empty()) problem = check_key("routing key", m.routing_key);
+    if (problem.empty() && !m.properties().headers.empty())
+      problem = check_field_depth("message headers", m.properties().headers);
     if (problem.empty()) {
       std::optional<int64_t> ttl;
       problem = parse_expiration(m.properties().expiration, ttl);

@@ -126,6 +126,7 @@ std::string check_topology(const definitions& defs, const vhost_name_set& vhosts
     auto what = "exchange " + quote(e.name);
     if (auto p = check_vhost(vhosts, vhost, what); !p.empty()) return p;
     if (auto p = check_name("exchange name", e.name); !p.empty()) return p;
+    if (auto p = check_field_depth("arguments of " + what, e.arguments); !p.empty()) return p;
     if (e.name.empty() || is_reserved_name(e.name))
       return what + " in vhost " + quote(vhost) + " is built in; it cannot be defined";
   }
@@ -133,11 +134,14 @@ std::string check_topology(const definitions& defs, const vhost_name_set& vhosts
     auto what = "queue " + quote(q.name);
     if (auto p = check_vhost(vhosts, vhost, what); !p.empty()) return p;
     if (auto p = check_name("queue name", q.name); !p.empty()) return p;
+    if (auto p = check_field_depth("arguments of " + what, q.arguments); !p.empty()) return p;
     if (q.exclusive) return what + " is exclusive: an exclusive queue belongs to one connection";
   }
-  for (const auto& [vhost, b] : defs.bindings)
-    if (auto p = check_vhost(vhosts, vhost, "a binding from " + quote(b.exchange)); !p.empty())
-      return p;
+  for (const auto& [vhost, b] : defs.bindings) {
+    auto what = "a binding from " + quote(b.exchange);
+    if (auto p = check_vhost(vhosts, vhost, what); !p.empty()) return p;
+    if (auto p = check_field_depth("arguments of " + what, b.arguments); !p.empty()) return p;
+  }
   return {};
 }
 

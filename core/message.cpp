@@ -140,4 +140,26 @@ void message::set_properties(message_properties p) {
     properties_ = std::make_shared<const message_properties>(std::move(p));
 }
 
+int field_depth(const field_table& table) {
+  int deepest = 0;
+  std::vector<std::pair<const field_table*, int>> todo{{&table, 0}};
+  while (!todo.empty()) {
+    auto [items, depth] = todo.back();
+    todo.pop_back();
+    for (const auto& f : *items)
+      if (f.value.kind == field_value::table || f.value.kind == field_value::array) {
+        deepest = std::max(deepest, depth + 1);
+        todo.emplace_back(&f.value.items, depth + 1);
+      }
+  }
+  return deepest;
+}
+
+std::string check_field_depth(const std::string& what, const field_table& table) {
+  auto depth = field_depth(table);
+  if (depth <= max_field_depth) return {};
+  return what + " nest " + std::to_string(depth) + " levels of tables and arrays deep; at most " +
+         std::to_string(max_field_depth) + " are taken";
+}
+
 }  // namespace warren

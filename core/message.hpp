@@ -99,6 +99,20 @@ struct field {
 
 using field_table = std::vector<field>;
 
+/// Tables and arrays nest at most this many levels below a top-level table (arguments, headers)
+/// at every door: AMQP, HTTP and Cap'n Proto. Whatever a door accepts must be stored, listed and
+/// read back, and a Cap'n Proto reader (ours, and by default every other language's) stops at 64
+/// pointers deep: two per level of table, and a listing's envelope above them.
+constexpr int max_field_depth = 16;
+
+/// How many levels of tables and arrays nest below `table` (0 when none does); counted with a
+/// work list, not recursion.
+int field_depth(const field_table& table);
+
+/// "" when `table` nests at most max_field_depth levels; else a sentence naming `what` ("queue
+/// arguments", "message headers") and the limit.
+std::string check_field_depth(const std::string& what, const field_table& table);
+
 /// The entry for `key`, or nullptr.
 const field_value* find_field(const field_table& table, const std::string& key);
 

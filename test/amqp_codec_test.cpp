@@ -2,6 +2,7 @@
 // content headers. Byte strings written out by hand come from the 0-9-1 specification's layouts.
 #include <boost/test/unit_test.hpp>
 
+#include "core/message.hpp"
 #include "net/amqp/frame.hpp"
 #include "net/amqp/method_args.hpp"
 #include "net/amqp/methods.hpp"
@@ -180,6 +181,21 @@ BOOST_AUTO_TEST_CASE(hostile_nesting_is_refused_before_the_stack_suffers) {
   writer w;
   w.field_table({{"deep", v}});
   BOOST_TEST(error_of([&] { reader(w.bytes()).field_table(); }) == syntax_error);
+}
+
+// The cap is the one every door shares, so what AMQP takes can be stored and read back.
+BOOST_AUTO_TEST_CASE(tables_nest_up_to_the_shared_cap_and_no_deeper) {
+  auto nest = [](int levels) {
+    value v = value::of_long(1);
+    for (int i = 0; i < levels; ++i) v = value::of_table({{"t", v}});
+    writer w;
+    w.field_table({{"deep", v}});
+    return w.bytes();
+  };
+  auto at_cap = nest(warren::max_field_depth);
+  BOOST_TEST(reader(at_cap).field_table().size() == 1u);
+  auto beyond = nest(warren::max_field_depth + 1);
+  BOOST_TEST(error_of([&] { reader(beyond).field_table(); }) == syntax_error);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

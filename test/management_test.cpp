@@ -39,6 +39,22 @@ BOOST_AUTO_TEST_CASE(rates_and_listings) {
   scenario("rates_and_listings");
 }
 
+// Nesting is capped at every door, and what is taken at the cap is stored and read back: listed,
+// exported, and still there after a restart.
+BOOST_AUTO_TEST_CASE(nesting_is_capped_and_what_is_taken_survives_a_restart) {
+  warren::test::temp_dir dir;
+  auto run = [&](const std::string& name) {
+    node_process node({}, dir.path());
+    auto r = run_command({PYTHON3_PATH, script, std::to_string(node.http_port()),
+                          std::to_string(node.amqp_port()), name});
+    BOOST_TEST(r.exit_code == 0, name << " exited " << r.exit_code << ":\n" << r.out << r.err);
+    BOOST_TEST(node.alive());
+    BOOST_TEST(node.log().find("corrupt") == std::string::npos, node.log());
+  };
+  run("nesting_is_capped_and_what_is_taken_is_stored");
+  run("deepest_read_back");
+}
+
 BOOST_AUTO_TEST_CASE(port_zero_turns_the_listener_off) {
   node_process node({"--http-port", "0"});
   BOOST_TEST(node.http_port() == 0);

@@ -1,5 +1,7 @@
 #include "net/amqp/codec.hpp"
 
+#include "core/message.hpp"
+
 #include <cstdio>
 #include <cstring>
 
@@ -7,8 +9,9 @@ namespace warren::amqp {
 
 namespace {
 
-// Nesting deeper than this is refused: a hostile table must not exhaust the stack.
-constexpr int max_depth = 32;
+// Nesting deeper than this is refused: a hostile table must not exhaust the stack, and what is
+// taken must be storable and readable back (core/message.hpp).
+constexpr int max_depth = warren::max_field_depth;
 
 uint64_t load_be(const char* p, size_t n) {
   uint64_t v = 0;

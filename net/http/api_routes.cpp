@@ -1,5 +1,7 @@
 #include "net/http/api_routes.hpp"
 
+#include "core/message.hpp"
+
 #include <stdexcept>
 
 namespace warren::net::http {
@@ -53,7 +55,17 @@ kj::Promise<http_reply> dispatch(api_env& env, const api_request& req) {
 
 json body_json(const api_request& req) {
   if (req.body.empty()) return json::object();
-  auto j = json::parse(req.body, nullptr, false);
+  // Nesting is capped while parsing, so nothing deeper than a storable field table is built: the
+  // body's object, a property object and a table hold the deepest field values.
+  constexpr int max_json_depth = max_field_depth + 4;
+  json::parser_callback_t cap_depth = [](int depth, json::parse_event_t event, json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth > max_json_depth)
+      throw std::invalid_argument("the request body nests deeper than " +
+                                  std::to_string(max_json_depth) + " levels");
+    return true;
+  };
+  auto j = json::parse(req.body, cap_depth, false);
   if (j.is_discarded()) throw std::invalid_argument("the request body is not valid JSON");
   if (!j.is_object()) throw std::invalid_argument("the request body is not a JSON object");
   return j;

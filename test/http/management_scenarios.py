@@ -256,7 +256,69 @@ def rates_and_listings():
     conn.close()
 
 
+def raw_put(path, body_text):
+    """(status, text) of a PUT whose body is given as text (too deep for json.dumps)."""
+    req = urllib.request.Request(BASE + path, data=body_text.encode(), method="PUT")
+    token = base64.b64encode(b"guest:guest").decode()
+    req.add_header("Authorization", "Basic " + token)
+    req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def nested(levels):
+    """A value with `levels` levels of arrays and tables below the arguments table."""
+    v = 1
+    for i in range(levels):
+        v = [v] if i % 2 == 0 else {"t": v}
+    return v
+
+
+MAX_FIELD_DEPTH = 16
+
+
+def nesting_is_capped_and_what_is_taken_is_stored():
+    # 50,000 arrays deep: refused while parsing, and the node stays up.
+    status, text = raw_put(q("hostile"), '{"durable":true,"arguments":{"x":' + "[" * 50000 +
+                           "]" * 50000 + "}}")
+    check(status == 400 and "nests deeper" in text, f"50,000 deep: {status} {text[:200]}")
+    # One level beyond the cap: refused naming the limit, for arguments and for headers.
+    status, body = http("PUT", q("too-deep"), {"durable": True,
+                                               "arguments": {"x": nested(MAX_FIELD_DEPTH + 1)}})
+    check(status == 400 and f"at most {MAX_FIELD_DEPTH}" in str(body), f"too deep: {status} {body}")
+    # At the cap: taken, durable, listed, exported; and a message with headers that deep, too.
+    status, body = http("PUT", q("deepest"), {"durable": True,
+                                              "arguments": {"x": nested(MAX_FIELD_DEPTH)}})
+    check(status in (201, 204), f"at the cap: {status} {body}")
+    publish = {"properties": {"delivery_mode": 2, "headers": {"h": nested(MAX_FIELD_DEPTH)}},
+               "routing_key": "deepest", "payload": "kept", "payload_encoding": "string"}
+    status, body = http("POST", "/api/exchanges/%2F/amq.default/publish", publish)
+    check(status == 200 and body.get("routed") is True, f"publish at the cap: {status} {body}")
+    publish["properties"]["headers"] = {"h": nested(MAX_FIELD_DEPTH + 1)}
+    status, body = http("POST", "/api/exchanges/%2F/amq.default/publish", publish)
+    check(status == 400 and f"at most {MAX_FIELD_DEPTH}" in str(body),
+          f"publish beyond the cap: {status} {body}")
+    deepest_read_back()
+
+
+def deepest_read_back():
+    """The queue taken at the cap lists, exports and keeps its message (also after a restart)."""
+    status, body = http("GET", q("deepest"))
+    check(status == 200 and body["arguments"]["x"] == nested(MAX_FIELD_DEPTH),
+          f"listed: {status} {str(body)[:300]}")
+    status, body = http("GET", "/api/definitions")
+    check(status == 200 and any(x["name"] == "deepest" for x in body["queues"]),
+          f"exported: {status} {str(body)[:300]}")
+    status, body = http("GET", q("deepest"))
+    check(status == 200 and body.get("messages") == 1, f"its message: {str(body)[:300]}")
+
+
 SCENARIOS = {
+    "nesting_is_capped_and_what_is_taken_is_stored": nesting_is_capped_and_what_is_taken_is_stored,
+    "deepest_read_back": deepest_read_back,
     "rabbitmqadmin_commands": rabbitmqadmin_commands,
     "errors_as_rabbitmq_writes_them": errors_as_rabbitmq_writes_them,
     "peek_leaves_messages": peek_leaves_messages,
