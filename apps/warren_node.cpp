@@ -389,7 +389,8 @@ class front_doors {
     uint16_t port = rpc_.start(opt.bind, opt.port, opt.limits);
     if (opt.amqp_port != 0)
       announce("AMQP 0-9-1", opt, amqp_.start(opt.bind, opt.amqp_port, opt.heartbeat, opt.limits));
-    if (opt.http_port != 0) announce("management HTTP", opt, http_.start(opt.bind, opt.http_port));
+    if (opt.http_port != 0)
+      announce("management HTTP", opt, http_.start(opt.bind, opt.http_port, opt.limits));
     if (opt.tls.cert.empty()) return port;
     warren::net::listener_tls tls{opt.tls, opt.limits.handshake_timeout_ms};
     if (opt.amqps_port != 0)

@@ -55,6 +55,17 @@ BOOST_AUTO_TEST_CASE(nesting_is_capped_and_what_is_taken_survives_a_restart) {
   run("deepest_read_back");
 }
 
+// Credentials are checked from the headers before a body is read; bodies have a size limit per
+// route and must arrive within the handshake timeout (1 s here).
+BOOST_AUTO_TEST_CASE(bodies_are_read_after_the_login_within_limits) {
+  node_process node({"--handshake-timeout", "1000"});
+  auto name = "bodies_are_read_after_the_login_within_limits";
+  auto r = run_command({PYTHON3_PATH, script, std::to_string(node.http_port()),
+                        std::to_string(node.amqp_port()), name});
+  BOOST_TEST(r.exit_code == 0, name << " exited " << r.exit_code << ":\n" << r.out << r.err);
+  BOOST_TEST(node.alive());
+}
+
 BOOST_AUTO_TEST_CASE(port_zero_turns_the_listener_off) {
   node_process node({"--http-port", "0"});
   BOOST_TEST(node.http_port() == 0);

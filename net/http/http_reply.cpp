@@ -67,6 +67,10 @@ const char* status_text(unsigned status) {
       return "Not Found";
     case 405:
       return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Payload Too Large";
     case 415:
       return "Unsupported Media Type";
     case 500:

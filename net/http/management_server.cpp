@@ -18,8 +18,20 @@ namespace warren::net::http {
 
 namespace {
 
-/// Request bodies larger than this are refused (definitions files are the largest expected).
-constexpr uint64_t max_body_bytes = 64 << 20;
+/// Body limits by route: a definitions import is the largest expected; a publish carries one
+/// message, base64 or text, in JSON; everything else is a small JSON object.
+constexpr uint64_t definitions_body_bytes = 64 << 20;
+constexpr uint64_t api_body_bytes = 1 << 20;
+
+uint64_t body_limit(const api_request& req, uint64_t max_message_bytes) {
+  const auto& p = req.path;  // without the leading "api"
+  if (req.method == kj::HttpMethod::POST && p.size() == 1 && p[0] == "definitions")
+    return definitions_body_bytes;
+  if (req.method == kj::HttpMethod::POST && p.size() == 4 && p[0] == "exchanges" &&
+      p[3] == "publish")
+    return max_message_bytes / 3 * 4 + api_body_bytes;  // base64, and the JSON around it
+  return api_body_bytes;
+}
 
 /// The resource alarm's last word, written by a watching actor, read by /metrics.
 struct alarm_box {
@@ -71,13 +83,15 @@ bool read_basic_auth(kj::Maybe<kj::StringPtr> header, api_request& req) {
 // The door's state on the loop thread.
 struct door {
   door(caf::actor_system& system, caf::actor node, std::shared_ptr<transport::loop_bridge> bridge,
-       std::string node_name, std::shared_ptr<alarm_box> alarms, kj::Timer& timer)
+       std::string node_name, std::shared_ptr<alarm_box> alarms, kj::Timer& timer,
+       door_limits limits)
       : env{system, node,
             bridge, std::make_shared<node_query>(system, node, bridge),
             {},     std::move(node_name),
             {}},
         alarms(std::move(alarms)),
-        timer(timer) {
+        timer(timer),
+        limits(limits) {
     env.alarms = [box = this->alarms]() {
       std::lock_guard<std::mutex> lock(box->mutex);
       std::vector<std::string> out;
@@ -90,27 +104,37 @@ struct door {
     headers = builder.build();
   }
 
-  kj::Promise<http_reply> api(api_request req, kj::Maybe<kj::StringPtr> auth_header) {
-    if (!read_basic_auth(auth_header, req)) return unauthorised("Login failed: give a user");
+  // Checks the credentials in the headers, before any of the body is read: the request with its
+  // user's tags and vhosts filled in, or the 401 to answer.
+  struct login_result {
+    api_request req;
+    bool refused = false;
+    http_reply refusal;  // when refused
+  };
+  kj::Promise<login_result> login(api_request req, kj::Maybe<kj::StringPtr> auth_header) {
+    if (!read_basic_auth(auth_header, req))
+      return login_result{std::move(req), true, unauthorised("Login failed: give a user")};
     client_hello hello{"/",           req.user,          req.password, "management API",
                        req.peer.name, req.peer.loopback, true};
     return env.query
         ->ask<std::vector<std::string>, std::vector<std::string>>(auth_atom::value, hello)
         .then(
-            [this, req](caf::message m) mutable -> kj::Promise<http_reply> {
+            [req](caf::message m) mutable -> login_result {
               req.tags = m.get_as<std::vector<std::string>>(0);
               req.vhosts = m.get_as<std::vector<std::string>>(1);
               if (!may_manage(req.tags))
-                return unauthorised("Not management user: " + req.user +
-                                    " has no tag that "
-                                    "allows the management API");
-              return route(env, req);
+                return {std::move(req), true,
+                        unauthorised("Not management user: " + req.user +
+                                     " has no tag that allows the management "
+                                     "API")};
+              return {std::move(req), false, {}};
             },
-            [](kj::Exception&& e) -> kj::Promise<http_reply> {
+            [req](kj::Exception&& e) mutable -> login_result {
               std::string why(e.getDescription().cStr());
               auto colon = why.find(": ");
-              return unauthorised("Login failed: " +
-                                  (colon == std::string::npos ? why : why.substr(colon + 2)));
+              return {std::move(req), true,
+                      unauthorised("Login failed: " +
+                                   (colon == std::string::npos ? why : why.substr(colon + 2)))};
             });
   }
 
@@ -131,6 +155,7 @@ struct door {
   api_env env;
   std::shared_ptr<alarm_box> alarms;
   kj::Timer& timer;
+  door_limits limits;  // max_message_bytes for publish bodies; the handshake timeout for bodies
   kj::HttpHeaderId authorization = kj::HttpHeaderId::HOST;
   kj::Own<kj::HttpHeaderTable> headers;
 };
@@ -171,30 +196,51 @@ class service final : public kj::HttpService {
     api = !req.path.empty() && req.path[0] == "api";
     if (api) req.path.erase(req.path.begin());
     page = req.path.empty() ? std::string("index.html") : req.path[0];
-    kj::Maybe<kj::String> auth;
-    KJ_IF_MAYBE (a, headers.get(door_.authorization)) auth = kj::heapString(*a);
-    return body.readAllText(max_body_bytes)
-        .then(
-            [this, req = std::move(req), api, page,
-             auth = kj::mv(auth)](kj::String text) mutable -> kj::Promise<http_reply> {
-              req.body = text.cStr();
-              kj::Maybe<kj::StringPtr> header;
-              KJ_IF_MAYBE (a, auth) header = a->asPtr();
-              return answer(std::move(req), api, page, header);
-            },
-            [](kj::Exception&&) -> kj::Promise<http_reply> {
-              return error_reply(413, "bad_request",
-                                 "the request body is over 64 MiB or could not be read");
-            })
-        .then([this, &response](http_reply r) {
-          return send(response, *door_.headers, std::move(r));
+    kj::Maybe<kj::StringPtr> auth;
+    KJ_IF_MAYBE (a, headers.get(door_.authorization)) auth = *a;
+    kj::Promise<http_reply> reply = nullptr;
+    if (api)
+      reply = door_.login(std::move(req), auth).then([this, &body](auto result) {
+        if (result.refused) return kj::Promise<http_reply>(std::move(result.refusal));
+        return with_body(std::move(result.req), body);
+      });
+    else
+      reply = answer(std::move(req), page);  // pages take no body: none is read
+    return reply.then(
+        [this, &response](http_reply r) { return send(response, *door_.headers, std::move(r)); });
+  }
+
+ private:
+  // Reads the body of a logged-in API request, within its route's size limit and the handshake
+  // timeout, then routes it. A body announced too large is refused before a byte is read.
+  kj::Promise<http_reply> with_body(api_request req, kj::AsyncInputStream& body) {
+    auto limit = body_limit(req, door_.limits.max_message_bytes);
+    auto too_large = [limit] {
+      return error_reply(
+          413, "bad_request",
+          "the request body is larger than this route's " + std::to_string(limit) + " bytes");
+    };
+    KJ_IF_MAYBE (length, body.tryGetLength()) {
+      if (*length > limit) return too_large();
+    }
+    auto read = door_.timer.timeoutAfter(door_.limits.handshake_timeout_ms * kj::MILLISECONDS,
+                                         body.readAllText(limit));
+    return read.then(
+        [this, req = std::move(req)](kj::String text) mutable -> kj::Promise<http_reply> {
+          req.body = text.cStr();
+          return route(door_.env, req);
+        },
+        [too_large](kj::Exception&& e) -> kj::Promise<http_reply> {
+          std::string why(e.getDescription().cStr());
+          if (why.find("timed out") != std::string::npos)
+            return error_reply(408, "bad_request",
+                               "the request body did not arrive within the time limit");
+          return too_large();
         });
   }
 
  private:
-  kj::Promise<http_reply> answer(api_request req, bool api, const std::string& page,
-                                 kj::Maybe<kj::StringPtr> auth_header) {
-    if (api) return door_.api(std::move(req), auth_header);
+  kj::Promise<http_reply> answer(api_request req, const std::string& page) {
     if (req.method != kj::HttpMethod::GET)
       return error_reply(405, "Method Not Allowed", "only GET outside /api");
     if (page == "metrics" && req.path.size() == 1) return door_.metrics();
@@ -233,11 +279,12 @@ management_server::~management_server() {
   caf::anon_send_exit(impl_->watcher, caf::exit_reason::user_shutdown);
 }
 
-uint16_t management_server::start(const std::string& bind_address, uint16_t port) {
+uint16_t management_server::start(const std::string& bind_address, uint16_t port,
+                                  const door_limits& limits) {
   auto* self = impl_.get();
-  return self->listener.start(bind_address, port, [self](const loop_context& loop) {
+  return self->listener.start(bind_address, port, [self, limits](const loop_context& loop) {
     auto d = std::make_shared<door>(self->system, self->node, loop.bridge, self->node_name,
-                                    self->alarms, loop.timer);
+                                    self->alarms, loop.timer, limits);
     return serve_function(
         [d](kj::Own<kj::AsyncIoStream> stream, const peer_address& peer) -> kj::Promise<void> {
           auto svc = kj::heap<service>(*d, peer);

@@ -33,7 +33,10 @@ class management_server {
 
   /// Returns the port (useful when 0 was asked for); throws std::runtime_error naming the
   /// address that could not be used.
-  uint16_t start(const std::string& bind_address, uint16_t port);
+  /// API requests log in from their headers before any body is read; a body may be as large as
+  /// its route allows (1 MiB; a definitions import 64 MiB; a publish the largest message in
+  /// base64) and must arrive within `limits.handshake_timeout_ms`: 413 and 408 otherwise.
+  uint16_t start(const std::string& bind_address, uint16_t port, const door_limits& limits);
   void stop();
 
  private:

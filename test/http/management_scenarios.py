@@ -6,6 +6,7 @@ usage: management_scenarios.py HTTP_PORT AMQP_PORT SCENARIO
 Exits 0 when every check of the scenario held; otherwise prints what did not and exits 1.
 """
 import base64
+import socket
 import json
 import subprocess
 import sys
@@ -141,10 +142,10 @@ def errors_as_rabbitmq_writes_them():
         check(e.code == 400 and body["error"] == "bad_request", f"bad JSON: {e.code} {body}")
     status, body = http("PATCH", "/api/queues")
     check(status == 405, f"unknown method: {status}")
-    big = {"payload": "x" * (65 << 20), "routing_key": "q"}
+    big = {"durable": False, "arguments": {"pad": "x" * (2 << 20)}}
     try:
-        status, body = http("POST", "/api/exchanges/%2F/amq.default/publish", big)
-        check(status == 413, f"a body over 64 MiB: {status}")
+        status, body = http("PUT", q("q"), big)
+        check(status == 413, f"a declare body over 1 MiB: {status}")
     except (ConnectionResetError, BrokenPipeError, urllib.error.URLError):
         # The door answered 413 and closed while the client was still sending the rest: the
         # client may see the reset before the answer. Either way nothing was published.
@@ -316,7 +317,52 @@ def deepest_read_back():
     check(status == 200 and body.get("messages") == 1, f"its message: {str(body)[:300]}")
 
 
+def raw_exchange(head, body=b"", wait=30):
+    """Sends a request head (and `body`) on a socket of its own; the status line of the answer,
+    or "" when none came within `wait` seconds."""
+    with socket.create_connection(("127.0.0.1", HTTP_PORT), timeout=wait) as sock:
+        sock.sendall(head.encode() + body)
+        try:
+            answer = sock.recv(4096).decode("latin-1")
+        except socket.timeout:
+            return ""
+        return answer.split("\r\n", 1)[0]
+
+
+def basic(user="guest", password="guest"):
+    return "Authorization: Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+def bodies_are_read_after_the_login_within_limits():
+    # 60 MiB announced without a login: refused at once, before a byte of the body.
+    head = ("PUT /api/queues/%2F/big HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            "Content-Length: 62914560\r\n\r\n")
+    status = raw_exchange(head)
+    check(status.startswith("HTTP/1.1 401"), f"unauthenticated 60 MiB: {status!r}")
+    status = raw_exchange(head.replace("\r\n\r\n", "\r\n" + basic("guest", "wrong") + "\r\n\r\n"))
+    check(status.startswith("HTTP/1.1 401"), f"wrong password, 60 MiB: {status!r}")
+    # Logged in, over the route's limit: 413 with its reason, before the body.
+    status = raw_exchange(head.replace("\r\n\r\n", "\r\n" + basic() + "\r\n\r\n"))
+    check(status == "HTTP/1.1 413 Payload Too Large", f"logged in, 60 MiB: {status!r}")
+    # A body that trickles: cut off with 408 after the node's --handshake-timeout.
+    head = ("PUT /api/queues/%2F/slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + basic() + "\r\nContent-Length: 100\r\n\r\n")
+    status = raw_exchange(head, b'{"durable":', wait=60)
+    check(status == "HTTP/1.1 408 Request Timeout", f"trickling body: {status!r}")
+    # A publish may carry a message far larger than other routes' bodies.
+    payload = "x" * (2 << 20)
+    status, body = http("PUT", q("roomy"), {"durable": False})
+    check(status in (201, 204), f"declare: {status} {body}")
+    status, body = http("POST", "/api/exchanges/%2F/amq.default/publish",
+                        {"properties": {}, "routing_key": "roomy", "payload": payload,
+                         "payload_encoding": "string"})
+    check(status == 200 and body.get("routed") is True, f"2 MiB publish: {status} {str(body)[:200]}")
+    status, body = http("PUT", q("roomy2"), {"durable": False, "arguments": {"pad": payload}})
+    check(status == 413, f"2 MiB declare: {status} {str(body)[:200]}")
+
+
 SCENARIOS = {
+    "bodies_are_read_after_the_login_within_limits": bodies_are_read_after_the_login_within_limits,
     "nesting_is_capped_and_what_is_taken_is_stored": nesting_is_capped_and_what_is_taken_is_stored,
     "deepest_read_back": deepest_read_back,
     "rabbitmqadmin_commands": rabbitmqadmin_commands,
