@@ -41,6 +41,7 @@ struct node_options {
   uint16_t port = 5680;
   uint16_t amqp_port = 5672;
   uint16_t http_port = 15680;
+  uint16_t metrics_port = 15692;
   warren::transport::tls_files tls;  // TLS listeners run when tls.cert is given
   uint16_t amqps_port = 5671;
   uint16_t tls_port = 5681;
@@ -115,6 +116,9 @@ int parse_options(int argc, char** argv, node_options& opt) {
   app.add_option("--http-port", opt.http_port,
                  "management HTTP port: RabbitMQ's management API, /metrics and the web page "
                  "(0 turns it off)")
+      ->capture_default_str();
+  app.add_option("--metrics-port", opt.metrics_port,
+                 "Prometheus /metrics without a login, as RabbitMQ's 15692 (0 turns it off)")
       ->capture_default_str();
   auto* cert = app.add_option("--tls-cert", opt.tls.cert,
                               "PEM certificate (chain, leaf first): turns on the TLS listeners");
@@ -391,6 +395,8 @@ class front_doors {
       announce("AMQP 0-9-1", opt, amqp_.start(opt.bind, opt.amqp_port, opt.heartbeat, opt.limits));
     if (opt.http_port != 0)
       announce("management HTTP", opt, http_.start(opt.bind, opt.http_port, opt.limits));
+    if (opt.metrics_port != 0)
+      announce("Prometheus metrics", opt, http_.start_metrics(opt.bind, opt.metrics_port));
     if (opt.tls.cert.empty()) return port;
     warren::net::listener_tls tls{opt.tls, opt.limits.handshake_timeout_ms};
     if (opt.amqps_port != 0)

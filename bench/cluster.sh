@@ -40,7 +40,7 @@ start() {
   local name=$1 cport=$2; shift 2
   local log="$WORK/$name.log"
   mkdir -p "$WORK/$name"
-  "$BUILD/warren-node" --port 0 --amqp-port "$(free_port)" --http-port 0 --data-dir "$WORK/$name" --node-name "$name" \
+  "$BUILD/warren-node" --port 0 --amqp-port "$(free_port)" --http-port 0 --metrics-port 0 --data-dir "$WORK/$name" --node-name "$name" \
     --cluster-port "$cport" --cluster-secret "$SECRET" "${TLS_FLAGS[@]}" "$@" 2>"$log" &
   PIDS+=($!)
   eval "PID_$name=$!"

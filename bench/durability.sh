@@ -53,7 +53,7 @@ lines "$RECOVER_N" "$RECOVER_SIZE" | "$BUILD/warrenctl" --port "$PORT" publish "
 kill -9 "$NODE_PID"; wait "$NODE_PID" 2>/dev/null || true; NODE_PID=
 echo "  on disk: $(du -sh "$WORK/d-rec/queues" | cut -f1)"
 t0=$(date +%s.%N)
-"$BUILD/warren-node" --port 0 --amqp-port 0 --data-dir "$WORK/d-rec" 2>"$WORK/rec.log" &
+"$BUILD/warren-node" --port 0 --amqp-port 0 --http-port 0 --metrics-port 0 --data-dir "$WORK/d-rec" 2>"$WORK/rec.log" &
 NODE_PID=$!
 until grep -q "ready on" "$WORK/rec.log"; do sleep 0.05; done
 t1=$(date +%s.%N)

@@ -19,6 +19,7 @@ start_node() {
   local log="$WORK/node.log" t0
   t0=$(date +%s%N)
   "$BUILD/warren-node" --port 0 --amqp-port "${AMQP_PORT:-0}" --http-port "${HTTP_PORT:-0}" \
+    --metrics-port "${METRICS_PORT:-0}" \
     --data-dir "$dir" "$@" 2>"$log" &
   NODE_PID=$!
   for _ in $(seq 1 6000); do

@@ -87,6 +87,7 @@ node_process::node_process(std::vector<std::string> extra_args, std::string data
     return std::find(extra_args.begin(), extra_args.end(), flag) != extra_args.end();
   };
   bool pick_amqp_port = !given("--amqp-port"), pick_http_port = !given("--http-port");
+  bool pick_metrics_port = !given("--metrics-port");
   // A port that was free when picked can be taken by another test's node before ours binds it:
   // then pick another.
   for (int attempt = 1;; ++attempt) {
@@ -101,10 +102,15 @@ node_process::node_process(std::vector<std::string> extra_args, std::string data
       argv.push_back("--http-port");
       argv.push_back(std::to_string(free_port()));
     }
+    if (pick_metrics_port) {
+      argv.push_back("--metrics-port");
+      argv.push_back(std::to_string(free_port()));
+    }
     argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     if (launch(argv)) return;
     bool port_taken = (pick_amqp_port && log().find("(AMQP)") != std::string::npos) ||
-                      (pick_http_port && log().find("(HTTP)") != std::string::npos);
+                      (pick_http_port && log().find("(HTTP)") != std::string::npos) ||
+                      (pick_metrics_port && log().find("(metrics)") != std::string::npos);
     stop();
     if (reader_.joinable()) reader_.join();  // a thrown constructor must not leave it running
     if (!port_taken || attempt == 5)
@@ -152,6 +158,9 @@ bool node_process::launch(const std::vector<std::string>& argv) {
   if (std::regex_search(log_, m, amqp_line)) amqp_port_ = static_cast<uint16_t>(std::stoi(m[1]));
   static const std::regex http_line("management HTTP listener on [^:]+:([0-9]+)");
   if (std::regex_search(log_, m, http_line)) http_port_ = static_cast<uint16_t>(std::stoi(m[1]));
+  static const std::regex metrics_line("Prometheus metrics listener on [^:]+:([0-9]+)");
+  if (std::regex_search(log_, m, metrics_line))
+    metrics_port_ = static_cast<uint16_t>(std::stoi(m[1]));
   return true;
 }
 

@@ -64,6 +64,7 @@ class node_process {
   uint16_t amqp_port() const { return amqp_port_; }
   /// The management HTTP port, picked free unless the test passed --http-port; 0 when off.
   uint16_t http_port() const { return http_port_; }
+  uint16_t metrics_port() const { return metrics_port_; }  // 0 when off
   pid_t pid() const { return pid_; }
 
   /// Everything the node logged so far.
@@ -94,6 +95,7 @@ class node_process {
   uint16_t port_ = 0;
   uint16_t amqp_port_ = 0;
   uint16_t http_port_ = 0;
+  uint16_t metrics_port_ = 0;
   std::thread reader_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;

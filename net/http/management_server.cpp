@@ -177,7 +177,9 @@ kj::Promise<void> send(kj::HttpService::Response& response, const kj::HttpHeader
 // loopback, as on the other doors).
 class service final : public kj::HttpService {
  public:
-  service(door& d, peer_address peer) : door_(d), peer_(std::move(peer)) {}
+  // `metrics_door`: the --metrics-port listener, which serves /metrics and nothing else.
+  service(door& d, peer_address peer, bool metrics_door)
+      : door_(d), peer_(std::move(peer)), metrics_door_(metrics_door) {}
 
   kj::Promise<void> request(kj::HttpMethod method, kj::StringPtr url,
                             const kj::HttpHeaders& headers, kj::AsyncInputStream& body,
@@ -199,7 +201,18 @@ class service final : public kj::HttpService {
     kj::Maybe<kj::StringPtr> auth;
     KJ_IF_MAYBE (a, headers.get(door_.authorization)) auth = *a;
     kj::Promise<http_reply> reply = nullptr;
-    if (api)
+    bool metrics = !api && page == "metrics" && req.path.size() == 1;
+    if (metrics_door_)
+      reply = metrics && req.method == kj::HttpMethod::GET
+                  ? door_.metrics()
+                  : kj::Promise<http_reply>(
+                        error_reply(404, "Object Not Found", "this port serves /metrics only"));
+    else if (metrics)  // on the management port, behind the same login as the API
+      reply = door_.login(std::move(req), auth).then([this](auto result) {
+        if (result.refused) return kj::Promise<http_reply>(std::move(result.refusal));
+        return door_.metrics();
+      });
+    else if (api)
       reply = door_.login(std::move(req), auth).then([this, &body](auto result) {
         if (result.refused) return kj::Promise<http_reply>(std::move(result.refusal));
         return with_body(std::move(result.req), body);
@@ -243,7 +256,6 @@ class service final : public kj::HttpService {
   kj::Promise<http_reply> answer(api_request req, const std::string& page) {
     if (req.method != kj::HttpMethod::GET)
       return error_reply(405, "Method Not Allowed", "only GET outside /api");
-    if (page == "metrics" && req.path.size() == 1) return door_.metrics();
     if (auto asset = find_asset(page); asset && req.path.size() <= 1) {
       http_reply r;
       r.content_type = std::string(asset->content_type) + "; charset=utf-8";
@@ -255,7 +267,29 @@ class service final : public kj::HttpService {
 
   door& door_;
   peer_address peer_;
+  bool metrics_door_;
 };
+
+}  // namespace
+
+namespace {
+
+// A listener's setup: one door per loop thread, one service per connection.
+setup_function serve_http(caf::actor_system& system, caf::actor node, std::string node_name,
+                          std::shared_ptr<alarm_box> alarms, door_limits limits,
+                          bool metrics_door) {
+  return [&system, node, node_name, alarms, limits, metrics_door](const loop_context& loop) {
+    auto d =
+        std::make_shared<door>(system, node, loop.bridge, node_name, alarms, loop.timer, limits);
+    return serve_function([d, metrics_door](kj::Own<kj::AsyncIoStream> stream,
+                                            const peer_address& peer) -> kj::Promise<void> {
+      auto svc = kj::heap<service>(*d, peer, metrics_door);
+      auto server = kj::heap<kj::HttpServer>(d->timer, *d->headers, *svc);
+      auto done = server->listenHttp(kj::mv(stream));
+      return done.attach(kj::mv(server), kj::mv(svc));
+    });
+  };
+}
 
 }  // namespace
 
@@ -266,6 +300,7 @@ struct management_server::impl {
   std::string node_name;
   std::shared_ptr<alarm_box> alarms = std::make_shared<alarm_box>();
   listener_thread listener{"HTTP"};
+  listener_thread metrics_listener{"metrics"};
 };
 
 management_server::management_server(caf::actor_system& system, caf::actor node, caf::actor alarm,
@@ -281,22 +316,20 @@ management_server::~management_server() {
 
 uint16_t management_server::start(const std::string& bind_address, uint16_t port,
                                   const door_limits& limits) {
-  auto* self = impl_.get();
-  return self->listener.start(bind_address, port, [self, limits](const loop_context& loop) {
-    auto d = std::make_shared<door>(self->system, self->node, loop.bridge, self->node_name,
-                                    self->alarms, loop.timer, limits);
-    return serve_function(
-        [d](kj::Own<kj::AsyncIoStream> stream, const peer_address& peer) -> kj::Promise<void> {
-          auto svc = kj::heap<service>(*d, peer);
-          auto server = kj::heap<kj::HttpServer>(d->timer, *d->headers, *svc);
-          auto done = server->listenHttp(kj::mv(stream));
-          return done.attach(kj::mv(server), kj::mv(svc));
-        });
-  });
+  auto& i = *impl_;
+  return i.listener.start(bind_address, port,
+                          serve_http(i.system, i.node, i.node_name, i.alarms, limits, false));
+}
+
+uint16_t management_server::start_metrics(const std::string& bind_address, uint16_t port) {
+  auto& i = *impl_;
+  return i.metrics_listener.start(
+      bind_address, port, serve_http(i.system, i.node, i.node_name, i.alarms, door_limits{}, true));
 }
 
 void management_server::stop() {
   impl_->listener.stop();
+  impl_->metrics_listener.stop();
 }
 
 }  // namespace warren::net::http

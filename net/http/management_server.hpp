@@ -3,7 +3,8 @@
 //   /api/...   RabbitMQ's management API subset (api_routes.hpp), behind HTTP basic auth against
 //              the node's users; a user needs a management, policymaker, monitoring or
 //              administrator tag, as with RabbitMQ
-//   /metrics   Prometheus' text format (metrics.hpp), without auth, as RabbitMQ's plugin serves it
+//   /metrics   Prometheus' text format (metrics.hpp): behind the API's login here, and without
+//              one on the metrics port (start_metrics), as RabbitMQ's plugin serves it
 //   /          the web page and its scripts, built into the binary (web_assets.hpp)
 //
 // Nothing here runs unless someone asks: no timer polls the node, so a node nobody watches pays
@@ -37,6 +38,10 @@ class management_server {
   /// its route allows (1 MiB; a definitions import 64 MiB; a publish the largest message in
   /// base64) and must arrive within `limits.handshake_timeout_ms`: 413 and 408 otherwise.
   uint16_t start(const std::string& bind_address, uint16_t port, const door_limits& limits);
+  /// The Prometheus door: /metrics in RabbitMQ's format, without a login, on a port of its own
+  /// (RabbitMQ's is 15692); anything else there is 404. The management port also serves
+  /// /metrics, to users who log in as for the API.
+  uint16_t start_metrics(const std::string& bind_address, uint16_t port);
   void stop();
 
  private:
