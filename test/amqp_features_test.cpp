@@ -36,6 +36,9 @@ BOOST_AUTO_TEST_CASE(transactions_ack_at_commit) {
 BOOST_AUTO_TEST_CASE(transactions_returns_and_mode_errors) {
   scenario(node, "transactions_returns_and_mode_errors");
 }
+BOOST_AUTO_TEST_CASE(transactions_refused_publish_fails_the_commit) {
+  scenario(node, "transactions_refused_publish_fails_the_commit");
+}
 BOOST_AUTO_TEST_CASE(exchange_to_exchange_bindings) {
   scenario(node, "exchange_to_exchange_bindings");
 }

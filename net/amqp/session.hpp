@@ -28,6 +28,9 @@ using namespace methods;
 constexpr size_t max_unanswered_messages = 20000;
 /// Publishes gathered from one read are sent to the actor in batches of at most this many.
 constexpr size_t max_publish_batch = 2000;
+/// What one transaction may hold uncommitted: publishes (count and body bytes) and settlements.
+constexpr size_t max_tx_messages = 65536;
+constexpr uint64_t max_tx_bytes = uint64_t{64} << 20;
 /// After sending connection.close, how long to wait for close-ok before dropping the socket.
 constexpr int64_t close_grace_seconds = 2;
 
@@ -160,6 +163,7 @@ class session : public std::enable_shared_from_this<session>,
     };
     bool tx = false;
     std::vector<message_ptr> tx_publishes;
+    uint64_t tx_bytes = 0;  // body bytes of tx_publishes
     std::vector<tx_settle> tx_settles;
   };
   struct pending_request {
@@ -193,7 +197,9 @@ class session : public std::enable_shared_from_this<session>,
   void flush_channels();
 
   // `after` runs once the broker has answered for every message (after returns and confirms).
-  void send_publishes(uint16_t id, channel& ch, std::function<void()> after = nullptr);
+  /// `after` gets the outcome of each message once the broker answered.
+  void send_publishes(uint16_t id, channel& ch,
+                      std::function<void(const std::vector<publish_outcome>&)> after = nullptr);
 
   void published_answered(uint16_t id, publish_call& call);
 

@@ -212,6 +212,11 @@ void session::on_basic_publish(uint16_t, channel& ch, method_id, reader& r) {
 void session::on_basic_ack(uint16_t id, channel& ch, method_id m, reader& r) {
   auto a = args::read_ack(r);
   if (ch.tx) {
+    if (ch.tx_settles.size() >= max_tx_messages)
+      return channel_error(id, reply_code::precondition_failed,
+                           "a transaction holds at most " + std::to_string(max_tx_messages) +
+                               " settlements uncommitted; commit sooner",
+                           m);
     ch.tx_settles.push_back({m, a.tag, a.multiple, settle_kind::ack});
     return;
   }
@@ -227,6 +232,11 @@ void session::on_basic_nack_or_reject(uint16_t id, channel& ch, method_id m, rea
   auto a = m == basic_nack ? args::read_nack(r) : args::read_reject(r);
   auto kind = a.requeue ? settle_kind::requeue : settle_kind::reject;
   if (ch.tx) {
+    if (ch.tx_settles.size() >= max_tx_messages)
+      return channel_error(id, reply_code::precondition_failed,
+                           "a transaction holds at most " + std::to_string(max_tx_messages) +
+                               " settlements uncommitted; commit sooner",
+                           m);
     ch.tx_settles.push_back({m, a.tag, a.multiple, kind});
     return;
   }

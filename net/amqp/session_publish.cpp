@@ -75,6 +75,15 @@ void session::complete_publish(uint16_t id, channel& ch) {
   m->body = std::move(p.body);
   m->set_properties(std::move(props));
   if (ch.tx) {
+    // Held until tx.commit: bounded, so that a transaction never committed cannot hold the
+    // node's memory.
+    if (ch.tx_publishes.size() >= max_tx_messages || ch.tx_bytes + m->body.size() > max_tx_bytes)
+      return channel_error(id, reply_code::precondition_failed,
+                           "a transaction holds at most " + std::to_string(max_tx_messages) +
+                               " messages and " + std::to_string(max_tx_bytes >> 20) +
+                               " MiB uncommitted; commit sooner",
+                           basic_publish);
+    ch.tx_bytes += m->body.size();
     ch.tx_publishes.push_back(std::move(m));  // sent at tx.commit
     return;
   }
@@ -91,7 +100,8 @@ void session::flush_channels() {
   flush_output();
 }
 
-void session::send_publishes(uint16_t id, channel& ch, std::function<void()> after) {
+void session::send_publishes(uint16_t id, channel& ch,
+                             std::function<void(const std::vector<publish_outcome>&)> after) {
   if (ch.gathered.empty()) return;
   auto msgs = std::move(ch.gathered);
   ch.gathered.clear();
@@ -112,7 +122,7 @@ void session::send_publishes(uint16_t id, channel& ch, std::function<void()> aft
         call->outcomes = m.get_as<std::vector<publish_outcome>>(0);
         call->answered = true;
         published_answered(id, *call);
-        if (after) after();
+        if (after) after(call->outcomes);
       },
       [&](uint64_t r) { conn_.publish(r, id, std::move(msgs)); }, call->count);
 }

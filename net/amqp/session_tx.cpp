@@ -25,18 +25,29 @@ void session::on_tx_commit(uint16_t id, channel& ch, method_id m, reader&) {
     return channel_error(id, reply_code::precondition_failed, "channel is not transactional", m);
   auto settles = std::move(ch.tx_settles);
   ch.tx_settles.clear();
-  // The publishes, then each settlement, answer for one part; the last answer sends commit-ok.
+  // The publishes, then each settlement, answer for one part; the last answer sends commit-ok,
+  // unless a queue refused a message: then, as RabbitMQ, the channel closes with 406 (what the
+  // other queues took stays taken).
   auto parts = std::make_shared<size_t>(settles.size() + (ch.tx_publishes.empty() ? 0 : 1) + 1);
-  auto part_done = [this, id, parts] {
+  auto refused = std::make_shared<bool>(false);
+  auto part_done = [this, id, m, parts, refused] {
     if (--*parts != 0) return;
     auto c = channels_.find(id);
-    if (c != channels_.end() && !c->second.settling())
+    if (c == channels_.end() || c->second.settling()) return;
+    if (*refused)
+      channel_error(id, reply_code::precondition_failed, "partial tx completion", m);
+    else
       send_method(id, method_payload(tx_commit_ok));
   };
   if (!ch.tx_publishes.empty()) {
     ch.gathered = std::move(ch.tx_publishes);
     ch.tx_publishes.clear();
-    send_publishes(id, ch, part_done);
+    ch.tx_bytes = 0;
+    send_publishes(id, ch, [part_done, refused](const std::vector<publish_outcome>& outcomes) {
+      for (auto o : outcomes)
+        if (o == publish_outcome::rejected) *refused = true;
+      part_done();
+    });
   }
   for (const auto& s : settles)
     send_settle(id, s.method, s.tag, s.multiple, s.kind,
@@ -48,6 +59,7 @@ void session::on_tx_rollback(uint16_t id, channel& ch, method_id m, reader&) {
   if (!ch.tx)
     return channel_error(id, reply_code::precondition_failed, "channel is not transactional", m);
   ch.tx_publishes.clear();
+  ch.tx_bytes = 0;
   ch.tx_settles.clear();
   send_method(id, method_payload(tx_rollback_ok));
 }

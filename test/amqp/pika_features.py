@@ -110,6 +110,45 @@ def transactions_returns_and_mode_errors():
     conn.close()
 
 
+def transactions_refused_publish_fails_the_commit():
+    """A commit with a publish a queue refused is not commit-ok: RabbitMQ closes the channel with
+    406 PRECONDITION_FAILED - partial tx completion."""
+    conn = connect()
+    ch = conn.channel()
+    ch.queue_declare("txfull", arguments={"x-max-length": 1, "x-overflow": "reject-publish"})
+    ch.tx_select()
+    ch.basic_publish("", "txfull", b"first")
+    ch.basic_publish("", "txfull", b"second")
+    try:
+        ch.tx_commit()
+        expect(False, "commit-ok for a transaction a queue refused part of")
+    except pika.exceptions.ChannelClosedByBroker as e:
+        expect(e.reply_code == 406 and "partial tx completion" in e.reply_text,
+               f"406 partial tx completion expected, got {e.reply_code} {e.reply_text}")
+    other = conn.channel()
+    expect(bodies(other, "txfull") == ["first"], "what the queue took stays taken")
+    # A whole transaction the queue takes still commits.
+    ch = conn.channel()
+    ch.tx_select()
+    ch.basic_publish("", "txfull", b"again")
+    ch.tx_commit()
+    expect(ready(other, "txfull") == 1, "a later commit of what fits")
+    # Uncommitted publishes are bounded (64 MiB): beyond, the channel closes saying so.
+    ch = conn.channel()
+    ch.queue_declare("txbig")
+    ch.tx_select()
+    try:
+        for _ in range(65):
+            ch.basic_publish("", "txbig", b"x" * (1 << 20))
+        ch.tx_commit()
+        expect(False, "a transaction of 65 MiB was held")
+    except pika.exceptions.ChannelClosedByBroker as e:
+        expect(e.reply_code == 406 and "commit sooner" in e.reply_text,
+               f"406 for an oversized transaction, got {e.reply_code} {e.reply_text}")
+    expect(ready(other, "txbig") == 0, "nothing of it was published")
+    conn.close()
+
+
 # --- exchange-to-exchange bindings and alternate exchanges ------------------------------------
 
 def exchange_to_exchange_bindings():
