@@ -162,12 +162,16 @@ void apply_access(self_ptr self, const std::string& from, access_change& change)
     if (st.users.erase(name) == 0) continue;
     batch.push_back(user_change(user_record{name, {}, {}}, true));
     forget_permissions(st, batch, [&](const auto& key) { return key.first == name; });
+    access_withdrawn(self, name, nullptr, "user " + quote(name) + " was deleted");
   }
   for (const auto& p : change.permissions_cleared) {
     auto it = st.permissions.find({p.user, p.vhost});
     if (it == st.permissions.end()) continue;
     batch.push_back(permission_change(it->second, true));
     st.permissions.erase(it);
+    access_withdrawn(self, p.user, &p.vhost,
+                     "the permissions of user " + quote(p.user) + " in vhost " + quote(p.vhost) +
+                         " were cleared");
   }
   auto failed = [from](const std::string& what) {
     return [=](const caf::error& err) {

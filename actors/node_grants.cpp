@@ -213,6 +213,29 @@ caf::result<void> revoke_grant(self_ptr self, const std::string& token) {
   return rp;
 }
 
+void access_withdrawn(self_ptr self, const std::string& user, const std::string* vhost,
+                      const std::string& reason) {
+  auto& st = self->state;
+  for (const auto& [addr, name] : st.connection_user) {
+    if (name != user) continue;
+    if (vhost != nullptr) {
+      auto v = st.connection_vhost.find(addr);
+      if (v == st.connection_vhost.end() || v->second != *vhost) continue;
+    }
+    if (auto c = st.connections.find(addr); c != st.connections.end())
+      self->send(caf::actor_cast<connection_broker_api>(c->second), close_atom::value, reason);
+  }
+  std::vector<std::string> made;
+  for (const auto& [hash, g] : st.grants)
+    if (g.user == user && (vhost == nullptr || g.vhost == *vhost)) made.push_back(hash);
+  for (const auto& hash : made)
+    drop_grant(self, hash, "revoked: " + reason, [](const caf::error& err) {
+      if (err)
+        log(log_level::error, "node",
+            "could not delete a revoked grant: " + to_string(describe(err)));
+    });
+}
+
 void expire_grant(self_ptr self, const std::string& hash) {
   auto g = self->state.grants.find(hash);
   if (g == self->state.grants.end()) return;  // revoked before

@@ -72,6 +72,10 @@ caf::result<std::vector<grant_record>> list_grants(self_ptr self);
 /// logged in by it (its creator or an administrator).
 caf::result<void> revoke_grant(self_ptr self, const std::string& token);
 void expire_grant(self_ptr self, const std::string& hash);
+/// `user` lost its access (deleted; or, given `vhost`, its permissions there cleared): its open
+/// connections (there) are closed with `reason`, and the grants it made (there) are revoked.
+void access_withdrawn(self_ptr self, const std::string& user, const std::string* vhost,
+                      const std::string& reason);
 /// Why `hello` (with a grant_token) may not log in, or empty; then `hello` carries the grant's
 /// user and vhost, `rights` what the grant allows and `grant` the grant (without its hash).
 std::string grant_login(self_ptr self, client_hello& hello, permission_record& rights,

@@ -62,6 +62,7 @@ caf::result<void> delete_user(self_ptr self, const std::string& name) {
   std::vector<persistence::meta_mutation> batch{user_change(gone, true)};
   forget_permissions(self->state, batch, [&](const auto& key) { return key.first == name; });
   log(log_level::info, "node", "user " + quote(name) + " deleted");
+  access_withdrawn(self, name, nullptr, "user " + quote(name) + " was deleted");
   access_change shared;
   shared.users_deleted.push_back(name);
   share_access(self, std::move(shared));
@@ -98,6 +99,9 @@ caf::result<void> clear_permissions(self_ptr self, const std::string& user,
   if (p == self->state.permissions.end()) return caf::unit;
   auto gone = p->second;
   self->state.permissions.erase(p);
+  access_withdrawn(
+      self, user, &vhost,
+      "the permissions of user " + quote(user) + " in vhost " + quote(vhost) + " were cleared");
   access_change shared;
   shared.permissions_cleared.push_back(gone);
   share_access(self, std::move(shared));

@@ -270,6 +270,71 @@ BOOST_AUTO_TEST_CASE(granting_needs_the_permission_granted_and_so_does_every_res
   BOOST_TEST(gone.find("no longer holds") != std::string::npos, gone);
 }
 
+// Access taken away takes effect at once: clearing a user's permissions in a vhost closes their
+// connections there and revokes the grants they made there; deleting the user does so
+// everywhere. Nothing they opened keeps working, and their grants are no longer listed.
+BOOST_AUTO_TEST_CASE(a_deleted_user_or_cleared_permissions_leave_nothing_usable) {
+  declare_orders();
+  for (auto name : {"alice", "bob"}) {
+    auto add = conn.addUserRequest();
+    add.setName(name);
+    add.setPassword("secret");
+    add.send().wait(ws);
+    auto perms = conn.setPermissionsRequest();
+    perms.setUser(name);
+    perms.setVhost("/");
+    perms.setConfigure(".*");
+    perms.setWrite(".*");
+    perms.setRead(".*");
+    perms.send().wait(ws);
+  }
+  auto grant_as = [&](rpc::Connection::Client& who) {
+    auto req = who.grantPublisherRequest();
+    req.setExchange("orders");
+    auto saved = req.send().getPublisher().saveRequest().send().wait(ws);
+    return std::string(reinterpret_cast<const char*>(saved.getToken().begin()),
+                       saved.getToken().size());
+  };
+  auto declare_on = [&](rpc::Connection::Client& who) {
+    auto q = who.openChannelRequest().send().getChannel().queueDeclareRequest();
+    q.setName("probe");
+    q.send().wait(ws);
+  };
+  auto alice = login("alice", "secret");
+  auto bob = login("bob", "secret");
+  auto alice_token = grant_as(alice), bob_token = grant_as(bob);
+  declare_on(alice);
+  declare_on(bob);
+  BOOST_TEST(conn.listGrantsRequest().send().wait(ws).getGrants().size() == 2u);
+
+  auto clear = conn.clearPermissionsRequest();
+  clear.setUser("alice");
+  clear.setVhost("/");
+  clear.send().wait(ws);
+  auto del = conn.deleteUserRequest();
+  del.setName("bob");
+  del.send().wait(ws);
+
+  for (auto* who : {&alice, &bob}) {
+    auto closed = failure_of([&] { declare_on(*who); });
+    BOOST_TEST(!closed.empty());
+  }
+  token_holder other(node.port());
+  for (const auto& token : {alice_token, bob_token}) {
+    auto refused = failure_of([&] { other.restore(token); });
+    BOOST_TEST(refused.find("no grant has this token") != std::string::npos, refused);
+  }
+  BOOST_TEST(conn.listGrantsRequest().send().wait(ws).getGrants().size() == 0u);
+  // Given back her permissions, alice logs in again as before.
+  auto perms = conn.setPermissionsRequest();
+  perms.setUser("alice");
+  perms.setVhost("/");
+  perms.setConfigure(".*");
+  perms.send().wait(ws);
+  auto again = login("alice", "secret");
+  declare_on(again);
+}
+
 BOOST_AUTO_TEST_CASE(revoking_cuts_a_consumer_and_a_publisher_off_mid_stream) {
   declare_orders();
   auto pub_token = grant_publisher("orders", "#");
