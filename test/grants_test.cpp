@@ -258,13 +258,15 @@ BOOST_AUTO_TEST_CASE(granting_needs_the_permission_granted_and_so_does_every_res
   revoke.setToken(warren::to_hex(guest_token));
   BOOST_TEST(code_of(failure_of([&] { revoke.send().wait(ws); })) == "ACCESS_REFUSED");
 
-  // Once alice may no longer write to "orders", her token opens nothing.
+  // Once alice may no longer write to "orders", her token opens nothing. (Clearing her
+  // permissions would revoke it outright: a_deleted_user_or_cleared_permissions_... below.)
   token_holder other(node.port());
   other.restore(token);
-  auto clear = conn.clearPermissionsRequest();
-  clear.setUser("alice");
-  clear.setVhost("/");
-  clear.send().wait(ws);
+  auto narrow = conn.setPermissionsRequest();
+  narrow.setUser("alice");
+  narrow.setVhost("/");
+  narrow.setWrite("^elsewhere$");
+  narrow.send().wait(ws);
   auto gone = failure_of([&] { other.restore(token); });
   BOOST_TEST(code_of(gone) == "ACCESS_REFUSED");
   BOOST_TEST(gone.find("no longer holds") != std::string::npos, gone);
