@@ -170,7 +170,16 @@ int64_t now_ms() {
 void restore(self_ptr self, persistence::metadata_contents contents) {
   self->state.limits_of = contents.limits;
   for (auto& u : contents.users) self->state.users[u.name] = std::move(u);
-  for (auto& p : contents.permissions) self->state.permissions[{p.user, p.vhost}] = std::move(p);
+  for (auto& p : contents.permissions) {
+    // Stored before patterns were RE2 (lookahead, backreferences): such a pattern matches
+    // nothing now, and says so once here.
+    for (const auto* pattern : {&p.configure, &p.write, &p.read})
+      if (auto problem = check_permission_pattern(*pattern); !problem.empty())
+        log(log_level::warn, "node",
+            "permissions of user " + quote(p.user) + " in vhost " + quote(p.vhost) + ": " +
+                problem + "; it allows nothing until set again");
+    self->state.permissions[{p.user, p.vhost}] = std::move(p);
+  }
   std::map<std::string, vhost_recovery> by_vhost;
   for (auto& v : contents.vhosts) by_vhost[v];
   for (auto& e : contents.exchanges) by_vhost[e.vhost].exchanges.push_back(std::move(e.spec));

@@ -62,6 +62,10 @@ class publisher_impl final : public rpc::Publisher::Server {
     if (!exchange.empty() && exchange != grant_.target)
       refuse("this publisher may publish to exchange " + quote(grant_.target) + " only, not " +
              quote(exchange));
+    // Checked before matching: the trie's work grows with the key's words.
+    if (auto problem = check_key("routing key", key); !problem.empty())
+      throw_failure(
+          {reply_code::precondition_failed, "message " + std::to_string(index) + ": " + problem});
     if (!grant_.key_pattern.empty()) {
       std::vector<topic_trie::destination> matched;
       keys_.match(key, matched);

@@ -236,8 +236,10 @@ class service final : public kj::HttpService {
     KJ_IF_MAYBE (length, body.tryGetLength()) {
       if (*length > limit) return too_large();
     }
-    auto read = door_.timer.timeoutAfter(door_.limits.handshake_timeout_ms * kj::MILLISECONDS,
-                                         body.readAllText(limit));
+    auto read = body.readAllText(limit);
+    if (door_.limits.handshake_timeout_ms > 0)  // 0: no limit, as on the other doors
+      read = door_.timer.timeoutAfter(door_.limits.handshake_timeout_ms * kj::MILLISECONDS,
+                                      kj::mv(read));
     return read.then(
         [this, req = std::move(req)](kj::String text) mutable -> kj::Promise<http_reply> {
           req.body = text.cStr();
@@ -284,7 +286,11 @@ setup_function serve_http(caf::actor_system& system, caf::actor node, std::strin
     return serve_function([d, metrics_door](kj::Own<kj::AsyncIoStream> stream,
                                             const peer_address& peer) -> kj::Promise<void> {
       auto svc = kj::heap<service>(*d, peer, metrics_door);
-      auto server = kj::heap<kj::HttpServer>(d->timer, *d->headers, *svc);
+      // Headers, too, must arrive within the handshake timeout (kj's default is 15 s).
+      kj::HttpServerSettings settings;
+      if (d->limits.handshake_timeout_ms > 0)
+        settings.headerTimeout = d->limits.handshake_timeout_ms * kj::MILLISECONDS;
+      auto server = kj::heap<kj::HttpServer>(d->timer, *d->headers, *svc, settings);
       auto done = server->listenHttp(kj::mv(stream));
       return done.attach(kj::mv(server), kj::mv(svc));
     });
