@@ -15,9 +15,9 @@ const std::string script = std::string(WARREN_SOURCE_DIR) + "/test/http/manageme
 void scenario(const std::string& name) {
   node_process node;
   BOOST_REQUIRE(node.http_port() != 0);
-  auto r = run_command({PYTHON3_PATH, script, std::to_string(node.http_port()),
-                        std::to_string(node.amqp_port()), name,
-                        std::to_string(node.metrics_port())});
+  auto r =
+      run_command({PYTHON3_PATH, script, std::to_string(node.http_port()),
+                   std::to_string(node.amqp_port()), name, std::to_string(node.metrics_port())});
   BOOST_TEST(r.exit_code == 0, name << " exited " << r.exit_code << ":\n" << r.out << r.err);
   BOOST_TEST(node.alive());
 }

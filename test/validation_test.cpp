@@ -371,7 +371,7 @@ BOOST_AUTO_TEST_CASE(rabbitmq_style_patterns_match_as_before) {
   access_rights rights({"u", "/", "^amq\\.gen", ".*", ""});
   BOOST_TEST(rights.check(access_kind::configure, "queue", "amq.gen-x").empty());
   BOOST_TEST(!rights.check(access_kind::configure, "queue", "orders").empty());
-  BOOST_TEST(rights.check(access_kind::write, "exchange", "").empty());  // amq.default
+  BOOST_TEST(rights.check(access_kind::write, "exchange", "").empty());     // amq.default
   BOOST_TEST(!rights.check(access_kind::read, "queue", "orders").empty());  // empty: nothing
   auto refused = rights.check(access_kind::read, "queue", "orders");
   BOOST_TEST(refused == "read access to queue 'orders' in vhost '/' refused for user 'u'");

@@ -340,13 +340,15 @@ BOOST_AUTO_TEST_CASE(long_names_are_refused_at_the_door_and_the_node_stays_up) {
   ok({"add-user", "plain", "plain-secret"});
   ok({"set-permissions", "plain", ".*", ".*", ".*", "--vhost", "own"});
   std::string huge(32000, 'q');
-  std::vector<std::vector<std::string>> commands{
-      {"declare-queue", huge},      {"declare-exchange", huge, "--type", "direct"},
-      {"get", huge},                {"peek", huge},
-      {"purge-queue", huge},        {"delete-queue", huge},
-      {"bind", "amq.direct", huge, "--key", "k"},
-      {"bind", huge, "q", "--key", "k"},
-      {"publish", huge, "k", "--body", "x"}};
+  std::vector<std::vector<std::string>> commands{{"declare-queue", huge},
+                                                 {"declare-exchange", huge, "--type", "direct"},
+                                                 {"get", huge},
+                                                 {"peek", huge},
+                                                 {"purge-queue", huge},
+                                                 {"delete-queue", huge},
+                                                 {"bind", "amq.direct", huge, "--key", "k"},
+                                                 {"bind", huge, "q", "--key", "k"},
+                                                 {"publish", huge, "k", "--body", "x"}};
   for (auto args : commands) {
     args.insert(args.begin(), {"--vhost", "own", "--user", "plain", "--password", "plain-secret"});
     auto r = ctl(args);
