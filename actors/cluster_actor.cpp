@@ -462,6 +462,38 @@ void forgotten_by(cluster_self self, const std::string& from, const std::string&
   note(log_level::info, "forgot node " + name + " (as " + from + " did)");
 }
 
+// A change made on this node, counted and sent to every running member.
+void share_change(cluster_self self, const std::string& vhost, const topology_change& change) {
+  count_changes(self, 1);
+  std::vector<topology_change> one{change};
+  auto from = self->state.config.self.name;
+  to_members(self, [=](const caf::actor& member) {
+    self->send(cluster_handle(member), replicate_atom::value, from, vhost, one);
+  });
+}
+
+void share_change(cluster_self self, const access_change& change) {
+  count_changes(self, 1);
+  auto from = self->state.config.self.name;
+  to_members(self, [=](const caf::actor& member) {
+    self->send(cluster_handle(member), replicate_atom::value, from, change);
+  });
+}
+
+// declare-queue --node: the queue is created by member `node`, which answers the requester.
+caf::result<queue_info, queue_placement> declare_on_member(cluster_self self,
+                                                           const std::string& node,
+                                                           const std::string& vhost,
+                                                           queue_spec& spec) {
+  auto m = self->state.members.find(node);
+  if (m == self->state.members.end())
+    return make_broker_error(reply_code::not_found, "no node '" + node + "' in the cluster");
+  if (!m->second.handle)
+    return make_broker_error(reply_code::not_found, "node '" + node + "' is down");
+  return self->delegate(cluster_handle(m->second.handle), declare_atom::value, vhost,
+                        std::move(spec));
+}
+
 // Whether the message being handled comes from an actor of this node or of a running member (one
 // that proved the secret when it joined). Only hello and join are open to any peer. This keeps a
 // misconfigured or stale node out; it is no defence against a hostile peer, which can forge the
@@ -574,20 +606,11 @@ cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_confi
       },
       [=](replicate_atom, const std::string& vhost, const topology_change& change) {
         if (!from_trusted(self)) return void(refuse_untrusted(self, "replicate"));
-        count_changes(self, 1);
-        std::vector<topology_change> one{change};
-        auto from = self->state.config.self.name;
-        to_members(self, [=](const caf::actor& member) {
-          self->send(cluster_handle(member), replicate_atom::value, from, vhost, one);
-        });
+        share_change(self, vhost, change);
       },
       [=](replicate_atom, const access_change& change) {
         if (!from_trusted(self)) return void(refuse_untrusted(self, "replicate"));
-        count_changes(self, 1);
-        auto from = self->state.config.self.name;
-        to_members(self, [=](const caf::actor& member) {
-          self->send(cluster_handle(member), replicate_atom::value, from, change);
-        });
+        share_change(self, change);
       },
       [=](replicate_atom, const std::string& from, access_change& change) {
         if (!from_trusted(self)) return void(refuse_untrusted(self, "replicate"));
@@ -607,14 +630,7 @@ cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_confi
       [=](declare_atom, const std::string& node, const std::string& vhost,
           queue_spec& spec) -> caf::result<queue_info, queue_placement> {
         if (!from_trusted(self)) return refuse_untrusted(self, "declare");
-        auto& st = self->state;
-        auto m = st.members.find(node);
-        if (m == st.members.end())
-          return make_broker_error(reply_code::not_found, "no node '" + node + "' in the cluster");
-        if (!m->second.handle)
-          return make_broker_error(reply_code::not_found, "node '" + node + "' is down");
-        return self->delegate(cluster_handle(m->second.handle), declare_atom::value, vhost,
-                              std::move(spec));
+        return declare_on_member(self, node, vhost, spec);
       },
       [=](declare_atom, const std::string& vhost,
           queue_spec& spec) -> caf::result<queue_info, queue_placement> {

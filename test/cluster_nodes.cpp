@@ -27,6 +27,25 @@ std::vector<std::string> cluster_args(const std::string& name, uint16_t cluster_
   return args;
 }
 
+command_result run_node(const std::string& data_dir, const std::vector<std::string>& args,
+                        int seconds) {
+  std::vector<std::string> argv{"/usr/bin/timeout",
+                                std::to_string(seconds),
+                                node_binary(),
+                                "--port",
+                                "0",
+                                "--amqp-port",
+                                "0",
+                                "--http-port",
+                                "0",
+                                "--metrics-port",
+                                "0",
+                                "--data-dir",
+                                data_dir};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_command(argv);
+}
+
 json warrenctl_json(const node_process& node, std::vector<std::string> args) {
   args.insert(args.begin(), {WARRENCTL_PATH, "--port", std::to_string(node.port()), "--json"});
   auto r = run_command(args);

@@ -101,12 +101,7 @@ BOOST_AUTO_TEST_CASE(a_node_without_the_secret_is_refused_and_logged) {
   node_process a(cluster_args("a", pa));
   warren::test::temp_dir dir;
   // With the cluster's certificates (the link lets it in), but not its secret.
-  std::vector<std::string> argv{
-      "/usr/bin/timeout", "60",      warren::test::node_binary(), "--port", "0", "--amqp-port", "0",
-      "--data-dir",       dir.path()};
-  for (auto& arg : cluster_args("intruder", free_port(), address(pa), "guessed"))
-    argv.push_back(arg);
-  auto r = run_command(argv);
+  auto r = run_node(dir.path(), cluster_args("intruder", free_port(), address(pa), "guessed"));
   BOOST_CHECK_EQUAL(r.exit_code, 1);
   BOOST_CHECK_MESSAGE((r.out + r.err).find("wrong cluster secret") != std::string::npos,
                       r.out + r.err);
@@ -495,20 +490,8 @@ BOOST_AUTO_TEST_CASE(a_node_with_data_of_its_own_refuses_to_join_until_told_to_m
     for (const auto& r : ch->publish_batch(numbered("kept", 1000)).get())
       BOOST_REQUIRE(r.outcome == warren::publish_outcome::routed);
   }
-  std::vector<std::string> argv{"/usr/bin/timeout",
-                                "60",
-                                warren::test::node_binary(),
-                                "--port",
-                                "0",
-                                "--amqp-port",
-                                "0",
-                                "--http-port",
-                                "0",
-                                "--data-dir",
-                                data};
   auto join_args = cluster_args("b", pb, address(pa));
-  argv.insert(argv.end(), join_args.begin(), join_args.end());
-  auto r = run_command(argv);
+  auto r = run_node(data, join_args);
   BOOST_CHECK_EQUAL(r.exit_code, 1);
   for (const char* named :
        {"refusing to join", "1 vhost (v)", "1 durable queue with", "--reset-local-data"})

@@ -52,24 +52,11 @@ std::string users_and_vhosts(const node_process& node) {
          warrenctl_json(node, {"list", "vhosts"}).dump();
 }
 
-// warren-node with `args` that should not start: its exit code and what it said.
+// warren-node with `args` and a cluster port, which should not start.
 command_result refused_start(std::vector<std::string> args) {
   temp_dir dir;
-  std::vector<std::string> argv{"/usr/bin/timeout",
-                                "60",
-                                node_binary(),
-                                "--port",
-                                "0",
-                                "--amqp-port",
-                                "0",
-                                "--http-port",
-                                "0",
-                                "--data-dir",
-                                dir.path(),
-                                "--cluster-port",
-                                std::to_string(free_port())};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return run_command(argv);
+  args.insert(args.begin(), {"--cluster-port", std::to_string(free_port())});
+  return run_node(dir.path(), args);
 }
 
 }  // namespace
@@ -190,11 +177,7 @@ BOOST_AUTO_TEST_CASE(a_node_whose_certificate_another_ca_signed_cannot_join) {
   }
   // b keeps trying to join (an unreachable node is retried) and never becomes ready.
   temp_dir dir;
-  std::vector<std::string> argv{"/usr/bin/timeout", "8", node_binary(), "--port", "0",
-                                "--amqp-port",      "0", "--http-port", "0",      "--data-dir",
-                                dir.path()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto r = run_command(argv);
+  auto r = run_node(dir.path(), args, 8);
   BOOST_CHECK_MESSAGE(r.err.find("ready on") == std::string::npos, r.err);
   BOOST_CHECK_MESSAGE(r.err.find("cannot reach " + address(pa)) != std::string::npos, r.err);
   BOOST_CHECK(a.wait_for_log("on the cluster port: TLS handshake failed"));

@@ -48,6 +48,28 @@ struct grants_fixture {
     return req.send().getConnection();
   }
 
+  // Sets `user`'s permissions in vhost "/" (write and read empty unless given).
+  void permit(const std::string& user, const std::string& configure, const std::string& write = {},
+              const std::string& read = {}) {
+    auto perms = conn.setPermissionsRequest();
+    perms.setUser(user);
+    perms.setVhost("/");
+    perms.setConfigure(configure);
+    perms.setWrite(write);
+    perms.setRead(read);
+    perms.send().wait(ws);
+  }
+
+  // Adds `name` with password "secret" and these permissions in "/".
+  void add_user(const std::string& name, const std::string& configure, const std::string& write,
+                const std::string& read) {
+    auto add = conn.addUserRequest();
+    add.setName(name);
+    add.setPassword("secret");
+    add.send().wait(ws);
+    permit(name, configure, write, read);
+  }
+
   void declare_orders() {
     auto ex = ch.exchangeDeclareRequest();
     ex.setName("orders");
@@ -223,15 +245,7 @@ BOOST_AUTO_TEST_CASE(a_consumer_token_consumes_and_settles_its_queue) {
 
 BOOST_AUTO_TEST_CASE(granting_needs_the_permission_granted_and_so_does_every_restore) {
   declare_orders();
-  auto add = conn.addUserRequest();
-  add.setName("alice");
-  add.setPassword("secret");
-  add.send().wait(ws);
-  auto perms = conn.setPermissionsRequest();
-  perms.setUser("alice");
-  perms.setVhost("/");
-  perms.setWrite("^orders$");
-  perms.send().wait(ws);
+  add_user("alice", "", "^orders$", "");
   auto alice = login("alice", "secret");
 
   auto to_eu = alice.grantConsumerRequest();
@@ -262,11 +276,7 @@ BOOST_AUTO_TEST_CASE(granting_needs_the_permission_granted_and_so_does_every_res
   // permissions would revoke it outright: a_deleted_user_or_cleared_permissions_... below.)
   token_holder other(node.port());
   other.restore(token);
-  auto narrow = conn.setPermissionsRequest();
-  narrow.setUser("alice");
-  narrow.setVhost("/");
-  narrow.setWrite("^elsewhere$");
-  narrow.send().wait(ws);
+  permit("alice", "", "^elsewhere$");
   auto gone = failure_of([&] { other.restore(token); });
   BOOST_TEST(code_of(gone) == "ACCESS_REFUSED");
   BOOST_TEST(gone.find("no longer holds") != std::string::npos, gone);
@@ -277,19 +287,7 @@ BOOST_AUTO_TEST_CASE(granting_needs_the_permission_granted_and_so_does_every_res
 // everywhere. Nothing they opened keeps working, and their grants are no longer listed.
 BOOST_AUTO_TEST_CASE(a_deleted_user_or_cleared_permissions_leave_nothing_usable) {
   declare_orders();
-  for (auto name : {"alice", "bob"}) {
-    auto add = conn.addUserRequest();
-    add.setName(name);
-    add.setPassword("secret");
-    add.send().wait(ws);
-    auto perms = conn.setPermissionsRequest();
-    perms.setUser(name);
-    perms.setVhost("/");
-    perms.setConfigure(".*");
-    perms.setWrite(".*");
-    perms.setRead(".*");
-    perms.send().wait(ws);
-  }
+  for (auto name : {"alice", "bob"}) add_user(name, ".*", ".*", ".*");
   auto grant_as = [&](rpc::Connection::Client& who) {
     auto req = who.grantPublisherRequest();
     req.setExchange("orders");
@@ -328,11 +326,7 @@ BOOST_AUTO_TEST_CASE(a_deleted_user_or_cleared_permissions_leave_nothing_usable)
   }
   BOOST_TEST(conn.listGrantsRequest().send().wait(ws).getGrants().size() == 0u);
   // Given back her permissions, alice logs in again as before.
-  auto perms = conn.setPermissionsRequest();
-  perms.setUser("alice");
-  perms.setVhost("/");
-  perms.setConfigure(".*");
-  perms.send().wait(ws);
+  permit("alice", ".*");
   auto again = login("alice", "secret");
   declare_on(again);
 }
