@@ -10,6 +10,7 @@
 
 #include <caf/io/middleman_actor.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
@@ -173,7 +174,8 @@ void add_running(cluster_self self, const cluster_member& m, const caf::actor& h
   // It learns where our queues are (again: a restarted member knows nothing).
   std::vector<queue_placement> ours;
   for (const auto& [key, p] : st.placements) ours.push_back(p);
-  self->send(cluster_handle(handle), placed_atom::value, st.config.self.name, std::move(ours));
+  self->send(cluster_handle(handle), placed_atom::value, st.config.self.name, std::move(ours),
+             true);
   send_view(self, m.name);
 }
 
@@ -185,7 +187,7 @@ void place_local(cluster_self self, queue_placement p) {
   std::vector<queue_placement> one{p};
   for (const auto& [name, m] : st.members)
     if (m.handle)
-      self->send(cluster_handle(m.handle), placed_atom::value, st.config.self.name, one);
+      self->send(cluster_handle(m.handle), placed_atom::value, st.config.self.name, one, false);
 }
 
 void remove_local(cluster_self self, const std::string& vhost, const std::string& name) {
@@ -365,13 +367,18 @@ caf::result<join_reply> accept_join(cluster_self self, const join_request& req,
   return rp;
 }
 
+// The queues that live on this node; the node's listing also holds the other members' queues.
 caf::result<uint32_t> count_queues(cluster_self self) {
   auto rp = self->make_response_promise<uint32_t>();
   self->request(node_handle(self->state.config.node), peer_timeout, list_atom::value,
                 queues_atom::value)
       .then(
           [=](std::vector<queue_info>& queues) mutable {
-            rp.deliver(static_cast<uint32_t>(queues.size()));
+            const auto& me = self->state.config.self.name;
+            auto ours = std::count_if(queues.begin(), queues.end(), [&](const queue_info& q) {
+              return q.node.empty() || q.node == me;
+            });
+            rp.deliver(static_cast<uint32_t>(ours));
           },
           [=](caf::error& err) mutable { rp.deliver(err); });
   return rp;
@@ -587,10 +594,10 @@ cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_confi
         if (!from_trusted(self)) return void(refuse_untrusted(self, "removed"));
         remove_local(self, vhost, name);
       },
-      [=](placed_atom, const std::string& from, std::vector<queue_placement>& ps) {
+      [=](placed_atom, const std::string& from, std::vector<queue_placement>& ps, bool complete) {
         if (!from_trusted(self)) return void(refuse_untrusted(self, "placed"));
         for (auto& p : ps) p.node = from;
-        tell_node(self, placed_atom::value, std::move(ps));
+        tell_node(self, placed_atom::value, from, std::move(ps), complete);
       },
       [=](claim_atom, const std::string& vhost,
           const queue_spec& spec) -> caf::result<std::vector<claim_reply>> {

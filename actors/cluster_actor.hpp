@@ -22,8 +22,9 @@
 //                                                ACCESS_REFUSED when a node refused us
 // Queue placements: this node's vhosts report their queues (placed_atom, queue_placement) /
 // (removed_atom, vhost, name); the cluster actor sends them to every member, and all of them to a
-// member as it comes up. What members send (placed_atom, from, placements) / (removed_atom, from,
-// vhost, name) goes to the node, which hands it to the vhost. A member going down or forgotten is
+// member as it comes up. What members send (placed_atom, from, placements, complete) /
+// (removed_atom, from, vhost, name) goes to the node, which hands it to the vhost; a complete list
+// also says that a queue of `from` not in it is gone. A member going down or forgotten is
 // told to the node as (down_atom, name) / (removed_atom, name).
 //
 // Shared metadata (users, vhosts, permissions, exchanges, bindings): every change made here goes

@@ -164,7 +164,8 @@ using cluster_actor_type = caf::typed_actor<
     caf::reacts_to<placed_atom, queue_placement>,
     caf::reacts_to<removed_atom, std::string, std::string>,  // vhost, queue
     // from other members: their queues (the sender's name first)
-    caf::reacts_to<placed_atom, std::string, std::vector<queue_placement>>,
+    // node, placements, complete (all of that node's queues: what is missing is gone)
+    caf::reacts_to<placed_atom, std::string, std::vector<queue_placement>, bool>,
     caf::reacts_to<removed_atom, std::string, std::string, std::string>,  // node, vhost, queue
     // exchanges and bindings: a change made here (vhost, change), changes made on a member
     // (its name, vhost, changes)

@@ -6,7 +6,10 @@
 
 #include "core/log.hpp"
 
+#include <caf/send.hpp>
+
 #include <algorithm>
+#include <chrono>
 
 namespace warren {
 
@@ -99,6 +102,44 @@ void resolve(self_ptr self, const std::vector<message_ptr>& msgs, path_t path,
   acc->finish_one();
 }
 
+std::vector<uint64_t> sequence_numbers(const publish_batch& batch) {
+  std::vector<uint64_t> seqs;
+  for (const auto& item : batch.items)
+    if (item.seq != 0) seqs.push_back(item.seq);
+  return seqs;
+}
+
+// How long a queue on another node may take to take a share before its messages count as refused.
+// Its node is normally quicker to be seen down; this bounds what nothing else answers.
+constexpr auto remote_share_timeout = std::chrono::seconds(30);
+
+// Sends `queue` its share of a batch. A queue on this node always answers the publisher (its
+// mailbox outlives any message in it). One on another node may be gone before this exchange
+// hears of it: the member's loss reaches the publishers (which then refuse what waits) before
+// the vhost re-points this exchange to the down stand-in, and a share sent into that gap went to
+// a dead node and its confirms waited for ever. So its messages are refused here when the proxy
+// is already dead, and a remote share is a request whose failure or timeout (the proxy died
+// after the share left) refuses them too.
+void send_share(self_ptr self, const caf::actor& queue, publish_batch share) {
+  if (queue && queue.node() == self->node()) {
+    self->send(queue_handle(queue), enqueue_atom::value, std::move(share));
+    return;
+  }
+  auto refuse = [origin = share.origin, channel = share.channel,
+                 seqs = sequence_numbers(share)](caf::error&) {
+    if (origin && !seqs.empty())
+      caf::anon_send(origin, confirm_atom::value, channel, std::vector<uint64_t>{}, seqs);
+  };
+  // A proxy CAF already killed (its node's connection is lost) drops what it is sent unanswered.
+  auto* proxy = caf::actor_cast<caf::abstract_actor*>(queue);
+  if (!proxy || proxy->getf(caf::abstract_actor::is_cleaned_up_flag)) {
+    caf::error none;
+    return refuse(none);
+  }
+  self->request(queue_handle(queue), remote_share_timeout, enqueue_atom::value, std::move(share))
+      .then([] {}, std::move(refuse));
+}
+
 // Sends each queue its share of `batch`; returns per message how many queues took it.
 std::vector<uint32_t> deliver(self_ptr self, publish_batch& batch, route_sets& sets) {
   std::vector<uint32_t> counts(batch.items.size(), 0);
@@ -118,8 +159,7 @@ std::vector<uint32_t> deliver(self_ptr self, publish_batch& batch, route_sets& s
     }
   }
   for (auto& [id, share] : shares)
-    self->send(queue_handle(share.first), enqueue_atom::value,
-               publish_batch{batch.origin, batch.channel, std::move(share.second)});
+    send_share(self, share.first, {batch.origin, batch.channel, std::move(share.second)});
   return counts;
 }
 
@@ -136,8 +176,7 @@ std::vector<uint32_t> route_directly(self_ptr self, publish_batch& batch) {
     for (auto q : ids) shares[q].push_back(batch.items[i]);
   }
   for (auto& [queue_id, items] : shares)
-    self->send(queue_handle(st.targets[queue_id]), enqueue_atom::value,
-               publish_batch{batch.origin, batch.channel, std::move(items)});
+    send_share(self, st.targets[queue_id], {batch.origin, batch.channel, std::move(items)});
   return counts;
 }
 

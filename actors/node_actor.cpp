@@ -545,7 +545,9 @@ node_actor_type::behavior_type node_actor(node_self self, storage_context storag
       [=](cluster_atom, const caf::actor& cluster, text name) { set_cluster(self, cluster, name); },
       [=](list_atom, nodes_atom) { return list_nodes(self); },
       [=](forget_atom, text name) { return forget_node(self, name); },
-      [=](placed_atom, std::vector<queue_placement>& ps) { placements_arrived(self, ps); },
+      [=](placed_atom, text from, std::vector<queue_placement>& ps, bool complete) {
+        placements_arrived(self, from, ps, complete);
+      },
       [=](removed_atom, text vhost, text queue, text node) {
         queue_removed(self, vhost, queue, node);
       },

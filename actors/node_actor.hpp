@@ -32,7 +32,8 @@
 //   (alarm_atom, actor)                              the resource alarm new connections follow
 //   (cluster_atom, actor, name)                      the cluster actor and this node's name
 //                                                    (warren-node, at start-up)
-//   (placed_atom, placements) / (removed_atom, vhost, queue, node) / (removed_atom, node) /
+//   (placed_atom, from, placements, complete) / (removed_atom, vhost, queue, node) /
+//   (removed_atom, node) /
 //   (down_atom, node)                                from the cluster actor: other members'
 //                                                    queues for the vhosts; a member down for
 //                                                    the vhosts and the connections

@@ -11,6 +11,7 @@
 #include "core/names.hpp"
 
 #include <algorithm>
+#include <map>
 
 namespace warren::node_parts {
 
@@ -35,12 +36,23 @@ void set_cluster(self_ptr self, const caf::actor& cluster, const std::string& na
     self->send(vhost_handle(vhost), cluster_atom::value, cluster, name);
 }
 
-void placements_arrived(self_ptr self, std::vector<queue_placement>& placements) {
+// A complete list goes to every vhost, also those where `from` has no queue left: each forgets
+// what `from` no longer has.
+void placements_arrived(self_ptr self, const std::string& from,
+                        std::vector<queue_placement>& placements, bool complete) {
   auto& st = self->state;
-  for (auto& p : placements) {
-    auto v = st.vhosts.find(p.vhost);
-    if (v != st.vhosts.end()) self->send(vhost_handle(v->second), placed_atom::value, std::move(p));
+  if (!complete) {
+    for (auto& p : placements) {
+      auto v = st.vhosts.find(p.vhost);
+      if (v != st.vhosts.end())
+        self->send(vhost_handle(v->second), placed_atom::value, std::move(p));
+    }
+    return;
   }
+  std::map<std::string, std::vector<queue_placement>> by_vhost;
+  for (auto& p : placements) by_vhost[p.vhost].push_back(std::move(p));
+  for (const auto& [name, vhost] : st.vhosts)
+    self->send(vhost_handle(vhost), placed_atom::value, from, std::move(by_vhost[name]));
 }
 
 void queue_removed(self_ptr self, const std::string& vhost, const std::string& queue,

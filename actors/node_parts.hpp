@@ -88,7 +88,8 @@ caf::result<void> forget_node(self_ptr self, const std::string& name);  // admin
 /// The cluster actor and this node's name, handed on to every vhost.
 void set_cluster(self_ptr self, const caf::actor& cluster, const std::string& name);
 /// Other members' queues, each for its vhost (unknown vhosts are skipped).
-void placements_arrived(self_ptr self, std::vector<queue_placement>& placements);
+void placements_arrived(self_ptr self, const std::string& from,
+                        std::vector<queue_placement>& placements, bool complete);
 void queue_removed(self_ptr self, const std::string& vhost, const std::string& queue,
                    const std::string& node);
 /// A member went down (down = true: its queues come back with it) or was forgotten.

@@ -27,7 +27,7 @@ using node_actor_type = caf::typed_actor<
     caf::reacts_to<alarm_atom, caf::actor>, caf::reacts_to<settings_atom, connection_settings>,
     caf::reacts_to<ready_atom>, caf::reacts_to<cluster_atom, caf::actor, std::string>,
     // from the cluster actor: other members' queues, members down or forgotten
-    caf::reacts_to<placed_atom, std::vector<queue_placement>>,
+    caf::reacts_to<placed_atom, std::string, std::vector<queue_placement>, bool>,  // see cluster
     caf::reacts_to<removed_atom, std::string, std::string, std::string>,  // vhost, queue, node
     caf::reacts_to<removed_atom, std::string>, caf::reacts_to<down_atom, std::string>,
     // exchanges and bindings: changes from a member (its name, vhost, changes)

@@ -241,6 +241,24 @@ void remote_placed(self_ptr self, const queue_placement& p) {
   }
 }
 
+void remote_removed(self_ptr self, const std::string& name, const std::string& node);
+
+// Everything `node` has in this vhost, sent as it (re)joins. A transient queue missing from it
+// died with an earlier run of that node and is forgotten; without this it stayed "down" for
+// ever. A durable one missing is kept: it comes back once its node has recovered it.
+void remote_placed_all(self_ptr self, const std::string& node,
+                       const std::vector<queue_placement>& placements) {
+  std::set<std::string> present;
+  for (const auto& p : placements) {
+    present.insert(p.spec.name);
+    remote_placed(self, p);
+  }
+  std::vector<std::string> gone;
+  for (const auto& [name, e] : self->state.remote.all())
+    if (e.node == node && !e.spec.durable && present.count(name) == 0) gone.push_back(name);
+  for (const auto& name : gone) remote_removed(self, name, node);
+}
+
 void remote_removed(self_ptr self, const std::string& name, const std::string& node) {
   auto e = self->state.remote.remove(name, node);
   if (!e) return;
@@ -1109,6 +1127,9 @@ vhost_actor_type::behavior_type vhost_actor(vhost_actor_type::stateful_pointer<v
         set_cluster(self, cluster, node_name);
       },
       [=](placed_atom, const queue_placement& p) { remote_placed(self, p); },
+      [=](placed_atom, const std::string& node, const std::vector<queue_placement>& ps) {
+        remote_placed_all(self, node, ps);
+      },
       [=](removed_atom, const std::string& queue, const std::string& node) {
         remote_removed(self, queue, node);
       },

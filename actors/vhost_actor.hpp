@@ -22,7 +22,8 @@
 //   (shutdown_atom) -> void   the vhost is deleted: its queues' messages and its records go
 //   (ready_atom)    -> void   once every queue has recovered its messages
 // In a cluster: (cluster_atom, cluster, node name) starts announcing this node's queues;
-// (placed_atom, placement) / (removed_atom, queue, node) / (removed_atom, node) /
+// (placed_atom, placement) / (placed_atom, node, all its placements here) /
+// (removed_atom, queue, node) / (removed_atom, node) /
 // (down_atom, node) keep the queues of other nodes, which lookups, declares, bindings and the
 // default exchange then reach where they live. (replicate_atom, ...) applies one exchange or
 // binding change made on a member; (view_atom) -> vhost_topology hands out ours and

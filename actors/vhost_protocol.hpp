@@ -45,7 +45,8 @@ using vhost_actor_type = caf::typed_actor<
     // down (its queues come back with it) or forgotten
     caf::reacts_to<cluster_atom, caf::actor, std::string>,
     caf::reacts_to<placed_atom, queue_placement>,
-    caf::reacts_to<removed_atom, std::string, std::string>,  // queue, node
+    caf::reacts_to<placed_atom, std::string, std::vector<queue_placement>>,  // all of a node's
+    caf::reacts_to<removed_atom, std::string, std::string>,                  // queue, node
     caf::reacts_to<removed_atom, std::string>, caf::reacts_to<down_atom, std::string>,
     // exchanges and bindings declared on another member, applied here without being sent on
     caf::reacts_to<replicate_atom, exchange_spec>,

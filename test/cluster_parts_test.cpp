@@ -1,13 +1,22 @@
-// The cluster's pure parts: the proofs nodes exchange to show they hold the cluster secret,
-// cluster addresses, a vhost's record of queues living on other nodes, and what a vhost changes
-// to take a member's exchanges and bindings.
+// The cluster's parts: the proofs nodes exchange to show they hold the cluster secret, cluster
+// addresses, a vhost's record of queues living on other nodes, what a vhost changes to take a
+// member's exchanges and bindings, and an exchange whose queue's node is lost (two actor systems
+// in this process, joined over loopback by CAF's middleman).
 #include "actors/cluster_auth.hpp"
+#include "actors/exchange_actor.hpp"
+#include "actors/message_types.hpp"
 #include "actors/remote_queues.hpp"
 #include "actors/topology_view.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+
+#include <chrono>
+#include <memory>
 
 #include <boost/test/unit_test.hpp>
 
@@ -191,4 +200,72 @@ BOOST_AUTO_TEST_CASE(exchange_to_exchange_bindings_go_with_their_destination) {
   // Nothing at all in the view: everything of ours goes.
   BOOST_CHECK(described(changes_to_adopt(ours, vhost_topology{"/", {}, {}})) ==
               (lines{"delete dst", "delete src"}));
+}
+
+namespace {
+
+struct middleman_system {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> system;
+  middleman_system() {
+    register_message_types(cfg);
+    cfg.load<caf::io::middleman>();
+    system = std::make_unique<caf::actor_system>(cfg);
+  }
+};
+
+message_ptr keyed(const std::string& key) {
+  message m;
+  m.id = next_message_id();
+  m.routing_key = key;
+  m.body = "b";
+  return std::make_shared<const message>(std::move(m));
+}
+
+}  // namespace
+
+// The window this closes: a member's loss reaches the publishers (which refuse what waits) before
+// the vhost re-points the exchanges, and a publish routed in between went to the dead node's
+// queue and was never answered. Now the exchange refuses it to its publisher.
+BOOST_AUTO_TEST_CASE(a_publish_for_a_queue_on_a_lost_node_is_refused_to_its_publisher) {
+  middleman_system far, near;
+  auto far_queue = far.system->spawn(
+      []() -> caf::behavior { return {[](enqueue_atom, const publish_batch&) {}}; });
+  auto port = far.system->middleman().publish(far_queue, 0, "127.0.0.1");
+  BOOST_REQUIRE(port);
+  auto remote = near.system->middleman().remote_actor("127.0.0.1", *port);
+  BOOST_REQUIRE(remote);
+  exchange_spec spec;
+  spec.name = "x";
+  auto exchange = near.system->spawn(exchange_actor, spec, caf::actor{});
+  caf::scoped_actor self{*near.system};
+  self->request(exchange, caf::infinite, bind_atom::value, uint64_t{1}, *remote, std::string("k"),
+                field_table{})
+      .receive([](bool) {}, [](caf::error& err) { BOOST_FAIL("bind: " << caf::to_string(err)); });
+
+  // The far node goes away; the exchange still routes "k" to its queue.
+  self->monitor(*remote);
+  caf::anon_send_exit(far_queue, caf::exit_reason::kill);
+  far.system.reset();
+  self->receive([](caf::down_msg&) {});
+  publish_batch batch{caf::actor_cast<caf::actor>(self), 3, {{keyed("k"), 41}, {keyed("k"), 42}}};
+  self->request(exchange, caf::infinite, publish_atom::value, batch)
+      .receive(
+          [](std::vector<uint32_t>& counts) {
+            BOOST_CHECK(counts == (std::vector<uint32_t>{1, 1}));
+          },
+          [](caf::error& err) { BOOST_FAIL("publish: " << caf::to_string(err)); });
+  // A minute guards against a hang; it is not a speed expectation.
+  bool answered = false;
+  self->receive(
+      [&](confirm_atom, uint16_t channel, const std::vector<uint64_t>& acked,
+          const std::vector<uint64_t>& nacked) {
+        answered = true;
+        BOOST_CHECK_EQUAL(channel, 3);
+        BOOST_CHECK(acked.empty());
+        BOOST_CHECK(nacked == (std::vector<uint64_t>{41, 42}));
+      },
+      caf::after(std::chrono::minutes(1)) >> [] {});
+  BOOST_CHECK_MESSAGE(answered, "the publish was never answered");
+  self->send_exit(exchange, caf::exit_reason::user_shutdown);
 }
