@@ -33,6 +33,7 @@ class pending_acks {
 
   void hold(uint64_t id, entry e) {
     body_bytes_ += e.msg->body.size();
+    heap_bytes_ += e.msg->heap_bytes();
     held_.emplace(id, std::move(e));
   }
 
@@ -43,6 +44,7 @@ class pending_acks {
     auto e = std::move(i->second);
     held_.erase(i);
     body_bytes_ -= e.msg->body.size();
+    heap_bytes_ -= e.msg->heap_bytes();
     return e;
   }
 
@@ -53,6 +55,7 @@ class pending_acks {
     for (auto i = held_.begin(); i != held_.end();) {
       if (match(i->second.connection, i->second.channel)) {
         body_bytes_ -= i->second.msg->body.size();
+        heap_bytes_ -= i->second.msg->heap_bytes();
         out.push_back(std::move(i->second));
         i = held_.erase(i);
       } else {
@@ -81,6 +84,8 @@ class pending_acks {
   size_t size() const { return held_.size(); }
   /// The body bytes of the held messages.
   uint64_t body_bytes() const { return body_bytes_; }
+  /// What the held messages keep on the heap beyond their bodies (message::heap_bytes).
+  uint64_t heap_bytes() const { return heap_bytes_; }
 
  private:
   std::vector<entry> take_all_if_consumer(uint64_t key) {
@@ -88,6 +93,7 @@ class pending_acks {
     for (auto i = held_.begin(); i != held_.end();) {
       if (i->second.consumer == key) {
         body_bytes_ -= i->second.msg->body.size();
+        heap_bytes_ -= i->second.msg->heap_bytes();
         out.push_back(std::move(i->second));
         i = held_.erase(i);
       } else {
@@ -99,6 +105,7 @@ class pending_acks {
 
   uint64_t last_id_ = 0;
   uint64_t body_bytes_ = 0;
+  uint64_t heap_bytes_ = 0;
   std::unordered_map<uint64_t, entry> held_;
 };
 

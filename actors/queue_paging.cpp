@@ -30,7 +30,8 @@ std::string describe(const queue_state& st) {
 }
 
 uint64_t memory_held(const queue_state& st) {
-  return st.ready.bytes() + st.ready.size() * message_overhead_bytes + st.pending.body_bytes() +
+  return st.ready.bytes() + st.ready.heap_bytes() + st.ready.size() * message_overhead_bytes +
+         st.pending.body_bytes() + st.pending.heap_bytes() +
          st.pending.size() * message_overhead_bytes;
 }
 

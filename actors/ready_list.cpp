@@ -17,6 +17,7 @@ size_t ready_list::top() const {
 void ready_list::forget(const entry& e) {
   --size_;
   bytes_ -= e.msg->body.size();
+  heap_bytes_ -= e.msg->heap_bytes();
 }
 
 ready_list::entry ready_list::take_front() {
@@ -30,12 +31,14 @@ ready_list::entry ready_list::take_front() {
 void ready_list::push_back(entry e) {
   ++size_;
   bytes_ += e.msg->body.size();
+  heap_bytes_ += e.msg->heap_bytes();
   levels_[level_of(*e.msg)].push_back(std::move(e));
 }
 
 void ready_list::push_front(entry e) {
   ++size_;
   bytes_ += e.msg->body.size();
+  heap_bytes_ += e.msg->heap_bytes();
   levels_[level_of(*e.msg)].push_front(std::move(e));
 }
 
@@ -62,6 +65,7 @@ void ready_list::clear() {
   for (auto& level : levels_) level.clear();
   size_ = 0;
   bytes_ = 0;
+  heap_bytes_ = 0;
 }
 
 }  // namespace warren

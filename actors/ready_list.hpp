@@ -30,6 +30,8 @@ class ready_list {
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
   uint64_t bytes() const { return bytes_; }
+  /// What they keep on the heap beyond their bodies (message::heap_bytes).
+  uint64_t heap_bytes() const { return heap_bytes_; }
 
   /// The message consumers get next. Only when not empty.
   const entry& front() const { return levels_[top()].front(); }
@@ -76,6 +78,7 @@ class ready_list {
   std::vector<std::deque<entry>> levels_;  // index = priority
   size_t size_ = 0;
   uint64_t bytes_ = 0;
+  uint64_t heap_bytes_ = 0;
 };
 
 }  // namespace warren

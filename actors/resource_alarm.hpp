@@ -1,11 +1,11 @@
 // Resource alarm: watches the memory the node counts for messages (memory_ledger: what queues
-// hold in memory and their indexes of what is on disk) and the free space of its data dir once
-// a second. The count, unlike the resident set size, falls as queues drain, so the alarm clears.
-// Each check also hands freed heap back to the system (malloc_trim) once the count fell by
-// enough to matter, so that the resident size follows. When memory goes over its limit or free disk
-// space under its limit, publishers must be held back (AMQP: connection.blocked, and their sockets
-// are no longer read) until it clears, as RabbitMQ's memory and disk alarms do. Consumers keep
-// going: they are what frees memory.
+// hold in memory and their indexes of what is on disk) ten times a second and the free space of
+// its data dir once a second. The count, unlike the resident set size, falls as queues drain, so
+// the alarm clears. Each check also hands freed heap back to the system (malloc_trim) once the
+// count fell by enough to matter, so that the resident size follows. When memory goes over its
+// limit or free disk space under its limit, publishers must be held back (AMQP: connection.blocked,
+// and their sockets are no longer read) until it clears, as RabbitMQ's memory and disk alarms do.
+// Consumers keep going: they are what frees memory.
 //
 //   (subscribe_atom, actor)   the actor gets (blocked_atom, bool blocked, reason) now and at
 //                             every change, until it goes away
@@ -38,7 +38,7 @@ struct resource_limits {
 resource_limits make_resource_limits(double memory_watermark, std::shared_ptr<memory_ledger> ledger,
                                      uint64_t disk_free_bytes, std::string data_dir);
 
-/// Its interface: subscriptions, and its own once-a-second check.
+/// Its interface: subscriptions, and its own periodic check.
 using resource_alarm_type =
     caf::typed_actor<caf::reacts_to<subscribe_atom, caf::actor>, caf::reacts_to<tick_atom>>;
 
@@ -48,6 +48,8 @@ struct resource_alarm_state {
   std::string reason;
   std::vector<caf::actor> subscribers;
   uint64_t counted_at_trim = 0;  // the ledger's total when freed heap was last handed back
+  unsigned ticks = 0;
+  std::string disk_reason;  // from the last disk check
   static inline const char* name = "resource_alarm";
 };
 

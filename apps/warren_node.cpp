@@ -526,6 +526,7 @@ int main(int argc, char** argv) {
   }
   opt.limits.max_message_bytes = opt.settings.max_message_bytes;
   opt.limits.channel_max = opt.settings.channel_max;
+  opt.limits.ledger = storage.memory;
   front_doors doors(system, caf::actor_cast<caf::actor>(node), caf::actor_cast<caf::actor>(alarm),
                     node_name_of(opt));
   uint16_t port = 0;

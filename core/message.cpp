@@ -162,4 +162,42 @@ std::string check_field_depth(const std::string& what, const field_table& table)
          std::to_string(max_field_depth) + " are taken";
 }
 
+namespace {
+
+// libstdc++ keeps up to 15 characters inside the string object; longer ones take capacity + 1
+// bytes of heap.
+uint64_t string_heap(const std::string& s) {
+  return s.capacity() > 15 ? s.capacity() + 1 : 0;
+}
+
+}  // namespace
+
+uint64_t heap_bytes(const field_table& table) {
+  uint64_t total = table.capacity() * sizeof(field);
+  std::vector<const field_table*> todo{&table};
+  while (!todo.empty()) {
+    const auto* items = todo.back();
+    todo.pop_back();
+    for (const auto& f : *items) {
+      total += string_heap(f.key) + string_heap(f.value.s);
+      if (!f.value.items.empty()) {
+        total += f.value.items.capacity() * sizeof(field);
+        todo.push_back(&f.value.items);
+      }
+    }
+  }
+  return total;
+}
+
+uint64_t message::heap_bytes() const {
+  uint64_t total = string_heap(exchange) + string_heap(routing_key);
+  if (!properties_) return total;
+  const auto& p = *properties_;
+  total += sizeof(message_properties) + warren::heap_bytes(p.headers);
+  for (const auto* s : {&p.content_type, &p.content_encoding, &p.correlation_id, &p.reply_to,
+                        &p.expiration, &p.message_id, &p.type, &p.user_id, &p.app_id})
+    total += string_heap(*s);
+  return total;
+}
+
 }  // namespace warren

@@ -9,6 +9,7 @@
 // connection, then the serve function, and joins the thread.
 #pragma once
 
+#include "actors/memory_ledger.hpp"
 #include "transport/loop_bridge.hpp"
 #include "transport/tls_context.hpp"
 
@@ -37,6 +38,9 @@ struct door_limits {
   uint64_t max_message_bytes = uint64_t{128} << 20;
   /// AMQP offers it in connection.tune; the Cap'n Proto door counts open channels.
   uint16_t channel_max = 2047;
+  /// The node's count of memory held for messages: what a door holds (AMQP transactions not
+  /// yet committed) is counted there too, so that the memory alarm sees it. May be null.
+  std::shared_ptr<memory_ledger> ledger;
 };
 
 struct peer_address {

@@ -13,8 +13,11 @@ namespace {
 
 const std::string script = std::string(WARREN_SOURCE_DIR) + "/test/amqp/pika_features.py";
 
-void scenario(node_process& node, const std::string& name) {
-  auto r = run_command({PYTHON3_PATH, script, std::to_string(node.amqp_port()), name});
+// Runs scenario `name` of the script against `node`; `extra` are further arguments it takes.
+void scenario(node_process& node, const std::string& name, std::vector<std::string> extra = {}) {
+  std::vector<std::string> argv{PYTHON3_PATH, script, std::to_string(node.amqp_port()), name};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  auto r = run_command(argv);
   BOOST_TEST(r.exit_code == 0, name << " exited " << r.exit_code << ":\n" << r.out << r.err);
   BOOST_TEST(node.alive());
 }
@@ -38,6 +41,9 @@ BOOST_AUTO_TEST_CASE(transactions_returns_and_mode_errors) {
 }
 BOOST_AUTO_TEST_CASE(transactions_refused_publish_fails_the_commit) {
   scenario(node, "transactions_refused_publish_fails_the_commit");
+}
+BOOST_AUTO_TEST_CASE(transactions_count_in_the_memory_ledger) {
+  scenario(node, "transactions_count_in_the_memory_ledger", {std::to_string(node.http_port())});
 }
 BOOST_AUTO_TEST_CASE(exchange_to_exchange_bindings) {
   scenario(node, "exchange_to_exchange_bindings");

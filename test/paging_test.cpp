@@ -314,4 +314,30 @@ BOOST_AUTO_TEST_CASE(the_memory_alarm_trips_under_a_flood_and_clears_after_drain
   BOOST_TEST(conn->stats().memory_bytes < 1000000u);
 }
 
+// A message is charged for what it holds, headers included: 1,000 one-byte messages with 16
+// headers of 200 characters each hold megabytes, not 1,000 bodies and their fixed overhead.
+BOOST_AUTO_TEST_CASE(messages_are_charged_for_their_headers_not_only_their_bodies) {
+  temp_dir dir;
+  node_process node({"--queue-memory-budget", "0", "--queue-memory-per-queue", "0"}, dir.path());
+  auto conn = connect_to(node);
+  auto ch = conn->open_channel();
+  ch->queue_declare("headed");
+  auto before = conn->stats().memory_bytes;
+  std::vector<outbound_message> batch;
+  for (int i = 0; i < 1000; ++i) {
+    outbound_message m{"", "headed", "x", {}, false};
+    for (int h = 0; h < 16; ++h)
+      m.properties.headers.push_back(
+          {"h" + std::to_string(h), field_value::of_text(std::string(200, 'v'))});
+    batch.push_back(std::move(m));
+  }
+  for (const auto& r : ch->publish_batch(std::move(batch)).get())
+    BOOST_REQUIRE(r.outcome == publish_outcome::routed);
+  auto held = conn->stats().memory_bytes - before;
+  BOOST_TEST_MESSAGE("1000 messages with 16 headers each: " << held << " bytes counted");
+  BOOST_TEST(held >= 1000u * 16 * 200);
+  ch->queue_purge("headed");
+  BOOST_TEST(conn->stats().memory_bytes < before + 100000u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -6,6 +6,7 @@
 
 #include "actors/client_link.hpp"
 #include "actors/connection_protocol.hpp"
+#include "actors/memory_ledger.hpp"
 #include "net/amqp/amqp_session.hpp"
 #include "net/amqp/frame.hpp"
 #include "net/amqp/methods.hpp"
@@ -75,6 +76,7 @@ class session : public std::enable_shared_from_this<session>,
         loopback_(loopback),
         config_(config),
         frame_max_(config.frame_max),
+        tx_memory_(config.limits.ledger),
         tasks_(*this) {
     auto done = kj::newPromiseAndFulfiller<void>();
     finished_ = kj::mv(done.fulfiller);
@@ -163,7 +165,8 @@ class session : public std::enable_shared_from_this<session>,
     };
     bool tx = false;
     std::vector<message_ptr> tx_publishes;
-    uint64_t tx_bytes = 0;  // body bytes of tx_publishes
+    uint64_t tx_bytes = 0;    // memory tx_publishes take (tx_cost)
+    uint64_t tx_counted = 0;  // what this channel's transaction adds to tx_held_
     std::vector<tx_settle> tx_settles;
   };
   struct pending_request {
@@ -254,6 +257,8 @@ class session : public std::enable_shared_from_this<session>,
   void on_basic_get(uint16_t id, channel& ch, method_id m, reader& r);
   void on_basic_recover(uint16_t id, channel& ch, method_id m, reader& r);
   void on_confirm_select(uint16_t id, channel& ch, method_id m, reader& r);
+  /// Puts what `ch`'s transaction now holds into the memory ledger.
+  void recount_tx(channel& ch);
   void on_tx_select(uint16_t id, channel& ch, method_id m, reader& r);
   void on_tx_commit(uint16_t id, channel& ch, method_id m, reader& r);
   void on_tx_rollback(uint16_t id, channel& ch, method_id m, reader& r);
@@ -320,6 +325,9 @@ class session : public std::enable_shared_from_this<session>,
   std::string user_, password_, vhost_, client_name_;
   connection_ref conn_;
   std::map<uint16_t, channel> channels_;
+  // What uncommitted transactions hold, in the node's memory ledger like what queues hold.
+  uint64_t tx_held_ = 0;
+  memory_share tx_memory_;
   uint64_t channel_opens_ = 0;  // the connection actor counts them the same way
   uint64_t next_request_ = 0;
   std::unordered_map<uint64_t, pending_request> pending_;

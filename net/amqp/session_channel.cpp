@@ -117,6 +117,10 @@ void session::forget_channel(uint16_t id) {
   if (c == channels_.end()) return;
   for (const auto& [tag, call] : c->second.calls)
     if (!call->answered) call->first_tag = 0;  // no confirms for a closed channel
+  c->second.tx_publishes.clear();
+  c->second.tx_bytes = 0;
+  c->second.tx_settles.clear();
+  recount_tx(c->second);
   channels_.erase(c);
 }
 
@@ -131,7 +135,9 @@ void session::channel_error(uint16_t id, reply_code code, const std::string& tex
   c->second.gathered.clear();
   c->second.acks.clear();
   c->second.tx_publishes.clear();
+  c->second.tx_bytes = 0;
   c->second.tx_settles.clear();
+  recount_tx(c->second);
   // The broker side of the channel goes too: its unacked messages are requeued. (A client's
   // close already asked for that.)
   if (!c->second.client_closing) conn_.close_channel(0, id);
@@ -218,6 +224,7 @@ void session::on_basic_ack(uint16_t id, channel& ch, method_id m, reader& r) {
                                " settlements uncommitted; commit sooner",
                            m);
     ch.tx_settles.push_back({m, a.tag, a.multiple, settle_kind::ack});
+    recount_tx(ch);
     return;
   }
   if (!a.multiple) {
@@ -238,6 +245,7 @@ void session::on_basic_nack_or_reject(uint16_t id, channel& ch, method_id m, rea
                                " settlements uncommitted; commit sooner",
                            m);
     ch.tx_settles.push_back({m, a.tag, a.multiple, kind});
+    recount_tx(ch);
     return;
   }
   send_settle(id, m, a.tag, a.multiple, kind, nullptr);

@@ -77,14 +77,16 @@ void session::complete_publish(uint16_t id, channel& ch) {
   if (ch.tx) {
     // Held until tx.commit: bounded, so that a transaction never committed cannot hold the
     // node's memory.
-    if (ch.tx_publishes.size() >= max_tx_messages || ch.tx_bytes + m->body.size() > max_tx_bytes)
+    auto cost = m->body.size() + m->heap_bytes() + message_overhead_bytes;
+    if (ch.tx_publishes.size() >= max_tx_messages || ch.tx_bytes + cost > max_tx_bytes)
       return channel_error(id, reply_code::precondition_failed,
                            "a transaction holds at most " + std::to_string(max_tx_messages) +
                                " messages and " + std::to_string(max_tx_bytes >> 20) +
                                " MiB uncommitted; commit sooner",
                            basic_publish);
-    ch.tx_bytes += m->body.size();
+    ch.tx_bytes += cost;
     ch.tx_publishes.push_back(std::move(m));  // sent at tx.commit
+    recount_tx(ch);
     return;
   }
   ch.gathered.push_back(std::move(m));

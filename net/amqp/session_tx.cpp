@@ -25,6 +25,7 @@ void session::on_tx_commit(uint16_t id, channel& ch, method_id m, reader&) {
     return channel_error(id, reply_code::precondition_failed, "channel is not transactional", m);
   auto settles = std::move(ch.tx_settles);
   ch.tx_settles.clear();
+  recount_tx(ch);
   // The publishes, then each settlement, answer for one part; the last answer sends commit-ok,
   // unless a queue refused a message: then, as RabbitMQ, the channel closes with 406 (what the
   // other queues took stays taken).
@@ -43,6 +44,7 @@ void session::on_tx_commit(uint16_t id, channel& ch, method_id m, reader&) {
     ch.gathered = std::move(ch.tx_publishes);
     ch.tx_publishes.clear();
     ch.tx_bytes = 0;
+    recount_tx(ch);
     send_publishes(id, ch, [part_done, refused](const std::vector<publish_outcome>& outcomes) {
       for (auto o : outcomes)
         if (o == publish_outcome::rejected) *refused = true;
@@ -61,7 +63,15 @@ void session::on_tx_rollback(uint16_t id, channel& ch, method_id m, reader&) {
   ch.tx_publishes.clear();
   ch.tx_bytes = 0;
   ch.tx_settles.clear();
+  recount_tx(ch);
   send_method(id, method_payload(tx_rollback_ok));
+}
+
+void session::recount_tx(channel& ch) {
+  uint64_t now = ch.tx_bytes + ch.tx_settles.size() * sizeof(channel::tx_settle);
+  tx_held_ = tx_held_ - ch.tx_counted + now;
+  ch.tx_counted = now;
+  tx_memory_.set(tx_held_, 0);
 }
 
 }  // namespace warren::amqp

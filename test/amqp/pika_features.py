@@ -149,6 +149,36 @@ def transactions_refused_publish_fails_the_commit():
     conn.close()
 
 
+def transactions_count_in_the_memory_ledger():
+    """What an open transaction holds is counted with what queues hold (the memory alarm judges
+    that count), and leaves the count at rollback. argv[3]: the node's HTTP port."""
+    import base64
+    import json
+    import urllib.request
+
+    def held():
+        req = urllib.request.Request(f"http://127.0.0.1:{sys.argv[3]}/api/overview")
+        req.add_header("Authorization", "Basic " + base64.b64encode(b"guest:guest").decode())
+        with urllib.request.urlopen(req, timeout=PATIENCE) as r:
+            return json.load(r)["message_memory"]
+
+    conn = connect()
+    ch = conn.channel()
+    ch.queue_declare("txheld")
+    before = held()
+    ch.tx_select()
+    for _ in range(16):
+        ch.basic_publish("", "txheld", b"x" * (1 << 20))
+    ready(ch, "txheld")  # a round trip: the node has read every publish before it answers
+    during = held()
+    expect(during >= before + (16 << 20), f"16 MiB uncommitted, counted {during - before} bytes")
+    ch.tx_rollback()
+    after = held()
+    expect(after < before + (1 << 20), f"after the rollback {after - before} bytes still counted")
+    expect(ready(ch, "txheld") == 0, "nothing was published")
+    conn.close()
+
+
 # --- exchange-to-exchange bindings and alternate exchanges ------------------------------------
 
 def exchange_to_exchange_bindings():
