@@ -113,29 +113,28 @@ std::vector<uint64_t> sequence_numbers(const publish_batch& batch) {
 // Its node is normally quicker to be seen down; this bounds what nothing else answers.
 constexpr auto remote_share_timeout = std::chrono::seconds(30);
 
-// Sends `queue` its share of a batch. A queue on this node always answers the publisher (its
-// mailbox outlives any message in it). One on another node may be gone before this exchange
-// hears of it: the member's loss reaches the publishers (which then refuse what waits) before
-// the vhost re-points this exchange to the down stand-in, and a share sent into that gap went to
-// a dead node and its confirms waited for ever. So its messages are refused here when the proxy
-// is already dead, and a remote share is a request whose failure or timeout (the proxy died
-// after the share left) refuses them too.
+// Sends `queue` its share of a batch, or refuses the share to its publisher when the queue is
+// already gone: a proxy CAF killed (its node's connection is lost) or a queue that stopped
+// between its deletion and this exchange's unbinding drops what it is sent unanswered. That is
+// the window a member's loss opens: it reaches the publishers (which refuse what waits) before
+// the vhost re-points this exchange to the down stand-in, and a share sent into it went to a
+// dead node, its confirms waiting for ever. A share for another node is also a request: if the
+// proxy dies after the share left, its failure or timeout refuses the messages.
 void send_share(self_ptr self, const caf::actor& queue, publish_batch share) {
-  if (queue && queue.node() == self->node()) {
+  auto* target = caf::actor_cast<caf::abstract_actor*>(queue);
+  bool gone = target == nullptr || target->getf(caf::abstract_actor::is_cleaned_up_flag);
+  bool answers = share.origin && std::any_of(share.items.begin(), share.items.end(),
+                                             [](const publish_item& i) { return i.seq != 0; });
+  if (!gone && (!answers || queue.node() == self->node())) {
     self->send(queue_handle(queue), enqueue_atom::value, std::move(share));
     return;
   }
   auto refuse = [origin = share.origin, channel = share.channel,
                  seqs = sequence_numbers(share)](caf::error&) {
-    if (origin && !seqs.empty())
-      caf::anon_send(origin, confirm_atom::value, channel, std::vector<uint64_t>{}, seqs);
+    caf::anon_send(origin, confirm_atom::value, channel, std::vector<uint64_t>{}, seqs);
   };
-  // A proxy CAF already killed (its node's connection is lost) drops what it is sent unanswered.
-  auto* proxy = caf::actor_cast<caf::abstract_actor*>(queue);
-  if (!proxy || proxy->getf(caf::abstract_actor::is_cleaned_up_flag)) {
-    caf::error none;
-    return refuse(none);
-  }
+  caf::error none;
+  if (gone) return answers ? refuse(none) : void();
   self->request(queue_handle(queue), remote_share_timeout, enqueue_atom::value, std::move(share))
       .then([] {}, std::move(refuse));
 }

@@ -1,8 +1,9 @@
 // memory_ledger: the bytes the node holds for messages, counted rather than guessed from the
 // resident set size (which malloc does not give back, so an alarm judged on it never clears).
 //
-// Queues report what their ready lists and unacked messages hold (bodies plus a per-message
-// overhead) and what their stores' indexes take; the resource alarm compares the total with the
+// Queues report what their ready lists and unacked messages hold (bodies, what the messages
+// keep on the heap, and a per-message overhead) and what their stores' indexes take; the AMQP
+// door reports uncommitted transactions; the resource alarm compares the total with the
 // memory limit, and queues page new messages out to disk while the queued total is over the
 // node-wide budget. Each queue holds a memory_share, which takes its figures back out of the
 // ledger when the queue goes.
@@ -24,9 +25,13 @@ constexpr uint64_t message_overhead_bytes = 200;
 struct memory_ledger {
   std::atomic<int64_t> queued{0};  // messages in queues' ready lists and unacked, in memory
   std::atomic<int64_t> index{0};   // queue stores' indexes of what is on disk
+  // What client doors hold for messages not yet routed (uncommitted AMQP transactions): judged
+  // by the alarm, but no reason for queues to page out.
+  std::atomic<int64_t> doors{0};
 
   uint64_t total() const {
-    auto t = queued.load(std::memory_order_relaxed) + index.load(std::memory_order_relaxed);
+    auto t = queued.load(std::memory_order_relaxed) + index.load(std::memory_order_relaxed) +
+             doors.load(std::memory_order_relaxed);
     return t > 0 ? static_cast<uint64_t>(t) : 0;
   }
   uint64_t queued_bytes() const {
@@ -35,7 +40,8 @@ struct memory_ledger {
   }
 };
 
-/// One queue's part of the ledger: set() replaces its figures, the destructor withdraws them.
+/// One queue's (or door's) part of the ledger: set() replaces its figures, the destructor
+/// withdraws them.
 class memory_share {
  public:
   memory_share() = default;
@@ -43,22 +49,26 @@ class memory_share {
   memory_share(const memory_share&) = delete;
   memory_share& operator=(const memory_share&) = delete;
   memory_share& operator=(memory_share&& other) noexcept {
-    set(0, 0);
+    set(0, 0, 0);
     ledger_ = std::move(other.ledger_);
     queued_ = other.queued_;
     index_ = other.index_;
-    other.queued_ = other.index_ = 0;
+    doors_ = other.doors_;
+    other.queued_ = other.index_ = other.doors_ = 0;
     return *this;
   }
-  ~memory_share() { set(0, 0); }
+  ~memory_share() { set(0, 0, 0); }
 
-  void set(uint64_t queued, uint64_t index) {
+  void set(uint64_t queued, uint64_t index, uint64_t doors = 0) {
     if (!ledger_) return;
     auto q = static_cast<int64_t>(queued), i = static_cast<int64_t>(index);
+    auto d = static_cast<int64_t>(doors);
     if (q != queued_) ledger_->queued.fetch_add(q - queued_, std::memory_order_relaxed);
     if (i != index_) ledger_->index.fetch_add(i - index_, std::memory_order_relaxed);
+    if (d != doors_) ledger_->doors.fetch_add(d - doors_, std::memory_order_relaxed);
     queued_ = q;
     index_ = i;
+    doors_ = d;
   }
   uint64_t queued() const { return static_cast<uint64_t>(queued_); }
 
@@ -66,6 +76,7 @@ class memory_share {
   std::shared_ptr<memory_ledger> ledger_;
   int64_t queued_ = 0;
   int64_t index_ = 0;
+  int64_t doors_ = 0;
 };
 
 }  // namespace warren

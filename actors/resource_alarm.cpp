@@ -21,7 +21,7 @@ using self_ptr = resource_alarm_type::stateful_pointer<resource_alarm_state>;
 
 // Memory is judged ten times a second: a publisher at full speed adds tens of MiB a second, and
 // a check once a second let the count run that far past its limit. The disk, whose free space
-// takes a system call, once a second.
+// takes a system call, and handing freed heap back, once a second.
 constexpr auto check_interval = std::chrono::milliseconds(100);
 constexpr unsigned disk_every = 10;
 
@@ -32,11 +32,14 @@ std::string mib(uint64_t bytes) {
 // Once the counted memory fell this far since the last trim, freed heap is handed back.
 constexpr uint64_t trim_step = 64 << 20;
 
-// Why publishers must wait for memory, or empty when they need not.
-std::string memory_reason(const resource_limits& limits) {
+// Why publishers must wait for memory, or empty when they need not. Once on (`on`), the alarm
+// stays on until the count is 5% under the limit: judged ten times a second without that margin,
+// a count hovering at the limit blocked and released publishers, and logged, as often.
+std::string memory_reason(const resource_limits& limits, bool on) {
   if (limits.memory_bytes == 0) return {};
   uint64_t used = limits.ledger ? limits.ledger->total() : resident_bytes();
-  if (used <= limits.memory_bytes) return {};
+  uint64_t threshold = on ? limits.memory_bytes - limits.memory_bytes / 20 : limits.memory_bytes;
+  if (used <= threshold) return {};
   return "memory alarm: " + mib(used) + (limits.ledger ? " held for messages" : " resident") +
          " (" + mib(resident_bytes()) + " resident), limit " + mib(limits.memory_bytes);
 }
@@ -70,9 +73,12 @@ void trim_heap(resource_alarm_state& st) {
 
 void check(self_ptr self) {
   auto& st = self->state;
-  trim_heap(st);
-  if (st.ticks++ % disk_every == 0) st.disk_reason = disk_reason(st.limits);
-  auto reason = memory_reason(st.limits);
+  if (st.ticks++ % disk_every == 0) {
+    trim_heap(st);
+    st.disk_reason = disk_reason(st.limits);
+  }
+  auto reason = memory_reason(st.limits, st.memory_alarm);
+  st.memory_alarm = !reason.empty();
   if (reason.empty()) reason = st.disk_reason;
   bool blocked = !reason.empty();
   if (blocked != st.blocked) {

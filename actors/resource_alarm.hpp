@@ -50,6 +50,7 @@ struct resource_alarm_state {
   uint64_t counted_at_trim = 0;  // the ledger's total when freed heap was last handed back
   unsigned ticks = 0;
   std::string disk_reason;  // from the last disk check
+  bool memory_alarm = false;
   static inline const char* name = "resource_alarm";
 };
 

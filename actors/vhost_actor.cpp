@@ -244,8 +244,10 @@ void remote_placed(self_ptr self, const queue_placement& p) {
 void remote_removed(self_ptr self, const std::string& name, const std::string& node);
 
 // Everything `node` has in this vhost, sent as it (re)joins. A transient queue missing from it
-// died with an earlier run of that node and is forgotten; without this it stayed "down" for
-// ever. A durable one missing is kept: it comes back once its node has recovered it.
+// that is marked down (its node was lost) died with an earlier run of that node and is
+// forgotten; without this it stayed "down" for ever. One that is up was placed after the list
+// was taken (a declare's answer can overtake it) and stays. A durable one missing is kept: it
+// comes back once its node has recovered it.
 void remote_placed_all(self_ptr self, const std::string& node,
                        const std::vector<queue_placement>& placements) {
   std::set<std::string> present;
@@ -255,7 +257,8 @@ void remote_placed_all(self_ptr self, const std::string& node,
   }
   std::vector<std::string> gone;
   for (const auto& [name, e] : self->state.remote.all())
-    if (e.node == node && !e.spec.durable && present.count(name) == 0) gone.push_back(name);
+    if (e.node == node && !e.queue && !e.spec.durable && present.count(name) == 0)
+      gone.push_back(name);
   for (const auto& name : gone) remote_removed(self, name, node);
 }
 

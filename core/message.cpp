@@ -134,10 +134,13 @@ const message_properties& message::properties() const {
 
 void message::set_properties(message_properties p) {
   persistent_ = p.persistent;
-  if (only_delivery_mode(p))
+  if (only_delivery_mode(p)) {
     properties_.reset();
-  else
+    properties_heap_ = 0;
+  } else {
+    properties_heap_ = properties_heap(p);
     properties_ = std::make_shared<const message_properties>(std::move(p));
+  }
 }
 
 int field_depth(const field_table& table) {
@@ -174,10 +177,8 @@ uint64_t string_heap(const std::string& s) {
 
 uint64_t heap_bytes(const field_table& table) {
   uint64_t total = table.capacity() * sizeof(field);
-  std::vector<const field_table*> todo{&table};
-  while (!todo.empty()) {
-    const auto* items = todo.back();
-    todo.pop_back();
+  std::vector<const field_table*> todo;
+  for (const field_table* items = &table; items != nullptr;) {
     for (const auto& f : *items) {
       total += string_heap(f.key) + string_heap(f.value.s);
       if (!f.value.items.empty()) {
@@ -185,19 +186,24 @@ uint64_t heap_bytes(const field_table& table) {
         todo.push_back(&f.value.items);
       }
     }
+    items = todo.empty() ? nullptr : todo.back();
+    if (!todo.empty()) todo.pop_back();
   }
   return total;
 }
 
-uint64_t message::heap_bytes() const {
-  uint64_t total = string_heap(exchange) + string_heap(routing_key);
-  if (!properties_) return total;
-  const auto& p = *properties_;
-  total += sizeof(message_properties) + warren::heap_bytes(p.headers);
+uint64_t message::properties_heap(const message_properties& p) {
+  uint64_t total = sizeof(message_properties) + warren::heap_bytes(p.headers);
   for (const auto* s : {&p.content_type, &p.content_encoding, &p.correlation_id, &p.reply_to,
                         &p.expiration, &p.message_id, &p.type, &p.user_id, &p.app_id})
     total += string_heap(*s);
   return total;
+}
+
+// Called several times in a message's life in a queue (ready, handed out, settled): the
+// properties' part, which walks the headers, is worked out once when they are set.
+uint64_t message::heap_bytes() const {
+  return string_heap(exchange) + string_heap(routing_key) + properties_heap_;
 }
 
 }  // namespace warren

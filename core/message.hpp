@@ -175,6 +175,7 @@ struct message {
       return inspect_then(
           f,
           [&] {
+            x.properties_heap_ = has_properties ? properties_heap(loaded) : 0;
             x.properties_ = has_properties
                                 ? std::make_shared<const message_properties>(std::move(loaded))
                                 : nullptr;
@@ -191,8 +192,11 @@ struct message {
   }
 
  private:
+  static uint64_t properties_heap(const message_properties& p);
+
   bool persistent_ = false;
   std::shared_ptr<const message_properties> properties_;  // null: only the delivery mode
+  uint64_t properties_heap_ = 0;  // what properties_ holds, worked out once (heap_bytes)
 };
 
 using message_ptr = std::shared_ptr<const message>;

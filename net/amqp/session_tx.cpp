@@ -71,7 +71,7 @@ void session::recount_tx(channel& ch) {
   uint64_t now = ch.tx_bytes + ch.tx_settles.size() * sizeof(channel::tx_settle);
   tx_held_ = tx_held_ - ch.tx_counted + now;
   ch.tx_counted = now;
-  tx_memory_.set(tx_held_, 0);
+  tx_memory_.set(0, 0, tx_held_);
 }
 
 }  // namespace warren::amqp
