@@ -260,12 +260,14 @@ void expire_head(self_ptr self, int64_t now) {
 
 void schedule_tick(self_ptr self);
 
-// Puts handed-out messages back at the head of the ready list in their arrival order.
+// Puts handed-out messages back where they were in the ready list (by arrival), also when they
+// are settled one at a time: rejecting m1, m2 and m3 in turn gives m1, m2, m3 again, as RabbitMQ.
+// Sorted from the last so that each lands at the head of what it goes back to.
 void requeue(self_ptr self, std::vector<queue_state::pending_entry> entries) {
   auto& st = self->state;
   std::sort(entries.begin(), entries.end(),
             [](const auto& a, const auto& b) { return a.seq > b.seq; });
-  for (auto& e : entries) st.ready.push_front({std::move(e.msg), e.seq, true, e.expires_at});
+  for (auto& e : entries) st.ready.put_back({std::move(e.msg), e.seq, true, e.expires_at});
 }
 
 // Takes hand-out `id` out if `conn` holds it, keeping its consumer's unacked count true.

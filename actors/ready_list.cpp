@@ -35,11 +35,15 @@ void ready_list::push_back(entry e) {
   levels_[level_of(*e.msg)].push_back(std::move(e));
 }
 
-void ready_list::push_front(entry e) {
+void ready_list::put_back(entry e) {
   ++size_;
   bytes_ += e.msg->body.size();
   heap_bytes_ += e.msg->heap_bytes();
-  levels_[level_of(*e.msg)].push_front(std::move(e));
+  auto& level = levels_[level_of(*e.msg)];
+  uint64_t seq = e.seq;
+  auto at = std::lower_bound(level.begin(), level.end(), seq,
+                             [](const entry& x, uint64_t s) { return x.seq < s; });
+  level.insert(at, std::move(e));
 }
 
 void ready_list::take_expired(int64_t now, std::vector<entry>& out) {

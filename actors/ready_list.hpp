@@ -39,8 +39,9 @@ class ready_list {
 
   /// A new arrival: behind every message of its priority.
   void push_back(entry e);
-  /// A requeued message: ahead of the others of its priority (call in descending seq order).
-  void push_front(entry e);
+  /// A requeued message: back at its place among the others of its priority, by arrival (seq),
+  /// as RabbitMQ puts it back; each level stays in seq order. Cheapest in descending seq order.
+  void put_back(entry e);
 
   /// Takes out every message at the head of a level whose expiry is before `now`.
   void take_expired(int64_t now, std::vector<entry>& out);

@@ -50,9 +50,22 @@ BOOST_AUTO_TEST_CASE(requeued_messages_go_ahead_of_their_priority) {
   l.push_back(entry(3, 1));
   l.push_back(entry(4, 3));
   // Requeued in descending seq, as the queue actor does.
-  l.push_front(entry(2, 1));
-  l.push_front(entry(1, 3));
+  l.put_back(entry(2, 1));
+  l.put_back(entry(1, 3));
   BOOST_TEST(drain(l) == (std::vector<uint64_t>{1, 4, 2, 3}));
+}
+
+// Settled one at a time, in the order they were handed out, they still come back in arrival
+// order: RabbitMQ puts a requeued message back where it was.
+BOOST_AUTO_TEST_CASE(messages_requeued_one_by_one_go_back_to_their_places) {
+  ready_list l(2);
+  l.push_back(entry(4, 0));
+  l.push_back(entry(5, 2));
+  l.put_back(entry(1, 0));
+  l.put_back(entry(3, 0));
+  l.put_back(entry(2, 0));
+  l.put_back(entry(0, 2));
+  BOOST_TEST(drain(l) == (std::vector<uint64_t>{0, 5, 1, 2, 3, 4}));
 }
 
 BOOST_AUTO_TEST_CASE(bytes_follow_every_change) {
@@ -65,7 +78,7 @@ BOOST_AUTO_TEST_CASE(bytes_follow_every_change) {
   l.remove_if([](const auto& e) { return e.seq == 1; });
   BOOST_TEST(l.bytes() == 0u);
   BOOST_TEST(l.empty());
-  l.push_front(entry(3, 1, "xyz"));
+  l.put_back(entry(3, 1, "xyz"));
   l.clear();
   BOOST_TEST(l.bytes() == 0u);
   BOOST_TEST(l.size() == 0u);
