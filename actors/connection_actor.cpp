@@ -46,6 +46,23 @@ void log_in(self_ptr self, uint64_t request) {
           });
 }
 
+// A refreshed secret (an OAuth client's new token) is checked as the login's password was, for
+// the same user; a connection whose secret no longer checks out is closed, as RabbitMQ does.
+void update_secret(self_ptr self, uint64_t request, std::string& secret) {
+  auto hello = self->state.hello;
+  hello.password = std::move(secret);
+  self->request(node_handle(self->state.node), caf::infinite, auth_atom::value, hello)
+      .then(
+          [=](std::vector<std::string>&, std::vector<std::string>&) {
+            self->state.hello.password = hello.password;
+            self->state.link->reply(request, {}, {});
+          },
+          [=](caf::error& err) {
+            self->state.link->reply(request, err, {});
+            close_connection(self);
+          });
+}
+
 void close_connection_by_client(self_ptr self, uint64_t request) {
   // Publishes still waiting for an exchange lookup were accepted before the close: they are
   // routed first.
@@ -83,6 +100,7 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
 connection_session_api::behavior_type session_behavior(self_ptr self) {
   return {
       [=](open_atom, uint64_t r) { log_in(self, r); },
+      [=](auth_atom, uint64_t r, std::string& secret) { update_secret(self, r, secret); },
       [=](close_atom, uint64_t r) { close_connection_by_client(self, r); },
       [=](open_atom, uint64_t r, uint16_t id) { open_new_channel(self, r, id); },
       [=](close_atom, uint64_t r, uint16_t id) { close_by_client(self, r, id); },

@@ -26,6 +26,7 @@ namespace warren {
 /// Opening and closing the connection and its channels, declarations, publishing, consuming.
 using connection_session_api = caf::typed_actor<
     caf::reacts_to<open_atom, uint64_t>,                           // log in
+    caf::reacts_to<auth_atom, uint64_t, std::string>,              // a new password (secret)
     caf::reacts_to<close_atom, uint64_t>,                          // connection close
     caf::reacts_to<open_atom, uint64_t, uint16_t>,                 // channel open
     caf::reacts_to<close_atom, uint64_t, uint16_t>,                // channel close
@@ -109,6 +110,11 @@ class connection_ref {
   // --- connection and channels ---------------------------------------------------------------
   /// Logs in with the hello the actor was spawned with. -> ()
   void open(uint64_t r) { send(open_atom::value, r); }
+  /// AMQP's connection.update-secret: `secret` replaces the password once it passes the same
+  /// login rule; one that does not closes the connection. -> ()
+  void update_secret(uint64_t r, std::string secret) {
+    send(auth_atom::value, r, std::move(secret));
+  }
   /// Closes the connection once publishes already accepted are routed; r = 0: no answer. -> ()
   void close(uint64_t r = 0) { send(close_atom::value, r); }
   void open_channel(uint64_t r, uint16_t ch) { send(open_atom::value, r, ch); }  // -> ()

@@ -10,7 +10,9 @@
 #include "subprocess.hpp"
 
 #include <chrono>
+#include <cstring>
 #include <thread>
+#include <tuple>
 
 using namespace warren::amqp;
 using warren::test::node_process;
@@ -165,6 +167,94 @@ struct channel_one {
     c.open_channel(1);
   }
 };
+
+// connection.update-secret (10,70), which clients send to refresh an OAuth token: a secret that
+// passes the login rule is taken (update-secret-ok, 10,71) and the connection goes on; one that
+// does not closes the connection with ACCESS_REFUSED naming the method, as RabbitMQ does.
+BOOST_FIXTURE_TEST_CASE(update_secret_is_checked_like_a_login, channel_one) {
+  auto update = [&](const std::string& secret) {
+    auto w = method_payload({10, 70});
+    w.long_string(secret);
+    w.short_string("token refresh");
+    c.send_method(0, std::move(w));
+  };
+  update("guest");
+  BOOST_TEST((c.next_method().first == method_id{10, 71}));
+  c.open_channel(2);  // the connection goes on
+  update("not guest's password");
+  auto [id, args] = c.next_method();
+  BOOST_REQUIRE((id == method_id{10, 50}));
+  reader r(args);
+  BOOST_TEST(r.short_uint() == 403);
+  BOOST_TEST_MESSAGE(r.short_string());
+  BOOST_TEST(r.short_uint() == 10);
+  BOOST_TEST(r.short_uint() == 70);
+}
+
+// A client's connection.close with publishes queued behind it: the node answers close-ok, then
+// shuts its side and reads what still comes until the client closes, as RabbitMQ does. A socket
+// closed with unread input answers the client's writes with a reset (EPIPE or ECONNRESET in
+// amqplib's tests) instead of a clean close.
+BOOST_FIXTURE_TEST_CASE(a_client_close_is_drained_not_reset, channel_one) {
+  auto close = method_payload({10, 50});
+  close.short_uint(200);
+  close.short_string("bye");
+  close.short_uint(0);
+  close.short_uint(0);
+  c.send_method(0, std::move(close));
+  BOOST_REQUIRE((c.next_method().first == method_id{10, 51}));
+  // Still writing after close-ok came, as a client with a queue of publishes is.
+  for (int i = 0; i < 50; ++i) c.send(publish_frames(1, "", "nowhere", std::string(60000, 'x')));
+  c.close_write();
+  c.read_to_end();
+  BOOST_TEST(c.read_error() == 0, "the node reset the connection: " << strerror(c.read_error()));
+}
+
+// A connection-level close names the method that caused it, as RabbitMQ's does (clients test
+// the ids and the text): basic.publish with immediate=true is 540 "NOT_IMPLEMENTED -
+// immediate=true" for 60/40, and a method on a channel that is not open names that method.
+BOOST_AUTO_TEST_CASE(a_connection_close_names_the_method_that_caused_it) {
+  node_process node;
+  auto close_of = [](raw_client& c) {
+    auto [id, args] = c.next_method();
+    BOOST_REQUIRE((id == method_id{10, 50}));
+    reader r(args);
+    auto code = r.short_uint();
+    auto text = r.short_string();
+    auto class_id = r.short_uint();
+    auto method = r.short_uint();
+    return std::make_tuple(code, text, class_id, method);
+  };
+  {
+    raw_client c(node.amqp_port());
+    c.handshake();
+    c.open_channel(1);
+    auto m = method_payload({60, 40});
+    m.short_uint(0);
+    m.short_string("");
+    m.short_string("q");
+    m.bits({false, true});  // mandatory, immediate
+    c.send_method(1, std::move(m));
+    auto [code, text, class_id, method] = close_of(c);
+    BOOST_TEST(code == 540);
+    BOOST_TEST(text == "NOT_IMPLEMENTED - immediate=true");
+    BOOST_TEST(class_id == 60);
+    BOOST_TEST(method == 40);
+  }
+  {
+    raw_client c(node.amqp_port());
+    c.handshake();
+    auto get = method_payload({60, 70});
+    get.short_uint(0);
+    get.short_string("q");
+    get.bits({true});
+    c.send_method(7, std::move(get));  // channel 7 was never opened
+    auto [code, text, class_id, method] = close_of(c);
+    BOOST_TEST(code == 504);
+    BOOST_TEST(class_id == 60);
+    BOOST_TEST(method == 70);
+  }
+}
 
 BOOST_FIXTURE_TEST_CASE(frames_after_a_channel_error_are_discarded_until_close_ok, channel_one) {
   c.send(publish_frames(1, "no-such-exchange", "k", "one"));

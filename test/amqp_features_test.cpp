@@ -42,6 +42,9 @@ BOOST_AUTO_TEST_CASE(transactions_returns_and_mode_errors) {
 BOOST_AUTO_TEST_CASE(transactions_refused_publish_fails_the_commit) {
   scenario(node, "transactions_refused_publish_fails_the_commit");
 }
+BOOST_AUTO_TEST_CASE(requeue_keeps_original_order) {
+  scenario(node, "requeue_keeps_original_order");
+}
 BOOST_AUTO_TEST_CASE(transactions_count_in_the_memory_ledger) {
   scenario(node, "transactions_count_in_the_memory_ledger", {std::to_string(node.http_port())});
 }

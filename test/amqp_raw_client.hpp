@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <boost/test/unit_test.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -62,6 +63,9 @@ class raw_client {
       if (!read_some()) return std::nullopt;
     }
   }
+
+  /// errno of the read that ended the input (0: the node closed the socket cleanly).
+  int read_error() const { return read_error_; }
 
   // Reads until the node closes the socket; returns what came.
   std::string read_to_end() {
@@ -129,12 +133,14 @@ class raw_client {
     BOOST_REQUIRE_MESSAGE(poll(&p, 1, static_cast<int>(ms)) == 1, "nothing from the node");
     char buf[65536];
     auto n = ::read(fd_, buf, sizeof buf);
+    read_error_ = n < 0 ? errno : 0;
     if (n <= 0) return false;
     buffer_.append(buf, static_cast<size_t>(n));
     return true;
   }
 
   int fd_ = -1;
+  int read_error_ = 0;
   std::string buffer_;
 };
 

@@ -8,7 +8,8 @@ namespace warren::amqp::methods {
 constexpr method_id connection_start{10, 10}, connection_start_ok{10, 11},
     connection_secure_ok{10, 21}, connection_tune{10, 30}, connection_tune_ok{10, 31},
     connection_open{10, 40}, connection_open_ok{10, 41}, connection_close{10, 50},
-    connection_close_ok{10, 51}, connection_blocked{10, 60}, connection_unblocked{10, 61};
+    connection_close_ok{10, 51}, connection_blocked{10, 60}, connection_unblocked{10, 61},
+    connection_update_secret{10, 70}, connection_update_secret_ok{10, 71};
 constexpr method_id channel_open{20, 10}, channel_open_ok{20, 11}, channel_flow{20, 20},
     channel_flow_ok{20, 21}, channel_close{20, 40}, channel_close_ok{20, 41};
 constexpr method_id exchange_declare{40, 10}, exchange_declare_ok{40, 11}, exchange_delete{40, 20},

@@ -69,7 +69,7 @@ void session::process_input() {
       on_frame(*f);
     }
   } catch (const protocol_error& e) {
-    connection_error(e.code, e.what(), {});
+    connection_error(e.code, e.what(), current_method_);
   }
   input_.erase(0, at);
   if (phase_ == phase::closing && input_.size() > frame_max_ + frame_overhead)
@@ -88,6 +88,7 @@ bool session::publish_held_back(const frame_view& f) {
 }
 
 void session::on_frame(const frame_view& f) {
+  current_method_ = {};
   if (phase_ == phase::closing) {
     // Only the close handshake counts now (spec 2.2.4).
     if (f.type == frame_type::method && f.channel == 0) {
@@ -113,12 +114,14 @@ void session::on_connection_method(method_id m, reader& r) {
     throw protocol_error(reply_code::not_implemented, "no mechanism here uses connection.secure");
   if (m == connection_tune_ok && phase_ == phase::tune_ok) return on_tune_ok(r);
   if (m == connection_open && phase_ == phase::open) return on_open(r);
+  if (m == connection_update_secret && phase_ == phase::running) return on_update_secret(r);
   if (m == connection_close) {
     auto code = r.short_uint();
     auto text = r.short_string();
     log(log_level::debug, "amqp",
         "client " + peer_ + " closed the connection (" + std::to_string(code) + " " + text + ")");
     send_method(0, method_payload(connection_close_ok));
+    drain_after_flush_ = true;
     finish_after_flush("closed by the client");
     return;
   }
@@ -229,6 +232,15 @@ void session::on_open(reader& r) {
       [&](uint64_t r) { conn_.open(r); });
 }
 
+void session::on_update_secret(reader& r) {
+  auto secret = r.long_string();
+  r.short_string();  // the reason, for logs
+  request(
+      0, connection_update_secret,
+      [this](caf::message&) { send_method(0, method_payload(connection_update_secret_ok)); },
+      [&](uint64_t id) { conn_.update_secret(id, std::move(secret)); });
+}
+
 void session::connection_error(reply_code code, const std::string& text, method_id method) {
   if (phase_ == phase::closing || phase_ == phase::done) return;
   log(log_level::info, "amqp",
@@ -291,7 +303,7 @@ void session::flush_output() {
     output_.written();
     for (const auto& [channel, tag, n] : flushed) conn_.flushed(channel, tag, n);
     if (after_flush_ && output_.empty()) {
-      finish(after_flush_reason_);
+      end_after_flush();
       return;
     }
     flush_output();
@@ -302,8 +314,22 @@ void session::finish_after_flush(const std::string& reason) {
   phase_ = phase::closing;
   after_flush_ = true;
   after_flush_reason_ = reason;
-  if (!writing_ && output_.empty()) finish(reason);
+  if (!writing_ && output_.empty()) return end_after_flush();
   flush_output();
+}
+
+// After close-ok to a client's close, the client may still be writing (publishes queued behind
+// its close), and a socket closed with unread input answers those writes with a reset: the
+// client sees EPIPE instead of a clean close. So, as RabbitMQ, this side is shut and what still
+// comes is read and dropped until the client closes or the grace period ends.
+void session::end_after_flush() {
+  if (!drain_after_flush_) return finish(after_flush_reason_);
+  if (draining_) return;
+  draining_ = true;
+  stream_->shutdownWrite();
+  tasks_.add(config_.timer->afterDelay(close_grace_seconds * kj::SECONDS).then([this] {
+    finish(after_flush_reason_);
+  }));
 }
 
 void session::finish(const std::string& reason) {
@@ -321,6 +347,7 @@ void session::release_credit(size_t n) {
 }
 
 bool session::must_pause_reading() const {
+  if (phase_ == phase::closing) return false;  // a close-ok or the client's EOF may be coming
   return unanswered_ >= max_unanswered_messages ||
          (has_published_ && config_.flow && config_.flow->blocked());
 }

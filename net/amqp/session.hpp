@@ -228,6 +228,7 @@ class session : public std::enable_shared_from_this<session>,
   void on_tune_ok(reader& r);
 
   void on_open(reader& r);
+  void on_update_secret(reader& r);
 
   void open_channel(uint16_t id);
 
@@ -296,6 +297,7 @@ class session : public std::enable_shared_from_this<session>,
   void flush_output();
 
   void finish_after_flush(const std::string& reason);
+  void end_after_flush();
 
   void finish(const std::string& reason);
 
@@ -345,6 +347,11 @@ class session : public std::enable_shared_from_this<session>,
   bool flush_scheduled_ = false;
   bool after_flush_ = false;
   std::string after_flush_reason_;
+  // The method whose frames are being read, named (class and method ids) in a connection.close
+  // for an error in them, as RabbitMQ does; 0/0 for a frame that belongs to none.
+  method_id current_method_{};
+  bool drain_after_flush_ = false;  // the client closed: drain its input before the socket goes
+  bool draining_ = false;
   int64_t last_read_ms_ = now_ms();
   int64_t last_write_ms_ = now_ms();
   kj::Own<kj::PromiseFulfiller<void>> finished_;

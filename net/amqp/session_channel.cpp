@@ -51,7 +51,7 @@ void session::release_held(uint16_t id) {
       }
     }
   } catch (const protocol_error& e) {
-    connection_error(e.code, e.what(), {});
+    connection_error(e.code, e.what(), current_method_);
   }
   flush_channels();
 }
@@ -59,6 +59,7 @@ void session::release_held(uint16_t id) {
 void session::on_method(uint16_t id, std::string_view payload) {
   reader r(payload);
   method_id m{r.short_uint(), r.short_uint()};
+  current_method_ = m;
   if (id == 0) return on_connection_method(m, r);
   if (phase_ != phase::running)
     throw protocol_error(
@@ -204,9 +205,8 @@ std::function<void(caf::message&)> session::answer_with(uint16_t id, method_id o
 
 void session::on_basic_publish(uint16_t, channel& ch, method_id, reader& r) {
   auto a = args::read_publish(r);
-  if (a.immediate)
-    throw protocol_error(reply_code::not_implemented,
-                         "basic.publish with immediate=true is not supported (as in RabbitMQ)");
+  if (a.immediate)  // RabbitMQ's words: clients match them
+    throw protocol_error(reply_code::not_implemented, "immediate=true");
   incoming_publish p;
   p.exchange = std::move(a.exchange);
   p.routing_key = std::move(a.routing_key);

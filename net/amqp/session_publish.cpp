@@ -22,6 +22,7 @@ void session::on_content(const frame_view& f) {
             " frame on channel " + std::to_string(f.channel) +
             " without a basic.publish before it");
   auto& ch = c->second;
+  current_method_ = basic_publish;
   auto& p = *ch.publish;
   if (f.type == frame_type::header) {
     if (p.have_header)

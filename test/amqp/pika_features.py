@@ -179,6 +179,34 @@ def transactions_count_in_the_memory_ledger():
     conn.close()
 
 
+def requeue_keeps_original_order():
+    """Messages rejected or nacked with requeue one at a time go back to where they were, as
+    RabbitMQ puts them: m1, m2, m3 rejected in that order come back m1, m2, m3 (not m3, m2, m1),
+    in a plain queue and within each priority of a priority queue."""
+    conn = connect()
+    ch = conn.channel()
+    ch.queue_declare("reorder")
+    for i in range(1, 6):
+        ch.basic_publish("", "reorder", f"m{i}".encode())
+    tags = [ch.basic_get("reorder", auto_ack=False)[0].delivery_tag for _ in range(3)]
+    ch.basic_reject(tags[0], requeue=True)
+    ch.basic_nack(tags[1], multiple=False, requeue=True)
+    ch.basic_reject(tags[2], requeue=True)
+    got = bodies(ch, "reorder")
+    expect(got == ["m1", "m2", "m3", "m4", "m5"], f"plain queue came back as {got}")
+
+    ch.queue_declare("reorder-p", arguments={"x-max-priority": 5})
+    for body, priority in [("low1", 0), ("low2", 0), ("high1", 5), ("low3", 0), ("high2", 5)]:
+        ch.basic_publish("", "reorder-p", body.encode(),
+                         pika.BasicProperties(priority=priority))
+    handed = [ch.basic_get("reorder-p", auto_ack=False)[0] for _ in range(4)]  # high1 high2 low1 low2
+    for method in [handed[3], handed[0], handed[2], handed[1]]:
+        ch.basic_reject(method.delivery_tag, requeue=True)
+    got = bodies(ch, "reorder-p")
+    expect(got == ["high1", "high2", "low1", "low2", "low3"], f"priority queue came back as {got}")
+    conn.close()
+
+
 # --- exchange-to-exchange bindings and alternate exchanges ------------------------------------
 
 def exchange_to_exchange_bindings():
