@@ -262,12 +262,11 @@ void schedule_tick(self_ptr self);
 
 // Puts handed-out messages back where they were in the ready list (by arrival), also when they
 // are settled one at a time: rejecting m1, m2 and m3 in turn gives m1, m2, m3 again, as RabbitMQ.
-// Sorted from the last so that each lands at the head of what it goes back to.
 void requeue(self_ptr self, std::vector<queue_state::pending_entry> entries) {
-  auto& st = self->state;
-  std::sort(entries.begin(), entries.end(),
-            [](const auto& a, const auto& b) { return a.seq > b.seq; });
-  for (auto& e : entries) st.ready.put_back({std::move(e.msg), e.seq, true, e.expires_at});
+  std::vector<ready_list::entry> back;
+  back.reserve(entries.size());
+  for (auto& e : entries) back.push_back({std::move(e.msg), e.seq, true, e.expires_at});
+  self->state.ready.put_back(std::move(back));
 }
 
 // Takes hand-out `id` out if `conn` holds it, keeping its consumer's unacked count true.

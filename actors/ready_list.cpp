@@ -1,6 +1,7 @@
 #include "actors/ready_list.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace warren {
 
@@ -36,14 +37,37 @@ void ready_list::push_back(entry e) {
 }
 
 void ready_list::put_back(entry e) {
-  ++size_;
-  bytes_ += e.msg->body.size();
-  heap_bytes_ += e.msg->heap_bytes();
-  auto& level = levels_[level_of(*e.msg)];
-  uint64_t seq = e.seq;
-  auto at = std::lower_bound(level.begin(), level.end(), seq,
-                             [](const entry& x, uint64_t s) { return x.seq < s; });
-  level.insert(at, std::move(e));
+  std::vector<entry> one;
+  one.push_back(std::move(e));
+  put_back(std::move(one));
+}
+
+void ready_list::put_back(std::vector<entry> entries) {
+  std::vector<std::vector<entry>> by_level(levels_.size());
+  for (auto& e : entries) {
+    ++size_;
+    bytes_ += e.msg->body.size();
+    heap_bytes_ += e.msg->heap_bytes();
+    by_level[level_of(*e.msg)].push_back(std::move(e));
+  }
+  auto by_seq = [](const entry& a, const entry& b) { return a.seq < b.seq; };
+  for (size_t l = 0; l < levels_.size(); ++l) {
+    auto& batch = by_level[l];
+    if (batch.empty()) continue;
+    std::sort(batch.begin(), batch.end(), by_seq);
+    auto& level = levels_[l];
+    uint64_t last = batch.back().seq;
+    auto reach = std::upper_bound(level.begin(), level.end(), last,
+                                  [](uint64_t s, const entry& x) { return s < x.seq; });
+    std::vector<entry> merged;
+    merged.reserve(static_cast<size_t>(reach - level.begin()) + batch.size());
+    std::merge(std::make_move_iterator(level.begin()), std::make_move_iterator(reach),
+               std::make_move_iterator(batch.begin()), std::make_move_iterator(batch.end()),
+               std::back_inserter(merged), by_seq);
+    level.erase(level.begin(), reach);
+    level.insert(level.begin(), std::make_move_iterator(merged.begin()),
+                 std::make_move_iterator(merged.end()));
+  }
 }
 
 void ready_list::take_expired(int64_t now, std::vector<entry>& out) {

@@ -39,8 +39,11 @@ class ready_list {
 
   /// A new arrival: behind every message of its priority.
   void push_back(entry e);
-  /// A requeued message: back at its place among the others of its priority, by arrival (seq),
-  /// as RabbitMQ puts it back; each level stays in seq order. Cheapest in descending seq order.
+  /// Requeued messages: each back at its place among the others of its priority, by arrival
+  /// (seq), as RabbitMQ puts them back; each level stays in seq order. A batch is merged with
+  /// the part of its level it reaches into, so interleaved batches (consumers that got every
+  /// other message, leaving together) cost that part and the batch, not an insert each.
+  void put_back(std::vector<entry> entries);
   void put_back(entry e);
 
   /// Takes out every message at the head of a level whose expiry is before `now`.

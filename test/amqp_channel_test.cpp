@@ -256,6 +256,39 @@ BOOST_AUTO_TEST_CASE(a_connection_close_names_the_method_that_caused_it) {
   }
 }
 
+// Confirms that come after close-ok to a client's close are dropped, not written to the socket
+// whose write side is shut: such a write once failed inside the listener's bridge and stopped
+// it, and every connection on that listener then waited for ever. Each round closes right
+// behind a burst of confirmed publishes; a new connection must still get through.
+BOOST_AUTO_TEST_CASE(answers_after_a_client_close_leave_the_listener_working) {
+  node_process node;
+  for (int round = 0; round < 20; ++round) {
+    raw_client c(node.amqp_port());
+    c.handshake();
+    c.open_channel(1);
+    auto select = method_payload({85, 10});
+    select.bits({false});
+    c.send_method(1, std::move(select));
+    BOOST_REQUIRE((c.next_method().first == method_id{85, 11}));
+    std::string burst;
+    for (int i = 0; i < 200; ++i) burst += publish_frames(1, "", "nowhere", "x");
+    auto close = method_payload({10, 50});
+    close.short_uint(200);
+    close.short_string("bye");
+    close.short_uint(0);
+    close.short_uint(0);
+    write_frame(burst, frame_type::method, 0, close.bytes());
+    c.send(burst);
+    while (!(c.next_method().first == method_id{10, 51})) {
+    }
+    c.close_write();
+    c.read_to_end();
+  }
+  raw_client last(node.amqp_port());
+  last.handshake();  // fails (nothing from the node) when the listener stopped
+  BOOST_TEST(node.alive());
+}
+
 BOOST_FIXTURE_TEST_CASE(frames_after_a_channel_error_are_discarded_until_close_ok, channel_one) {
   c.send(publish_frames(1, "no-such-exchange", "k", "one"));
   BOOST_TEST(reply_code_of(expect(c, channel_close)) == 404);

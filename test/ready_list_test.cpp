@@ -68,6 +68,20 @@ BOOST_AUTO_TEST_CASE(messages_requeued_one_by_one_go_back_to_their_places) {
   BOOST_TEST(drain(l) == (std::vector<uint64_t>{0, 5, 1, 2, 3, 4}));
 }
 
+// Two consumers that got every other message leave one after the other: the second batch
+// interleaves with the first, and both go back in arrival order ahead of what was never handed out.
+BOOST_AUTO_TEST_CASE(interleaved_batches_merge_in_arrival_order) {
+  ready_list l;
+  l.push_back(entry(7, 0));
+  l.push_back(entry(8, 0));
+  std::vector<ready_list::entry> first, second;
+  for (uint64_t s : {5, 1, 3}) first.push_back(entry(s, 0));
+  for (uint64_t s : {2, 6, 4}) second.push_back(entry(s, 0));
+  l.put_back(std::move(first));
+  l.put_back(std::move(second));
+  BOOST_TEST(drain(l) == (std::vector<uint64_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+}
+
 BOOST_AUTO_TEST_CASE(bytes_follow_every_change) {
   ready_list l(2);
   l.push_back(entry(1, 0, "abcd"));

@@ -1,5 +1,11 @@
 #include "transport/loop_bridge.hpp"
 
+#include "core/log.hpp"
+
+#include <kj/exception.h>
+
+#include <string>
+
 namespace warren::transport {
 
 loop_bridge::loop_bridge() = default;
@@ -31,7 +37,14 @@ kj::Promise<void> loop_bridge::run() {
       if (closed_) return kj::READY_NOW;
       work.swap(queue_);
     }
-    for (auto& fn : work) fn();
+    // One failing piece of work (a session writing to a socket that just broke) must not stop
+    // the loop's bridge: every later post for every connection on this loop would wait for ever.
+    for (auto& fn : work) {
+      KJ_IF_MAYBE (e, kj::runCatchingExceptions([&] { fn(); })) {
+        warren::log(log_level::warn, "loop",
+                    std::string("posted work failed: ") + e->getDescription().cStr());
+      }
+    }
     return run();
   });
 }

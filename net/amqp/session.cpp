@@ -59,6 +59,7 @@ void session::process_input() {
     }
     size_t used = 0;
     while (phase_ != phase::done) {
+      current_method_ = {};  // a framing error belongs to no method
       auto f = parse_frame_view(std::string_view(input_).substr(at), frame_max_, used);
       if (!f) break;
       if (publish_held_back(*f)) {  // stays in the buffer until the alarm clears
@@ -89,6 +90,7 @@ bool session::publish_held_back(const frame_view& f) {
 
 void session::on_frame(const frame_view& f) {
   current_method_ = {};
+  if (draining_) return;  // after close-ok: read and dropped until the client closes
   if (phase_ == phase::closing) {
     // Only the close handshake counts now (spec 2.2.4).
     if (f.type == frame_type::method && f.channel == 0) {
@@ -121,6 +123,7 @@ void session::on_connection_method(method_id m, reader& r) {
     log(log_level::debug, "amqp",
         "client " + peer_ + " closed the connection (" + std::to_string(code) + " " + text + ")");
     send_method(0, method_payload(connection_close_ok));
+    conn_.close();  // the broker side goes now: nothing more is sent to this client
     drain_after_flush_ = true;
     finish_after_flush("closed by the client");
     return;
@@ -235,9 +238,15 @@ void session::on_open(reader& r) {
 void session::on_update_secret(reader& r) {
   auto secret = r.long_string();
   r.short_string();  // the reason, for logs
+  // One at a time: reading pauses until the node has checked it (each check reaches the node).
+  secret_in_flight_ = true;
   request(
       0, connection_update_secret,
-      [this](caf::message&) { send_method(0, method_payload(connection_update_secret_ok)); },
+      [this](caf::message&) {
+        secret_in_flight_ = false;
+        send_method(0, method_payload(connection_update_secret_ok));
+        maybe_resume_reading();
+      },
       [&](uint64_t id) { conn_.update_secret(id, std::move(secret)); });
 }
 
@@ -252,6 +261,7 @@ void session::connection_error(reply_code code, const std::string& text, method_
   w.short_uint(method.method);
   send_method(0, std::move(w));
   phase_ = phase::closing;
+  maybe_resume_reading();  // a reader paused for credit or the alarm reads the close-ok
   flush_output();
   conn_.close();
   tasks_.add(config_.timer->afterDelay(close_grace_seconds * kj::SECONDS).then([this] {
@@ -291,7 +301,8 @@ void session::schedule_flush() {
 
 // One write at a time: what is appended meanwhile goes in the next one.
 void session::flush_output() {
-  if (writing_ || output_.empty() || phase_ == phase::done) return;
+  // Draining: the write side is shut, and a write now would fail (TLS refuses it outright).
+  if (writing_ || output_.empty() || phase_ == phase::done || draining_) return;
   writing_ = true;
   last_write_ms_ = now_ms();
   auto flushed = std::move(unflushed_);
@@ -312,6 +323,7 @@ void session::flush_output() {
 
 void session::finish_after_flush(const std::string& reason) {
   phase_ = phase::closing;
+  maybe_resume_reading();
   after_flush_ = true;
   after_flush_reason_ = reason;
   if (!writing_ && output_.empty()) return end_after_flush();
@@ -348,7 +360,7 @@ void session::release_credit(size_t n) {
 
 bool session::must_pause_reading() const {
   if (phase_ == phase::closing) return false;  // a close-ok or the client's EOF may be coming
-  return unanswered_ >= max_unanswered_messages ||
+  return unanswered_ >= max_unanswered_messages || secret_in_flight_ ||
          (has_published_ && config_.flow && config_.flow->blocked());
 }
 
@@ -382,7 +394,7 @@ kj::Promise<void> session::heartbeat_loop() {
           finish("missed heartbeats");
           return kj::READY_NOW;
         }
-        if (now - last_write_ms_ >= half && !writing_ && output_.empty()) {
+        if (now - last_write_ms_ >= half && !writing_ && output_.empty() && !draining_) {
           output_.heartbeat();
           flush_output();
         }

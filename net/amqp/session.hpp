@@ -352,6 +352,7 @@ class session : public std::enable_shared_from_this<session>,
   method_id current_method_{};
   bool drain_after_flush_ = false;  // the client closed: drain its input before the socket goes
   bool draining_ = false;
+  bool secret_in_flight_ = false;  // an update-secret waits for the node's answer
   int64_t last_read_ms_ = now_ms();
   int64_t last_write_ms_ = now_ms();
   kj::Own<kj::PromiseFulfiller<void>> finished_;
