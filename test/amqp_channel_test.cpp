@@ -196,11 +196,7 @@ BOOST_FIXTURE_TEST_CASE(update_secret_is_checked_like_a_login, channel_one) {
 // closed with unread input answers the client's writes with a reset (EPIPE or ECONNRESET in
 // amqplib's tests) instead of a clean close.
 BOOST_FIXTURE_TEST_CASE(a_client_close_is_drained_not_reset, channel_one) {
-  auto close = method_payload({10, 50});
-  close.short_uint(200);
-  close.short_string("bye");
-  close.short_uint(0);
-  close.short_uint(0);
+  auto close = warren::test::client_close_method();
   c.send_method(0, std::move(close));
   BOOST_REQUIRE((c.next_method().first == method_id{10, 51}));
   // Still writing after close-ok came, as a client with a queue of publishes is.
@@ -272,11 +268,7 @@ BOOST_AUTO_TEST_CASE(answers_after_a_client_close_leave_the_listener_working) {
     BOOST_REQUIRE((c.next_method().first == method_id{85, 11}));
     std::string burst;
     for (int i = 0; i < 200; ++i) burst += publish_frames(1, "", "nowhere", "x");
-    auto close = method_payload({10, 50});
-    close.short_uint(200);
-    close.short_string("bye");
-    close.short_uint(0);
-    close.short_uint(0);
+    auto close = warren::test::client_close_method();
     write_frame(burst, frame_type::method, 0, close.bytes());
     c.send(burst);
     while (!(c.next_method().first == method_id{10, 51})) {

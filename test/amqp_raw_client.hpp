@@ -27,6 +27,16 @@ using namespace warren::amqp;
 // Guards against a hung test only; never a performance expectation.
 constexpr auto patience = std::chrono::seconds(30);
 
+// A client's connection.close: 200, "bye", no failing method.
+inline writer client_close_method() {
+  auto close = method_payload({10, 50});
+  close.short_uint(200);
+  close.short_string("bye");
+  close.short_uint(0);
+  close.short_uint(0);
+  return close;
+}
+
 class raw_client {
  public:
   explicit raw_client(uint16_t port) {

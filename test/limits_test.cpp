@@ -115,11 +115,7 @@ size_t rss_kb(pid_t pid) {
 void amqp_cycle(uint16_t port) {
   raw_client c(port);
   c.handshake();
-  auto close = method_payload({10, 50});
-  close.short_uint(200);
-  close.short_string("bye");
-  close.short_uint(0);
-  close.short_uint(0);
+  auto close = warren::test::client_close_method();
   c.send_method(0, std::move(close));
   BOOST_REQUIRE((c.next_method().first == method_id{10, 51}));
 }
