@@ -206,6 +206,7 @@ message_ptr dead_letter_copy(const queue_state& st, const message& m, const char
   }
   set_header(props.headers, "x-death", updated_x_death(m, st.spec.name, reason));
   props.expiration.clear();  // kept as original-expiration: it must not expire again
+  props.set_to_default &= ~property_flag::expiration;
   copy->set_properties(std::move(props));
   copy->exchange = *st.limits.dead_letter_exchange;
   if (st.limits.dead_letter_routing_key) copy->routing_key = *st.limits.dead_letter_routing_key;

@@ -130,6 +130,13 @@ struct Properties {
   type @10 :Text;
   userId @11 :Text;
   appId @12 :Text;
+  setToDefault @13 :UInt16;
+  # Which properties the publisher set to their default value (delivery mode 1, priority 0,
+  # timestamp 0, empty text or headers), as AMQP 0-9-1's property flag bits: contentType 0x8000,
+  # contentEncoding 0x4000, headers 0x2000, deliveryMode 0x1000, priority 0x0800, correlationId
+  # 0x0400, replyTo 0x0200, expiration 0x0100, messageId 0x0080, timestamp 0x0040, type 0x0020,
+  # userId 0x0010, appId 0x0008. A property with any other value is present anyway. AMQP
+  # consumers get back exactly the properties an AMQP publisher set; 0 for everything else.
 }
 
 # A message as the publisher hands it over.

@@ -1,6 +1,7 @@
 #include "core/message.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <sstream>
 
@@ -111,29 +112,51 @@ bool same_table(const field_table& a, const field_table& b) {
 }
 
 bool only_delivery_mode(const message_properties& p) {
-  return p.content_type.empty() && p.content_encoding.empty() && p.headers.empty() &&
-         p.priority == 0 && p.correlation_id.empty() && p.reply_to.empty() &&
-         p.expiration.empty() && p.message_id.empty() && p.timestamp == 0 && p.type.empty() &&
-         p.user_id.empty() && p.app_id.empty();
+  return (p.set_to_default & ~property_flag::delivery_mode) == 0 && p.content_type.empty() &&
+         p.content_encoding.empty() && p.headers.empty() && p.priority == 0 &&
+         p.correlation_id.empty() && p.reply_to.empty() && p.expiration.empty() &&
+         p.message_id.empty() && p.timestamp == 0 && p.type.empty() && p.user_id.empty() &&
+         p.app_id.empty();
+}
+
+uint16_t present_properties(const message_properties& p) {
+  namespace f = property_flag;
+  uint16_t present = p.set_to_default & f::all;
+  auto mark = [&](bool valued, uint16_t flag) {
+    if (valued) present |= flag;
+  };
+  mark(!p.content_type.empty(), f::content_type);
+  mark(!p.content_encoding.empty(), f::content_encoding);
+  mark(!p.headers.empty(), f::headers);
+  mark(p.persistent, f::delivery_mode);
+  mark(p.priority != 0, f::priority);
+  mark(!p.correlation_id.empty(), f::correlation_id);
+  mark(!p.reply_to.empty(), f::reply_to);
+  mark(!p.expiration.empty(), f::expiration);
+  mark(!p.message_id.empty(), f::message_id);
+  mark(p.timestamp != 0, f::timestamp);
+  mark(!p.type.empty(), f::type);
+  mark(!p.user_id.empty(), f::user_id);
+  mark(!p.app_id.empty(), f::app_id);
+  return present;
 }
 
 const message_properties& message::properties() const {
   if (properties_) return *properties_;
-  static const message_properties transient_defaults = [] {
-    message_properties p;
-    p.persistent = false;
-    return p;
+  // Messages without properties share these: transient without a delivery mode, transient with
+  // mode 1, and persistent.
+  static const auto defaults = [] {
+    std::array<message_properties, 3> d;
+    d[1].set_to_default = property_flag::delivery_mode;
+    d[2].persistent = true;  // its delivery mode 2 is present anyway
+    return d;
   }();
-  static const message_properties persistent_defaults = [] {
-    message_properties p;
-    p.persistent = true;
-    return p;
-  }();
-  return persistent_ ? persistent_defaults : transient_defaults;
+  return defaults[persistent_ ? 2 : mode_set_ ? 1 : 0];
 }
 
 void message::set_properties(message_properties p) {
   persistent_ = p.persistent;
+  mode_set_ = persistent_ || (p.set_to_default & property_flag::delivery_mode) != 0;
   if (only_delivery_mode(p)) {
     properties_.reset();
     properties_heap_ = 0;

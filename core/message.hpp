@@ -123,7 +123,30 @@ bool same_table(const field_table& a, const field_table& b);
 /// empty when they are the same table.
 std::string first_difference(const field_table& a, const field_table& b);
 
+/// Message properties as AMQP 0-9-1's property flag bits, so the AMQP door passes them through
+/// unchanged (RabbitMQ hands back the flags a publisher set).
+namespace property_flag {
+constexpr uint16_t content_type = 1u << 15;
+constexpr uint16_t content_encoding = 1u << 14;
+constexpr uint16_t headers = 1u << 13;
+constexpr uint16_t delivery_mode = 1u << 12;
+constexpr uint16_t priority = 1u << 11;
+constexpr uint16_t correlation_id = 1u << 10;
+constexpr uint16_t reply_to = 1u << 9;
+constexpr uint16_t expiration = 1u << 8;
+constexpr uint16_t message_id = 1u << 7;
+constexpr uint16_t timestamp = 1u << 6;
+constexpr uint16_t type = 1u << 5;
+constexpr uint16_t user_id = 1u << 4;
+constexpr uint16_t app_id = 1u << 3;
+constexpr uint16_t all = 0xfff8;
+}  // namespace property_flag
+
 struct message_properties {
+  /// Properties the publisher set to their default value (delivery mode 1, priority 0,
+  /// timestamp 0, empty text or headers), as property_flag bits. A property with any other value
+  /// is present anyway, so this is 0 for nearly every message and costs nothing.
+  uint16_t set_to_default = 0;
   bool persistent = false;
   std::string content_type;
   std::string content_encoding;
@@ -143,8 +166,12 @@ struct message_properties {
 /// work list, not recursion.
 uint64_t heap_bytes(const field_table& table);
 
-/// True when `p` carries nothing but its delivery mode.
+/// True when `p` carries nothing but its delivery mode (1 or 2, or none).
 bool only_delivery_mode(const message_properties& p);
+
+/// The property_flag bits of what `p` carries: properties with other than their default value
+/// (a persistent message's delivery mode 2 among them), and those in set_to_default.
+uint16_t present_properties(const message_properties& p);
 
 /// A message inside the broker. Kept small because queues hold millions of them: properties
 /// other than the delivery mode are stored only when a message has any, shared between copies.
@@ -181,13 +208,13 @@ struct message {
                                 : nullptr;
           },
           x.id, x.exchange, x.routing_key, x.body, x.mandatory, x.dead_lettered, x.persistent_,
-          has_properties, loaded);
+          x.mode_set_, has_properties, loaded);
     } else {
       message_properties none;
       // Saving only reads the shared properties.
       auto& props = has_properties ? const_cast<message_properties&>(*x.properties_) : none;
       return f(x.id, x.exchange, x.routing_key, x.body, x.mandatory, x.dead_lettered, x.persistent_,
-               has_properties, props);
+               x.mode_set_, has_properties, props);
     }
   }
 
@@ -195,6 +222,7 @@ struct message {
   static uint64_t properties_heap(const message_properties& p);
 
   bool persistent_ = false;
+  bool mode_set_ = false;  // without properties_: the publisher set delivery mode 1 (or 2)
   std::shared_ptr<const message_properties> properties_;  // null: only the delivery mode
   uint64_t properties_heap_ = 0;  // what properties_ holds, worked out once (heap_bytes)
 };
@@ -213,9 +241,9 @@ typename Inspector::result_type inspect(Inspector& f, field& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, message_properties& x) {
-  return f(x.persistent, x.content_type, x.content_encoding, x.headers, x.priority,
-           x.correlation_id, x.reply_to, x.expiration, x.message_id, x.timestamp, x.type, x.user_id,
-           x.app_id);
+  return f(x.set_to_default, x.persistent, x.content_type, x.content_encoding, x.headers,
+           x.priority, x.correlation_id, x.reply_to, x.expiration, x.message_id, x.timestamp,
+           x.type, x.user_id, x.app_id);
 }
 
 /// Locally a message_ptr is shared, never copied; serialized, it is the message by value (a null

@@ -112,6 +112,7 @@ message_properties read_properties(rpc::Properties::Reader in) {
   p.type = text(in.getType());
   p.user_id = text(in.getUserId());
   p.app_id = text(in.getAppId());
+  p.set_to_default = in.getSetToDefault() & property_flag::all;
   return p;
 }
 
@@ -130,6 +131,7 @@ void write_properties(const message_properties& p, rpc::Properties::Builder out)
   if (!p.type.empty()) out.setType(p.type);
   if (!p.user_id.empty()) out.setUserId(p.user_id);
   if (!p.app_id.empty()) out.setAppId(p.app_id);
+  out.setSetToDefault(p.set_to_default);
 }
 
 }  // namespace warren::wire

@@ -24,6 +24,7 @@ constexpr size_t index_frame_entries = 65536;
 constexpr size_t run_size = 12;
 constexpr uint8_t flag_persistent = 1;
 constexpr uint8_t flag_timed = 2;
+constexpr uint8_t flag_mode_set = 4;  // transient, published with delivery mode 1
 
 template <class T>
 void put_le(std::string& out, T v) {
@@ -126,7 +127,9 @@ std::string encode_message(uint64_t seq, const message& m, int64_t enqueued_at_m
               m.body.size());
   put_le(out, seq);
   out.append(reinterpret_cast<const char*>(m.id.bytes.data()), m.id.bytes.size());
-  uint8_t flags = (m.persistent() ? flag_persistent : 0) | (enqueued_at_ms ? flag_timed : 0);
+  bool mode_set = (m.properties().set_to_default & property_flag::delivery_mode) != 0;
+  uint8_t flags = (m.persistent() ? flag_persistent : 0) | (enqueued_at_ms ? flag_timed : 0) |
+                  (mode_set ? flag_mode_set : 0);
   out.push_back(static_cast<char>(flags));
   if (enqueued_at_ms != 0) put_le(out, static_cast<uint64_t>(enqueued_at_ms));
   put_short_string(out, m.exchange, "exchange name");
@@ -192,6 +195,7 @@ std::shared_ptr<message> decode_message(std::string_view payload, uint64_t& seq,
     }
   }
   p.persistent = persistent;
+  if (flags & flag_mode_set) p.set_to_default |= property_flag::delivery_mode;
   m->set_properties(std::move(p));
   m->body = std::string(payload.substr(pos));
   return m;

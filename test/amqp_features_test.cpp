@@ -42,6 +42,9 @@ BOOST_AUTO_TEST_CASE(transactions_returns_and_mode_errors) {
 BOOST_AUTO_TEST_CASE(transactions_refused_publish_fails_the_commit) {
   scenario(node, "transactions_refused_publish_fails_the_commit");
 }
+BOOST_AUTO_TEST_CASE(properties_kept_as_published) {
+  scenario(node, "properties_kept_as_published");
+}
 BOOST_AUTO_TEST_CASE(requeue_keeps_original_order) {
   scenario(node, "requeue_keeps_original_order");
 }
@@ -78,7 +81,7 @@ BOOST_AUTO_TEST_CASE(streams_over_amqp) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-BOOST_AUTO_TEST_CASE(durable_exchange_bindings_and_alternate_exchanges_survive_a_restart) {
+BOOST_AUTO_TEST_CASE(durable_bindings_alternate_exchanges_and_stored_properties_survive_a_restart) {
   warren::test::temp_dir data;
   {
     node_process node({}, data.path());

@@ -96,6 +96,25 @@ BOOST_FIXTURE_TEST_CASE(a_message_without_properties_stays_without, fixture) {
   BOOST_CHECK_EQUAL(copy->body, original->body);
 }
 
+BOOST_FIXTURE_TEST_CASE(properties_set_to_their_defaults_cross_as_set, fixture) {
+  message m;
+  message_properties p;
+  p.set_to_default = property_flag::delivery_mode;  // a transient message: delivery mode 1
+  m.set_properties(p);
+  auto mode_only = round_trip(caf::make_message(std::make_shared<const message>(m)));
+  BOOST_CHECK_EQUAL(mode_only.get_as<message_ptr>(0)->properties().set_to_default,
+                    property_flag::delivery_mode);
+
+  p.set_to_default = property_flag::priority | property_flag::timestamp;  // priority 0, time 0
+  p.app_id = "app";
+  m.set_properties(p);
+  auto copy = round_trip(caf::make_message(std::make_shared<const message>(m)));
+  const auto& props = copy.get_as<message_ptr>(0)->properties();
+  BOOST_CHECK_EQUAL(props.set_to_default, property_flag::priority | property_flag::timestamp);
+  BOOST_CHECK_EQUAL(present_properties(props),
+                    property_flag::priority | property_flag::timestamp | property_flag::app_id);
+}
+
 BOOST_FIXTURE_TEST_CASE(a_null_message_stays_null, fixture) {
   get_reply empty;  // found = false carries no message
   auto copy = round_trip(caf::make_message(empty)).get_as<get_reply>(0);

@@ -118,6 +118,22 @@ using strings = std::vector<std::string>;
 
 BOOST_FIXTURE_TEST_SUITE(segments, fixture)
 
+BOOST_AUTO_TEST_CASE(properties_set_to_their_defaults_are_stored_as_set) {
+  for (uint16_t set : {uint16_t(property_flag::delivery_mode),
+                       uint16_t(property_flag::delivery_mode | property_flag::priority |
+                                property_flag::content_type | property_flag::headers)}) {
+    message m;
+    message_properties p;
+    p.set_to_default = set;  // transient: delivery mode 1, and the rest at their defaults
+    m.set_properties(p);
+    uint64_t seq = 0;
+    auto back = format::decode_message(format::encode_message(9, m), seq);
+    BOOST_CHECK_EQUAL(seq, 9u);
+    BOOST_CHECK(!back->persistent());
+    BOOST_CHECK_EQUAL(back->properties().set_to_default, set);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(synced_messages_come_back_whole_and_in_order) {
   auto original = make_message("one");
   {

@@ -93,13 +93,17 @@ value to_value(const warren::field_value& f) {
   return v;
 }
 
-template <class T>
-void copy_text(const std::optional<std::string>& from, T& to) {
-  if (from) to = *from;
+// Copies a published text property; an empty one is remembered as set (RabbitMQ hands it back).
+void copy_text(const std::optional<std::string>& from, std::string& to, uint16_t flag,
+               uint16_t& set_to_default) {
+  if (!from) return;
+  to = *from;
+  if (to.empty()) set_to_default |= flag;
 }
 
-std::optional<std::string> text_or_none(const std::string& s) {
-  if (s.empty()) return std::nullopt;
+// The property when `present` has its flag: a text property present with no text is "".
+std::optional<std::string> text_if(const std::string& s, uint16_t present, uint16_t flag) {
+  if ((present & flag) == 0) return std::nullopt;
   return s;
 }
 
@@ -120,44 +124,58 @@ table to_table(const warren::field_table& fields) {
 }
 
 message_properties to_message_properties(const basic_properties& p) {
+  namespace f = property_flag;
   message_properties m;
+  uint16_t& set = m.set_to_default;
   if (p.delivery_mode) {
     if (*p.delivery_mode != 1 && *p.delivery_mode != 2)
       throw protocol_error(reply_code::syntax_error,
                            "delivery mode " + std::to_string(*p.delivery_mode) +
                                " is neither 1 (transient) nor 2 (persistent)");
     m.persistent = *p.delivery_mode == 2;
+    if (!m.persistent) set |= f::delivery_mode;
   }
-  copy_text(p.content_type, m.content_type);
-  copy_text(p.content_encoding, m.content_encoding);
-  if (p.headers) m.headers = to_fields(*p.headers);
-  if (p.priority) m.priority = *p.priority;
-  copy_text(p.correlation_id, m.correlation_id);
-  copy_text(p.reply_to, m.reply_to);
-  copy_text(p.expiration, m.expiration);
-  copy_text(p.message_id, m.message_id);
-  if (p.timestamp) m.timestamp = static_cast<int64_t>(*p.timestamp);
-  copy_text(p.type, m.type);
-  copy_text(p.user_id, m.user_id);
-  copy_text(p.app_id, m.app_id);
+  copy_text(p.content_type, m.content_type, f::content_type, set);
+  copy_text(p.content_encoding, m.content_encoding, f::content_encoding, set);
+  if (p.headers) {
+    m.headers = to_fields(*p.headers);
+    if (m.headers.empty()) set |= f::headers;
+  }
+  if (p.priority) {
+    m.priority = *p.priority;
+    if (m.priority == 0) set |= f::priority;
+  }
+  copy_text(p.correlation_id, m.correlation_id, f::correlation_id, set);
+  copy_text(p.reply_to, m.reply_to, f::reply_to, set);
+  copy_text(p.expiration, m.expiration, f::expiration, set);
+  copy_text(p.message_id, m.message_id, f::message_id, set);
+  if (p.timestamp) {
+    m.timestamp = static_cast<int64_t>(*p.timestamp);
+    if (m.timestamp == 0) set |= f::timestamp;
+  }
+  copy_text(p.type, m.type, f::type, set);
+  copy_text(p.user_id, m.user_id, f::user_id, set);
+  copy_text(p.app_id, m.app_id, f::app_id, set);
   return m;
 }
 
 basic_properties to_basic_properties(const message_properties& m) {
+  namespace f = property_flag;
+  auto present = present_properties(m);
   basic_properties p;
-  p.delivery_mode = m.persistent ? 2 : 1;
-  p.content_type = text_or_none(m.content_type);
-  p.content_encoding = text_or_none(m.content_encoding);
-  if (!m.headers.empty()) p.headers = to_table(m.headers);
-  if (m.priority != 0) p.priority = m.priority;
-  p.correlation_id = text_or_none(m.correlation_id);
-  p.reply_to = text_or_none(m.reply_to);
-  p.expiration = text_or_none(m.expiration);
-  p.message_id = text_or_none(m.message_id);
-  if (m.timestamp != 0) p.timestamp = static_cast<uint64_t>(m.timestamp);
-  p.type = text_or_none(m.type);
-  p.user_id = text_or_none(m.user_id);
-  p.app_id = text_or_none(m.app_id);
+  if (present & f::delivery_mode) p.delivery_mode = m.persistent ? 2 : 1;
+  p.content_type = text_if(m.content_type, present, f::content_type);
+  p.content_encoding = text_if(m.content_encoding, present, f::content_encoding);
+  if (present & f::headers) p.headers = to_table(m.headers);
+  if (present & f::priority) p.priority = m.priority;
+  p.correlation_id = text_if(m.correlation_id, present, f::correlation_id);
+  p.reply_to = text_if(m.reply_to, present, f::reply_to);
+  p.expiration = text_if(m.expiration, present, f::expiration);
+  p.message_id = text_if(m.message_id, present, f::message_id);
+  if (present & f::timestamp) p.timestamp = static_cast<uint64_t>(m.timestamp);
+  p.type = text_if(m.type, present, f::type);
+  p.user_id = text_if(m.user_id, present, f::user_id);
+  p.app_id = text_if(m.app_id, present, f::app_id);
   return p;
 }
 

@@ -32,24 +32,29 @@ std::string base64(const std::string& s) {
   return std::string(kj::encodeBase64(bytes).cStr());
 }
 
+// The properties the message carries, as RabbitMQ's management API lists them: those its
+// publisher set, and no others.
 json properties_json(const message& m) {
+  namespace f = property_flag;
   const auto& p = m.properties();
-  json out = {{"delivery_mode", p.persistent ? 2 : 1}};
-  if (!p.headers.empty()) out["headers"] = to_json(p.headers);
-  auto text = [&](const char* key, const std::string& v) {
-    if (!v.empty()) out[key] = v;
+  auto present = present_properties(p);
+  json out = json::object();
+  if (present & f::delivery_mode) out["delivery_mode"] = p.persistent ? 2 : 1;
+  if (present & f::headers) out["headers"] = to_json(p.headers);
+  auto text = [&](const char* key, const std::string& v, uint16_t flag) {
+    if (present & flag) out[key] = v;
   };
-  text("content_type", p.content_type);
-  text("content_encoding", p.content_encoding);
-  text("correlation_id", p.correlation_id);
-  text("reply_to", p.reply_to);
-  text("expiration", p.expiration);
-  text("message_id", p.message_id);
-  text("type", p.type);
-  text("user_id", p.user_id);
-  text("app_id", p.app_id);
-  if (p.priority != 0) out["priority"] = p.priority;
-  if (p.timestamp != 0) out["timestamp"] = p.timestamp;
+  text("content_type", p.content_type, f::content_type);
+  text("content_encoding", p.content_encoding, f::content_encoding);
+  text("correlation_id", p.correlation_id, f::correlation_id);
+  text("reply_to", p.reply_to, f::reply_to);
+  text("expiration", p.expiration, f::expiration);
+  text("message_id", p.message_id, f::message_id);
+  text("type", p.type, f::type);
+  text("user_id", p.user_id, f::user_id);
+  text("app_id", p.app_id, f::app_id);
+  if (present & f::priority) out["priority"] = p.priority;
+  if (present & f::timestamp) out["timestamp"] = p.timestamp;
   return out;
 }
 

@@ -29,22 +29,40 @@ std::string decode_payload(const json& body) {
   return std::string(bytes.begin(), bytes.end());
 }
 
+// The properties a management-API publish gives, remembering those set to their default value
+// (as an AMQP publisher's are).
 message_properties properties_from(const json& j) {
+  namespace f = property_flag;
   message_properties p;
   if (j.is_null()) return p;
   if (!j.is_object()) throw std::invalid_argument("\"properties\" is not an object");
+  auto given = [&](const char* key, uint16_t flag) {
+    if (j.contains(key)) p.set_to_default |= flag;  // cleared below for those with a value
+  };
   p.persistent = j.value("delivery_mode", 1) == 2;
+  given("delivery_mode", f::delivery_mode);
   if (j.contains("headers")) p.headers = table_from_json(j["headers"], "properties.headers");
-  p.content_type = j.value("content_type", std::string());
-  p.content_encoding = j.value("content_encoding", std::string());
-  p.correlation_id = j.value("correlation_id", std::string());
-  p.reply_to = j.value("reply_to", std::string());
-  p.expiration = j.value("expiration", std::string());
-  p.message_id = j.value("message_id", std::string());
-  p.type = j.value("type", std::string());
-  p.app_id = j.value("app_id", std::string());
+  given("headers", f::headers);
+  auto text = [&](const char* key, std::string& to, uint16_t flag) {
+    to = j.value(key, std::string());
+    given(key, flag);
+  };
+  text("content_type", p.content_type, f::content_type);
+  text("content_encoding", p.content_encoding, f::content_encoding);
+  text("correlation_id", p.correlation_id, f::correlation_id);
+  text("reply_to", p.reply_to, f::reply_to);
+  text("expiration", p.expiration, f::expiration);
+  text("message_id", p.message_id, f::message_id);
+  text("type", p.type, f::type);
+  text("app_id", p.app_id, f::app_id);
   p.priority = static_cast<uint8_t>(j.value("priority", 0));
+  given("priority", f::priority);
   p.timestamp = j.value("timestamp", int64_t{0});
+  given("timestamp", f::timestamp);
+  // Only what is at its default needs remembering; the rest is present anyway.
+  auto keep = p.set_to_default;
+  p.set_to_default = 0;
+  p.set_to_default = keep & ~present_properties(p);
   return p;
 }
 

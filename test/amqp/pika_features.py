@@ -207,6 +207,37 @@ def requeue_keeps_original_order():
     conn.close()
 
 
+def properties_kept_as_published():
+    """Deliveries carry the properties their publisher set, no more and no fewer, as RabbitMQ
+    hands them back: no delivery mode added to a message that had none, and a property set to
+    its default value (delivery mode 1, priority 0, timestamp 0, empty text) kept."""
+    conn = connect()
+    ch = conn.channel()
+    ch.queue_declare("props", durable=True)
+    ch.basic_publish("", "props", b"bare")
+    ch.basic_publish("", "props", b"defaults", pika.BasicProperties(
+        delivery_mode=1, priority=0, timestamp=0, content_type="", headers={}))
+    ch.basic_publish("", "props", b"persistent", pika.BasicProperties(delivery_mode=2))
+    got = {}
+    for _ in range(3):
+        method, props, body = ch.basic_get("props", auto_ack=True)
+        expect(method is not None, "three messages in props")
+        got[body.decode()] = props
+    bare, defaults, persistent = got["bare"], got["defaults"], got["persistent"]
+    expect(bare.delivery_mode is None, f"no delivery mode was published, got {bare.delivery_mode}")
+    expect(bare.priority is None and bare.timestamp is None and bare.content_type is None,
+           "a bare message gets no properties")
+    expect(defaults.delivery_mode == 1, f"delivery mode 1 kept, got {defaults.delivery_mode}")
+    expect(defaults.priority == 0, f"priority 0 kept, got {defaults.priority}")
+    expect(defaults.timestamp == 0, f"timestamp 0 kept, got {defaults.timestamp}")
+    expect(defaults.content_type == "", f"empty content type kept, got {defaults.content_type!r}")
+    expect(defaults.headers == {}, f"empty headers kept, got {defaults.headers!r}")
+    expect(defaults.message_id is None, f"message id not added, got {defaults.message_id!r}")
+    expect(persistent.delivery_mode == 2 and persistent.priority is None,
+           f"persistent: {persistent.delivery_mode} {persistent.priority}")
+    conn.close()
+
+
 # --- exchange-to-exchange bindings and alternate exchanges ------------------------------------
 
 def exchange_to_exchange_bindings():
@@ -250,6 +281,10 @@ def e2e_setup_durable():
     ch.queue_declare("d-q", durable=True)
     ch.exchange_bind(destination="d-dst", source="d-src", routing_key="a.#")
     ch.queue_bind("d-q", "d-dst")
+    ch.queue_declare("d-props", durable=True)
+    ch.confirm_delivery()
+    ch.basic_publish("", "d-props", b"stored", pika.BasicProperties(
+        delivery_mode=2, priority=0, timestamp=0, type=""))
     conn.close()
 
 
@@ -261,6 +296,11 @@ def e2e_check_durable():
     ch.basic_publish("d-main", "nowhere", b"kept-alternate")
     expect(bodies(ch, "d-q") == ["kept-binding", "kept-alternate"],
            "a durable exchange binding and an alternate exchange survive a restart")
+    method, props, _ = ch.basic_get("d-props", auto_ack=True)
+    expect(method is not None, "the persistent message survived the restart")
+    expect(props.delivery_mode == 2 and props.priority == 0 and props.timestamp == 0 and
+           props.type == "" and props.content_type is None,
+           f"stored properties came back as published: {props}")
     conn.close()
 
 
