@@ -55,9 +55,20 @@
 # the node's memory or disk alarm is raised, publish calls are not answered until it clears, so
 # a client that waits for its replies stops by itself.
 #
+# PAST THE RULE. The node stops reading a connection while its calls that have not returned add
+# up to more than 64 MiB (Cap'n Proto's flow limit), and reads on as they return. While stopped
+# it reads nothing of that connection, returns of `deliver` calls included, so a connection that
+# both publishes and consumes must keep its publish calls in flight well under that.
+#
 # FLOW CONTROL, CONSUMING. See `DeliveryWindow` and `Consumer.deliver`: a consumer has at most
 # `maxCalls` deliver calls outstanding of at most `maxBatch` deliveries each; a consumer with a
-# prefetch also has at most `prefetch` deliveries unacknowledged.
+# prefetch also has at most `prefetch` deliveries unacknowledged. Acks (and every other call)
+# may be sent from inside `deliver`, before it returns; they do not wait for it.
+#
+# SIZES. A `deliver` call carries about 1 MiB of message bodies, or one larger message alone.
+# Cap'n Proto readers refuse messages past a traversal limit (64 MiB by default in most
+# languages, capnp-rust among them), so a client taking messages over about 60 MiB must raise
+# its limit above its largest message. The node's own limit is set from --max-message-size.
 #
 # DROPPING A CAPABILITY is meaningful: when a client releases its `Connection` (or its network
 # connection goes away) the broker closes the connection, cancels its consumers and returns every
@@ -344,15 +355,27 @@ struct NodeInfo {
 # The bootstrap capability.
 interface Broker {
   # Opens a connection to a virtual host. Fails with NOT_FOUND for an unknown vhost and
-  # ACCESS_REFUSED for bad credentials (empty user means `guest`).
+  # ACCESS_REFUSED for bad credentials. There is no default user: an empty `user` is refused
+  # with ACCESS_REFUSED ("login refused: the user name is empty"). `guest` may connect from a
+  # loopback address only. The connection counts toward the vhost's and the node's connection
+  # limits (NOT_ALLOWED when one is reached).
   connect @0 (vhost :Text, user :Text, password :Text, clientName :Text)
       -> (connection :Connection);
 
   # Opens what a grant's token stands for (see CAPABILITY GRANTS), with no user name or
   # password: a `Publisher` or a `QueueConsumer`, each its own connection to the node, in the
-  # grant's vhost. ACCESS_REFUSED for a token no grant has (never made, revoked or expired),
-  # and for a grant whose creator no longer exists or may no longer do what it grants.
+  # grant's vhost. ACCESS_REFUSED for a token no grant has (never made, revoked or expired;
+  # a token is 32 bytes, and any other length is no grant's), and for a grant whose creator no
+  # longer exists or may no longer do what it grants. Each restore is a connection and counts
+  # toward the vhost's and the node's connection limits, as `connect` does.
   restore @1 (token :Data) -> (granted :Granted);
+
+  # As `restore`, for a token known to be a publisher's or a consumer's: these return the
+  # capability itself, so that generated code can pipeline on it (some languages make no
+  # pipeline getters for union members, as `Granted` is). A token of the other kind is
+  # PRECONDITION_FAILED, naming its kind.
+  restorePublisher @2 (token :Data) -> (publisher :Publisher);
+  restoreConsumer @3 (token :Data) -> (consumer :QueueConsumer);
 }
 
 # What Broker.restore returns: the capability of the token's kind.
@@ -381,14 +404,20 @@ struct Granted {
 # - Grants belong to the node that made them (a token restored on another member of a cluster
 #   is unknown there).
 # - A grant's target need not exist yet; using it fails with NOT_FOUND until it does.
+# - No refusal ends a grant's capability. A refused call fails alone, with the codes of Channel;
+#   one that would close a channel (NOT_FOUND, ACCESS_REFUSED, PRECONDITION_FAILED,
+#   RESOURCE_LOCKED) closes the capability's hidden channel, whose consumers are cancelled and
+#   whose unacked deliveries go back to the queue, and the next call opens it again. Calls
+#   already in flight when it closed may fail with CHANNEL_ERROR; sent again, they work.
 
 # The right to publish to one exchange. Calls are in confirm mode: they return once the
 # messages are safe (persistent messages in durable queues: on disk).
 interface Publisher {
   # As Channel.publish / publishBatch. A message's `exchange` must be empty or the granted
-  # exchange, and its routing key must match the grant's pattern; otherwise the call fails with
-  # ACCESS_REFUSED naming the first message refused, and none of the call's messages is
-  # published.
+  # exchange, and either way it goes to the granted exchange: here "" does not mean the default
+  # exchange (as it does for Channel) unless the grant is on the default exchange "". Its routing
+  # key must match the grant's pattern. Otherwise the call fails with ACCESS_REFUSED naming the
+  # first message refused, and none of the call's messages is published.
   publish @0 (message :OutboundMessage) -> (result :PublishResult);
   publishBatch @1 (messages :List(OutboundMessage)) -> (results :List(PublishResult));
 
@@ -400,7 +429,9 @@ interface Publisher {
 }
 
 # The right to consume one queue, and to settle what it delivers. The methods are those of
-# Channel, on a channel of the capability's own, with the queue fixed by the grant.
+# Channel, on a channel of the capability's own, with the queue fixed by the grant. On a stream,
+# `consume` starts at the next message, as Channel.consume does; `consumeStream` takes the
+# stream's offset and consumer group.
 interface QueueConsumer {
   consume @0 (consumerTag :Text, noAck :Bool, prefetch :UInt32, consumer :Consumer,
               priority :Int32, window :DeliveryWindow) -> (consumerTag :Text);
@@ -416,6 +447,10 @@ interface QueueConsumer {
 
   # What the grant allows (its queue and expiry).
   info @8 () -> (grant :GrantInfo);
+
+  # As Channel.consumeStream, on the granted queue.
+  consumeStream @9 (consumerTag :Text, offset :StreamOffset, group :Text, prefetch :UInt32,
+                    consumer :Consumer, window :DeliveryWindow) -> (consumerTag :Text);
 }
 
 # A grant as Connection.listGrants shows it (never its token).
@@ -502,9 +537,11 @@ interface Connection {
 
   # Capability grants (see CAPABILITY GRANTS), of this connection's vhost, made as its user.
   # `routingKeyPattern` is a topic pattern (`*` one word, `#` any number; "" means any key) that
-  # the publisher's routing keys must match. `ttlSeconds` 0 means the grant lasts until revoked;
-  # at most ten years. ACCESS_REFUSED when this user lacks the permission to grant (write on
-  # the exchange, read on the queue); PRECONDITION_FAILED for a bad name, pattern or ttl.
+  # the publisher's routing keys must match: words split at ".", a pattern of at most 255 bytes
+  # without control characters, in which `*` and `#` stand only as whole words ("a.*.c" is
+  # valid, "a.b*" is not). `ttlSeconds` 0 means the grant lasts until revoked; at most ten years
+  # of 366 days (316224000). ACCESS_REFUSED when this user lacks the permission to grant (write
+  # on the exchange, read on the queue); PRECONDITION_FAILED for a bad name, pattern or ttl.
   grantPublisher @24 (exchange :Text, routingKeyPattern :Text, ttlSeconds :UInt64)
       -> (publisher :Publisher);
   grantConsumer @25 (queue :Text, ttlSeconds :UInt64) -> (consumer :QueueConsumer);
@@ -512,8 +549,8 @@ interface Connection {
   # This user's grants; an administrator's lists every grant of the node.
   listGrants @26 () -> (grants :List(GrantInfo));
 
-  # Ends a grant, named by its whole token in hex or by its tokenPrefix (GrantInfo), and closes
-  # the connections of its capabilities. Its creator or an administrator only (ACCESS_REFUSED);
+  # Ends a grant, named by its whole token in hex (64 digits) or by its tokenPrefix (GrantInfo,
+  # 8 digits), in either case, and closes the connections of its capabilities. Its creator or an administrator only (ACCESS_REFUSED);
   # NOT_FOUND for no such grant.
   revokeGrant @27 (token :Text);
 }
@@ -570,7 +607,9 @@ interface Channel {
   # their last consumer does. Arguments understood: x-message-ttl, x-expires, x-max-length,
   # x-max-length-bytes, x-overflow (drop-head | reject-publish | reject-publish-dlx),
   # x-dead-letter-exchange, x-dead-letter-routing-key, x-max-priority (1-255),
-  # x-single-active-consumer (bool), x-queue-type (classic | stream). A stream is durable, not
+  # x-single-active-consumer (bool), x-queue-type (classic | stream). The numbers (ttl, expires,
+  # lengths, priority) are `int` values, never text or float; x-overflow, x-queue-type and the
+  # dead-letter ones are `text`; anything else is PRECONDITION_FAILED naming the argument. A stream is durable, not
   # exclusive nor auto-delete, and takes x-max-length-bytes, x-max-age ("7D", "12h", "30m"; units
   # Y M D h m s) and x-stream-max-segment-size-bytes (retention removes whole segments) instead of
   # the classic arguments. Others are kept and listed.

@@ -69,6 +69,22 @@ class channel_ops {
   static rpc_session::delivery_window read_window(rpc::DeliveryWindow::Reader w,
                                                   consume_request& c);
 
+  /// A consumeStream call's request (of Channel, or of QueueConsumer for its queue): the group
+  /// name checked (PRECONDITION_FAILED).
+  template <class Params>
+  static consume_request stream_request(std::string queue, Params p) {
+    consume_request c;
+    c.queue = std::move(queue);
+    c.tag = text(p.getConsumerTag());
+    c.prefetch = p.getPrefetch();
+    c.offset = read_stream_offset(p.getOffset());
+    c.group = text(p.getGroup());
+    if (!c.group.empty())
+      if (auto problem = check_name("consumer group name", c.group); !problem.empty())
+        throw_failure({reply_code::precondition_failed, problem});
+    return c;
+  }
+
   kj::Promise<void> cancel(const std::string& tag);
   kj::Promise<void> settle(uint64_t tag, bool multiple, settle_kind kind);
 

@@ -12,19 +12,75 @@ kj::ArrayPtr<const kj::byte> token_bytes(const std::string& token) {
   return kj::arrayPtr(reinterpret_cast<const kj::byte*>(token.data()), token.size());
 }
 
+// Opens channel `id` of a grant's session, in confirm mode for a publisher.
+kj::Promise<void> open_grant_channel(std::shared_ptr<rpc_session> session, uint16_t id,
+                                     grant_kind kind) {
+  auto opened = session->request([&](uint64_t r) { session->conn().open_channel(r, id); });
+  if (kind != grant_kind::publisher) return opened.ignoreResult();
+  return opened
+      .then([session, id](caf::message) {
+        return session->request([&](uint64_t r) { session->conn().confirm_select(r, id); });
+      })
+      .ignoreResult();
+}
+
+// A grant's hidden channel. A refused call closes it as any channel error closes an AMQP
+// channel (NOT_FOUND, PRECONDITION_FAILED, ...); the next call opens it again first, so that
+// no refusal of one call breaks the capability.
+class grant_channel {
+ public:
+  grant_channel(std::shared_ptr<rpc_session> session, uint16_t id, grant_kind kind)
+      : ops_(std::move(session), id), kind_(kind) {}
+
+  /// Runs `use(ops)` once the channel is open. Capnp keeps the capability, and so this, alive
+  /// while one of its calls runs.
+  template <class Use>
+  kj::Promise<void> with(Use use) {
+    return ready().then([this, use = kj::mv(use)]() mutable { return use(ops_); });
+  }
+
+ private:
+  kj::Promise<void> ready() {
+    auto session = ops_.session();
+    auto id = ops_.id();
+    if (session->take_broker_closed(id)) {
+      reopened_ = false;
+      reopening_ = open_grant_channel(session, id, kind_)
+                       .then([this] { reopened_ = true; },
+                             [session, id](kj::Exception&& e) {
+                               session->mark_broker_closed(id);  // the next call tries again
+                               kj::throwFatalException(kj::mv(e));
+                             })
+                       .fork();
+    }
+    if (reopened_) return kj::READY_NOW;
+    KJ_IF_MAYBE (opening, reopening_) return opening->addBranch();
+    return kj::READY_NOW;
+  }
+
+  channel_ops ops_;
+  grant_kind kind_;
+  bool reopened_ = true;  // no reopening under way
+  kj::Maybe<kj::ForkedPromise<void>> reopening_;
+};
+
 class publisher_impl final : public rpc::Publisher::Server {
  public:
   publisher_impl(std::shared_ptr<rpc_session> session, uint16_t channel, grant_record grant,
                  std::string token)
-      : ops_(std::move(session), channel), grant_(std::move(grant)), token_(std::move(token)) {
+      : channel_(std::move(session), channel, grant_kind::publisher),
+        grant_(std::move(grant)),
+        token_(std::move(token)) {
     if (!grant_.key_pattern.empty()) keys_.insert(grant_.key_pattern, 0);
   }
 
  protected:
   kj::Promise<void> publish(PublishContext ctx) override {
     std::vector<message_ptr> msgs{read_granted(ctx.getParams().getMessage(), 0)};
-    return ops_.publish(std::move(msgs), [ctx](const auto& ids, const auto& outcomes) mutable {
-      write_publish_result(ids.at(0), outcomes.at(0), ctx.getResults().initResult());
+    return channel_.with([ctx, msgs = std::move(msgs)](channel_ops& ops) mutable {
+      return ops.publish(std::move(msgs), [ctx](const auto& ids, const auto& outcomes) mutable {
+        write_publish_result(ids.at(0), outcomes.at(0), ctx.getResults().initResult());
+      });
     });
   }
 
@@ -33,10 +89,12 @@ class publisher_impl final : public rpc::Publisher::Server {
     std::vector<message_ptr> msgs;
     msgs.reserve(in.size());
     for (unsigned i = 0; i < in.size(); ++i) msgs.push_back(read_granted(in[i], i));
-    return ops_.publish(std::move(msgs), [ctx](const auto& ids, const auto& outcomes) mutable {
-      auto list = ctx.getResults().initResults(static_cast<unsigned>(ids.size()));
-      for (unsigned i = 0; i < ids.size(); ++i)
-        write_publish_result(ids[i], outcomes.at(i), list[i]);
+    return channel_.with([ctx, msgs = std::move(msgs)](channel_ops& ops) mutable {
+      return ops.publish(std::move(msgs), [ctx](const auto& ids, const auto& outcomes) mutable {
+        auto list = ctx.getResults().initResults(static_cast<unsigned>(ids.size()));
+        for (unsigned i = 0; i < ids.size(); ++i)
+          write_publish_result(ids[i], outcomes.at(i), list[i]);
+      });
     });
   }
 
@@ -76,7 +134,7 @@ class publisher_impl final : public rpc::Publisher::Server {
     return read_outbound(in, grant_.target);
   }
 
-  channel_ops ops_;
+  grant_channel channel_;
   grant_record grant_;
   std::string token_;
   topic_trie keys_;  // the grant's pattern, when it has one
@@ -86,7 +144,9 @@ class queue_consumer_impl final : public rpc::QueueConsumer::Server {
  public:
   queue_consumer_impl(std::shared_ptr<rpc_session> session, uint16_t channel, grant_record grant,
                       std::string token)
-      : ops_(std::move(session), channel), grant_(std::move(grant)), token_(std::move(token)) {}
+      : channel_(std::move(session), channel, grant_kind::consumer),
+        grant_(std::move(grant)),
+        token_(std::move(token)) {}
 
  protected:
   kj::Promise<void> consume(ConsumeContext ctx) override {
@@ -98,28 +158,45 @@ class queue_consumer_impl final : public rpc::QueueConsumer::Server {
     c.prefetch = p.getPrefetch();
     c.priority = p.getPriority();
     auto window = channel_ops::read_window(p.getWindow(), c);
-    return ops_.consume(
-        std::move(c), p.getConsumer(), window,
-        [ctx](const std::string& tag) mutable { ctx.getResults().setConsumerTag(tag); });
+    return subscribe(std::move(c), p.getConsumer(), window, ctx);
+  }
+
+  kj::Promise<void> consumeStream(ConsumeStreamContext ctx) override {
+    auto p = ctx.getParams();
+    auto c = channel_ops::stream_request(grant_.target, p);
+    auto window = channel_ops::read_window(p.getWindow(), c);
+    return subscribe(std::move(c), p.getConsumer(), window, ctx);
   }
 
   kj::Promise<void> cancel(CancelContext ctx) override {
-    return ops_.cancel(text(ctx.getParams().getConsumerTag()));
+    return channel_.with([tag = text(ctx.getParams().getConsumerTag())](channel_ops& ops) {
+      return ops.cancel(tag);
+    });
   }
 
   kj::Promise<void> get(GetContext ctx) override {
-    return ops_.get(grant_.target, ctx.getParams().getNoAck(), ctx.getResults());
+    return channel_.with([ctx, queue = grant_.target](channel_ops& ops) mutable {
+      return ops.get(queue, ctx.getParams().getNoAck(), ctx.getResults());
+    });
   }
 
-  kj::Promise<void> ack(AckContext ctx) override { return ops_.ack(ctx); }
+  kj::Promise<void> ack(AckContext ctx) override {
+    return channel_.with([ctx](channel_ops& ops) mutable { return ops.ack(ctx); });
+  }
 
   kj::Promise<void> ackEach(AckEachContext ctx) override {
-    return ops_.ack_each(ctx.getParams().getDeliveryTags());
+    return channel_.with([ctx](channel_ops& ops) mutable {
+      return ops.ack_each(ctx.getParams().getDeliveryTags());
+    });
   }
 
-  kj::Promise<void> nack(NackContext ctx) override { return ops_.nack(ctx); }
+  kj::Promise<void> nack(NackContext ctx) override {
+    return channel_.with([ctx](channel_ops& ops) mutable { return ops.nack(ctx); });
+  }
 
-  kj::Promise<void> reject(RejectContext ctx) override { return ops_.reject(ctx); }
+  kj::Promise<void> reject(RejectContext ctx) override {
+    return channel_.with([ctx](channel_ops& ops) mutable { return ops.reject(ctx); });
+  }
 
   kj::Promise<void> save(SaveContext ctx) override {
     ctx.getResults().setToken(token_bytes(token_));
@@ -132,7 +209,18 @@ class queue_consumer_impl final : public rpc::QueueConsumer::Server {
   }
 
  private:
-  channel_ops ops_;
+  template <class Context>
+  kj::Promise<void> subscribe(consume_request c, rpc::Consumer::Client consumer,
+                              rpc_session::delivery_window window, Context ctx) {
+    return channel_.with(
+        [c = std::move(c), consumer = kj::mv(consumer), window, ctx](channel_ops& ops) mutable {
+          return ops.consume(
+              std::move(c), kj::mv(consumer), window,
+              [ctx](const std::string& tag) mutable { ctx.getResults().setConsumerTag(tag); });
+        });
+  }
+
+  grant_channel channel_;
   grant_record grant_;
   std::string token_;
 };
@@ -146,15 +234,9 @@ kj::Promise<opened_grant> open_grant(std::shared_ptr<rpc_session> session, std::
           throw_failure({reply_code::internal_error, "the node did not say what the grant is"});
         auto grant = m.get_as<grant_record>(0);
         auto channel = session->allocate_channel();
-        auto opened =
-            session->request([&](uint64_t r) { session->conn().open_channel(r, channel); });
-        if (grant.kind == grant_kind::publisher)
-          opened = opened.then([session, channel](caf::message) {
-            return session->request(
-                [&](uint64_t r) { session->conn().confirm_select(r, channel); });
-          });
-        return opened.then(
-            [grant, channel](caf::message) { return std::make_pair(grant, channel); });
+        return open_grant_channel(session, channel, grant.kind).then([grant, channel] {
+          return std::make_pair(grant, channel);
+        });
       })
       .then([session, token = std::move(token)](std::pair<grant_record, uint16_t> opened) {
         auto& [grant, channel] = opened;

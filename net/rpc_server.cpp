@@ -159,15 +159,7 @@ class channel_impl final : public rpc::Channel::Server {
 
   kj::Promise<void> consumeStream(ConsumeStreamContext ctx) override {
     auto p = ctx.getParams();
-    consume_request c;
-    c.queue = text(p.getQueue());
-    c.tag = text(p.getConsumerTag());
-    c.prefetch = p.getPrefetch();
-    c.offset = read_stream_offset(p.getOffset());
-    c.group = text(p.getGroup());
-    if (!c.group.empty())
-      if (auto problem = check_name("consumer group name", c.group); !problem.empty())
-        throw_failure({reply_code::precondition_failed, problem});
+    auto c = channel_ops::stream_request(text(p.getQueue()), p);
     auto window = channel_ops::read_window(p.getWindow(), c);
     return ops_.consume(
         std::move(c), p.getConsumer(), window,
@@ -571,7 +563,32 @@ class broker_impl final : public rpc::Broker::Server {
   }
 
   kj::Promise<void> restore(RestoreContext ctx) override {
-    auto raw = ctx.getParams().getToken();
+    return open_token(ctx.getParams().getToken()).then([ctx](opened_grant g) mutable {
+      auto out = ctx.getResults().initGranted();
+      if (g.kind == grant_kind::publisher)
+        out.setPublisher(kj::mv(g.publisher));
+      else
+        out.setConsumer(kj::mv(g.consumer));
+    });
+  }
+
+  kj::Promise<void> restorePublisher(RestorePublisherContext ctx) override {
+    return open_token(ctx.getParams().getToken()).then([ctx](opened_grant g) mutable {
+      if (g.kind != grant_kind::publisher) refuse_kind("consumer", "restoreConsumer");
+      ctx.getResults().setPublisher(kj::mv(g.publisher));
+    });
+  }
+
+  kj::Promise<void> restoreConsumer(RestoreConsumerContext ctx) override {
+    return open_token(ctx.getParams().getToken()).then([ctx](opened_grant g) mutable {
+      if (g.kind != grant_kind::consumer) refuse_kind("publisher", "restorePublisher");
+      ctx.getResults().setConsumer(kj::mv(g.consumer));
+    });
+  }
+
+ private:
+  // Logs in by a grant's token, as its own session, and opens the grant's capability.
+  kj::Promise<opened_grant> open_token(capnp::Data::Reader raw) {
     std::string token(reinterpret_cast<const char*>(raw.begin()), raw.size());
     if (token.empty())
       throw_failure({reply_code::access_refused, "login refused: the grant token is empty"});
@@ -582,23 +599,23 @@ class broker_impl final : public rpc::Broker::Server {
     hello.bad_settle_closes_channel = false;
     hello.grant_token = token;
     auto session = rpc_session::create(system_, node_, bridge_, std::move(hello));
-    return open_grant(session, std::move(token))
-        .then([ctx, logged_in = logged_in_](opened_grant g) mutable {
-          *logged_in = true;
-          auto out = ctx.getResults().initGranted();
-          if (g.kind == grant_kind::publisher)
-            out.setPublisher(kj::mv(g.publisher));
-          else
-            out.setConsumer(kj::mv(g.consumer));
-        });
+    return open_grant(session, std::move(token)).then([logged_in = logged_in_](opened_grant g) {
+      *logged_in = true;
+      return g;
+    });
   }
 
- private:
+  // The grant opened is dropped with the exception, which closes its session.
+  [[noreturn]] static void refuse_kind(const char* kind, const char* method) {
+    throw_failure({reply_code::precondition_failed,
+                   std::string("this token is a ") + kind + " grant's; open it with " + method});
+  }
+
   caf::actor_system& system_;
   caf::actor node_;
   std::shared_ptr<transport::loop_bridge> bridge_;
   peer_address peer_;
-  std::shared_ptr<bool> logged_in_;  // set once connect succeeded
+  std::shared_ptr<bool> logged_in_;  // set once connect or a restore succeeded
 };
 
 // One accepted TCP connection and the RPC system serving it.
@@ -613,6 +630,10 @@ struct served_client {
   capnp::TwoPartyVatNetwork network;
   capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc;
 };
+
+// Calls of one connection that have not returned, in words, past which the node stops reading
+// it (broker.capnp, PAST THE RULE): a client cannot fill the node's memory by never waiting.
+constexpr size_t call_flow_limit_words = 8 * 1024 * 1024;  // 64 MiB
 
 }  // namespace
 
@@ -654,6 +675,8 @@ uint16_t rpc_server::start(const std::string& bind_address, uint16_t port,
           auto client = kj::heap<served_client>(
               kj::mv(guarded), kj::heap<broker_impl>(system_, node_, bridge, peer, logged_in),
               options);
+          // One call larger than the limit is still read: the limit only stops the next.
+          client->rpc.setFlowLimit(call_flow_limit_words);
           auto& network = client->network;
           return network.onDisconnect()
               .exclusiveJoin(

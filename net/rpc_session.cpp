@@ -189,6 +189,7 @@ void rpc_session::consumer_cancelled(uint16_t channel, const std::string& tag,
 // The broker closed the channel (a failed call, a consumer timeout): its consumers learn why
 // through `cancelled`, as when their queue goes.
 void rpc_session::channel_closed(uint16_t channel, const broker_failure& reason) {
+  broker_closed_.insert(channel);
   std::vector<std::string> tags;
   for (const auto& [key, consumer] : consumers_)
     if (key.first == channel) tags.push_back(key.second);

@@ -21,6 +21,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <unordered_map>
 
 namespace warren::net {
@@ -70,6 +71,11 @@ class rpc_session : public std::enable_shared_from_this<rpc_session>,
                     delivery_window window);
   void remove_consumer(uint16_t channel, const std::string& tag);
 
+  /// True (once) when the broker has closed `channel` after an error since the last ask; a
+  /// grant's hidden channel is then opened again (rpc_grants.cpp).
+  bool take_broker_closed(uint16_t channel) { return broker_closed_.erase(channel) != 0; }
+  void mark_broker_closed(uint16_t channel) { broker_closed_.insert(channel); }
+
   // --- called on the kj thread through rpc_link -------------------------------------------
   void complete(uint64_t request, caf::error error, caf::message result);
   void deliver(uint16_t channel, const std::string& tag, std::vector<delivery> batch);
@@ -104,7 +110,8 @@ class rpc_session : public std::enable_shared_from_this<rpc_session>,
   uint16_t next_channel_ = 0;
   std::unordered_map<uint64_t, kj::Own<kj::PromiseFulfiller<caf::message>>> pending_;
   std::map<consumer_key, consumer_pipe> consumers_;
-  std::string client_name_;  // for the log
+  std::set<uint16_t> broker_closed_;  // channels the broker closed (bounded by channel ids)
+  std::string client_name_;           // for the log
   bool gone_ = false;
   broker_failure gone_reason_;
   kj::TaskSet tasks_;
