@@ -208,17 +208,36 @@ void learn_member(cluster_self self, const cluster_member& m) {
   store_member(self, m);
 }
 
+void join_address(cluster_self self, const std::string& address);
+
+// Ready once a --join address answered and every member learned from it was met, or could not
+// be reached once (a member that is down does not hold the node back).
+void ready_when_meshed(cluster_self self) {
+  auto& st = self->state;
+  if (st.joined || !st.reached || !st.mesh_pending.empty()) return;
+  st.joined = true;
+  answer_ready(self, caf::error{});
+}
+
 void joined_through(cluster_self self, const std::string& address) {
   auto& st = self->state;
   st.join_pending.erase(address);
+  st.mesh_pending.erase(address);
   if (st.joined) return;
-  st.joined = true;
-  answer_ready(self, caf::error{});
+  if (!st.reached) {
+    st.reached = true;
+    // Meet the members learned from it now, not at the next tick.
+    for (const auto& [name, m] : st.members)
+      if (!m.handle && !m.info.address.empty() && st.mesh_pending.insert(m.info.address).second)
+        join_address(self, m.info.address);
+  }
+  ready_when_meshed(self);
 }
 
 void join_failed(cluster_self self, const std::string& address, const caf::error& err,
                  std::map<std::string, int>& failures) {
   auto& st = self->state;
+  if (st.mesh_pending.erase(address) != 0) ready_when_meshed(self);
   auto failure = describe(err);
   if (failure.code == reply_code::access_refused) {
     note(log_level::error, address + " refused this node: " + failure.text);
@@ -285,12 +304,14 @@ void join_address(cluster_self self, const std::string& address) {
   if (!split_address(address, host, port, error)) {
     note(log_level::error, "cannot join: " + error);
     st.join_pending.erase(address);
+    if (st.mesh_pending.erase(address) != 0) ready_when_meshed(self);
     return;
   }
   if (st.config.loopback_only && !is_loopback_host(host)) {
     note(log_level::error,
          "not joining " + address + ": without cluster TLS, nodes are reached on loopback only");
     st.join_pending.erase(address);
+    if (st.mesh_pending.erase(address) != 0) ready_when_meshed(self);
     return;
   }
   st.connecting.insert(address);

@@ -87,8 +87,12 @@ struct cluster_state {
   std::map<std::string, std::vector<std::function<void(const caf::actor&)>>> held;
   std::map<std::pair<std::string, std::string>, queue_placement> placements;  // ours, by vhost+name
   std::set<std::string> join_pending;  // --join addresses not reached yet
-  std::set<std::string> connecting;    // addresses a join is under way to
-  std::deque<std::string> nonces;      // handed out, not yet used (the newest few)
+  // Members learned while joining, not met yet: the ready line waits for them (or for one failed
+  // attempt each), so that the cluster listed right after it is the whole mesh.
+  std::set<std::string> mesh_pending;
+  bool reached = false;              // one --join address answered
+  std::set<std::string> connecting;  // addresses a join is under way to
+  std::deque<std::string> nonces;    // handed out, not yet used (the newest few)
   std::vector<caf::typed_response_promise<void>> waiting_ready;
   // Failed joins by address, so that an unreachable node is logged now and then, not each second.
   std::shared_ptr<std::map<std::string, int>> failures =

@@ -46,15 +46,26 @@ void log_in(self_ptr self, uint64_t request) {
           });
 }
 
-// A refreshed secret (an OAuth client's new token) is checked as the login's password was, for
-// the same user; a connection whose secret no longer checks out is closed, as RabbitMQ does.
-void update_secret(self_ptr self, uint64_t request, std::string& secret) {
+// A refreshed secret (an OAuth client's new token). Warren's users log in with passwords, which
+// do not expire, so the secret itself is not checked, as RabbitMQ's internal users do not check
+// it; the login is, as far as it still can be: the user must still exist and still have access
+// to the connection's vhost, or the connection is closed.
+void update_secret(self_ptr self, uint64_t request, std::string&) {
   auto hello = self->state.hello;
-  hello.password = std::move(secret);
+  hello.refresh = true;
   self->request(node_handle(self->state.node), caf::infinite, auth_atom::value, hello)
       .then(
-          [=](std::vector<std::string>&, std::vector<std::string>&) {
-            self->state.hello.password = hello.password;
+          [=](std::vector<std::string>&, std::vector<std::string>& vhosts) {
+            if (std::find(vhosts.begin(), vhosts.end(), hello.vhost) == vhosts.end()) {
+              self->state.link->reply(
+                  request,
+                  make_broker_error(reply_code::not_allowed,
+                                    "access to vhost " + quote(hello.vhost) + " refused for user " +
+                                        quote(hello.user)),
+                  {});
+              close_connection(self);
+              return;
+            }
             self->state.link->reply(request, {}, {});
           },
           [=](caf::error& err) {

@@ -277,7 +277,10 @@ caf::result<caf::actor, connection_settings, permission_record, grant_record> co
 caf::result<std::vector<std::string>, std::vector<std::string>> authenticate(
     self_ptr self, const client_hello& hello) {
   auto& st = self->state;
-  if (auto refused = check_login(st, hello); !refused.empty())
+  if (hello.refresh && st.users.count(hello.user) == 0)
+    return make_broker_error(reply_code::access_refused,
+                             "user " + quote(hello.user) + " no longer exists");
+  if (auto refused = hello.refresh ? std::string() : check_login(st, hello); !refused.empty())
     return make_broker_error(reply_code::access_refused, refused);
   std::vector<std::string> vhosts;
   for (const auto& [key, p] : st.permissions)

@@ -278,6 +278,10 @@ struct client_hello {
   // Logging in by a grant's token (its raw bytes) instead of user and password: the connection
   // may do what the grant allows, in the grant's vhost, as the user who granted it.
   std::string grant_token{};
+  // A connection.update-secret: the user is checked to exist and to have access to the vhost,
+  // not the password. A password is not a token that expires; RabbitMQ's internal users take
+  // any new secret too.
+  bool refresh = false;
 };
 
 // --- inspect -----------------------------------------------------------------------------------
@@ -362,7 +366,7 @@ typename Inspector::result_type inspect(Inspector& f, connection_settings& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, client_hello& x) {
   return f(x.vhost, x.user, x.password, x.client_name, x.peer, x.loopback, x.internal,
-           x.bad_settle_closes_channel, x.grant_token);
+           x.bad_settle_closes_channel, x.grant_token, x.refresh);
 }
 
 }  // namespace warren

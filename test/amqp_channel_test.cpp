@@ -168,10 +168,10 @@ struct channel_one {
   }
 };
 
-// connection.update-secret (10,70), which clients send to refresh an OAuth token: a secret that
-// passes the login rule is taken (update-secret-ok, 10,71) and the connection goes on; one that
-// does not closes the connection with ACCESS_REFUSED naming the method, as RabbitMQ does.
-BOOST_FIXTURE_TEST_CASE(update_secret_is_checked_like_a_login, channel_one) {
+// connection.update-secret (an OAuth client refreshing its token) is answered update-secret-ok
+// and the connection goes on. The secret is not a password: a password login does not expire,
+// and RabbitMQ's internal users take any new secret (pika's and amqplib's suites send one).
+BOOST_FIXTURE_TEST_CASE(update_secret_is_answered_and_the_connection_goes_on, channel_one) {
   auto update = [&](const std::string& secret) {
     auto w = method_payload({10, 70});
     w.long_string(secret);
@@ -180,15 +180,9 @@ BOOST_FIXTURE_TEST_CASE(update_secret_is_checked_like_a_login, channel_one) {
   };
   update("guest");
   BOOST_TEST((c.next_method().first == method_id{10, 71}));
+  update("a new OAuth token, not guest's password");
+  BOOST_TEST((c.next_method().first == method_id{10, 71}));
   c.open_channel(2);  // the connection goes on
-  update("not guest's password");
-  auto [id, args] = c.next_method();
-  BOOST_REQUIRE((id == method_id{10, 50}));
-  reader r(args);
-  BOOST_TEST(r.short_uint() == 403);
-  BOOST_TEST_MESSAGE(r.short_string());
-  BOOST_TEST(r.short_uint() == 10);
-  BOOST_TEST(r.short_uint() == 70);
 }
 
 // A client's connection.close with publishes queued behind it: the node answers close-ok, then

@@ -34,8 +34,10 @@ BOOST_AUTO_TEST_CASE(three_nodes_form_a_mesh_and_keep_it_across_restarts) {
   node_process b(cluster_args("b", pb, address(pa)));
   warren::test::temp_dir c_dir;  // outlives c's first run
   auto c = std::make_unique<node_process>(cluster_args("c", pc, address(pb)), c_dir.path());
-  // c joined only b, and learned of a from it.
+  // c joined only b, and learned of a from it. Its ready line waited until it met a too: the
+  // first listing after it (no polling) shows the whole mesh.
   std::map<std::string, bool> all_up{{"a", true}, {"b", true}, {"c", true}};
+  BOOST_CHECK((members_seen_by(*c) == all_up));
   BOOST_CHECK(sees(a, all_up));
   BOOST_CHECK(sees(b, all_up));
   BOOST_CHECK(sees(*c, all_up));

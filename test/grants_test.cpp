@@ -430,6 +430,12 @@ BOOST_FIXTURE_TEST_CASE(warrenctl_grants_publishes_consumes_lists_and_revokes_by
   auto wrong_key = ctl({"--token", token, "publish", "orders", "us.ny", "--body", "hi"});
   BOOST_TEST(wrong_key.exit_code == 1);
   BOOST_TEST(wrong_key.err.find("ACCESS_REFUSED") != std::string::npos, wrong_key.err);
+  // Another exchange is refused, naming the token's, and nothing goes out (not "dropped").
+  auto wrong_exchange = ctl({"--token", token, "publish", "amq.topic", "eu.paris", "--body", "x"});
+  BOOST_TEST(wrong_exchange.exit_code == 1);
+  BOOST_TEST(wrong_exchange.err.find("exchange 'orders' only") != std::string::npos,
+             wrong_exchange.err);
+  BOOST_TEST(wrong_exchange.out.find("dropped") == std::string::npos, wrong_exchange.out);
   auto not_a_consumer = ctl({"--token", token, "get", "eu"});
   BOOST_TEST(not_a_consumer.exit_code == 1);
   BOOST_TEST(not_a_consumer.err.find("ACCESS_REFUSED") != std::string::npos, not_a_consumer.err);
