@@ -92,6 +92,15 @@ struct connection_state {
   uint64_t max_message_bytes = UINT64_MAX;
   uint16_t channel_max = UINT16_MAX;
   access_rights rights;  // the user's permissions in this vhost, as of login
+  // Queues this connection is deleting (calls under way, by name), and the cancels of its own
+  // consumers on them, held until the delete is answered: delete-ok comes first, as RabbitMQ
+  // sends it (clients such as amqplib settle the delete before they hear of the cancel).
+  std::map<std::string, int> deleting;
+  struct held_cancel {
+    uint16_t channel;
+    std::string tag, reason, queue;
+  };
+  std::vector<held_cancel> cancels_after_delete;
   bool timeout_check_scheduled = false;
   traffic_counters traffic;
 

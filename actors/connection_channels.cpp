@@ -204,11 +204,22 @@ void declare_queue(self_ptr self, uint64_t request, uint16_t id, queue_spec& spe
 
 void delete_queue(self_ptr self, uint64_t request, uint16_t id, std::string& name, bool if_unused,
                   bool if_empty, bool force) {
-  if (open_channel(self, request, id) &&
-      allowed(self, request, id, access_kind::configure, "queue", name))
-    relay<uint32_t>(self, request, id, vhost_handle(self->state.vhost), delete_atom::value,
-                    queues_atom::value, std::move(name), if_unused, if_empty, force,
-                    self_handle(self));
+  if (!open_channel(self, request, id) ||
+      !allowed(self, request, id, access_kind::configure, "queue", name))
+    return;
+  ++self->state.deleting[name];
+  auto queue = name;
+  self->request(vhost_handle(self->state.vhost), caf::infinite, delete_atom::value,
+                queues_atom::value, std::move(name), if_unused, if_empty, force, self_handle(self))
+      .then(
+          [=](uint32_t removed) {
+            self->state.link->reply(request, {}, caf::make_message(removed));
+            queue_delete_answered(self, queue);
+          },
+          [=](caf::error& err) {
+            fail(self, request, id, err);
+            queue_delete_answered(self, queue);
+          });
 }
 
 // Commits, group listings and reads by offset need read access to the stream.

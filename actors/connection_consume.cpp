@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <iterator>
 #include <utility>
 
 namespace warren::connection_parts {
@@ -280,11 +281,31 @@ void cancel(self_ptr self, uint64_t request, uint16_t id, const std::string& tag
       .then([=]() { forget(); }, [=](caf::error&) { forget(); });
 }
 
+void queue_delete_answered(self_ptr self, const std::string& queue) {
+  auto& st = self->state;
+  auto d = st.deleting.find(queue);
+  if (d == st.deleting.end() || --d->second > 0) return;
+  st.deleting.erase(d);
+  std::vector<connection_state::held_cancel> now;
+  auto& held = st.cancels_after_delete;
+  auto mine = std::stable_partition(held.begin(), held.end(),
+                                    [&](const auto& c) { return c.queue != queue; });
+  now.assign(std::make_move_iterator(mine), std::make_move_iterator(held.end()));
+  held.erase(mine, held.end());
+  for (const auto& c : now) cancelled_by_queue(self, c.channel, c.tag, c.reason);
+}
+
 void cancelled_by_queue(self_ptr self, uint16_t id, const std::string& tag,
                         const std::string& reason) {
   auto c = self->state.channels.find(id);
   if (c == self->state.channels.end() || !c->second.open) return;
-  if (c->second.consumers.count(tag) != 0) {
+  auto consumer = c->second.consumers.find(tag);
+  if (consumer != c->second.consumers.end() &&
+      self->state.deleting.count(consumer->second.queue_name) != 0) {
+    self->state.cancels_after_delete.push_back({id, tag, reason, consumer->second.queue_name});
+    return;
+  }
+  if (consumer != c->second.consumers.end()) {
     drop_consumer(self, id, c->second, tag);
     self->state.link->consumer_cancelled(id, tag, reason);
   }

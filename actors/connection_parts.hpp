@@ -110,6 +110,8 @@ void cancel(self_ptr self, uint64_t request, uint16_t id, const std::string& tag
 void member_down(self_ptr self);
 /// A remote queue a consumer of ours uses is gone with its node: the consumer is cancelled.
 void queue_node_down(self_ptr self, const caf::actor_addr& queue);
+/// A delete of `queue` by this connection was answered: cancels held for it go out now.
+void queue_delete_answered(self_ptr self, const std::string& queue);
 void cancelled_by_queue(self_ptr self, uint16_t id, const std::string& tag,
                         const std::string& reason);
 void deliver(self_ptr self, uint16_t id, const std::string& tag, bool no_ack,

@@ -185,6 +185,22 @@ BOOST_FIXTURE_TEST_CASE(update_secret_is_answered_and_the_connection_goes_on, ch
   c.open_channel(2);  // the connection goes on
 }
 
+// Deleting a queue the same connection consumes from: queue.delete-ok comes before the
+// consumer's basic.cancel, as RabbitMQ sends them. amqplib settles the delete when its answer
+// comes; a cancel first ends its test (and its connection) with the delete still unanswered.
+BOOST_FIXTURE_TEST_CASE(delete_ok_comes_before_the_cancel_of_its_own_consumer, channel_one) {
+  declare_queue(c, 1, "doomed");
+  int deliveries = 0;
+  consume(c, 1, "doomed", "ctag", deliveries);
+  auto del = method_payload({50, 40});
+  del.short_uint(0);
+  del.short_string("doomed");
+  del.bits({false, false, false});
+  c.send_method(1, std::move(del));
+  BOOST_TEST((c.next_method().first == method_id{50, 41}));
+  BOOST_TEST((c.next_method().first == method_id{60, 30}));
+}
+
 // A client's connection.close with publishes queued behind it: the node answers close-ok, then
 // shuts its side and reads what still comes until the client closes, as RabbitMQ does. A socket
 // closed with unread input answers the client's writes with a reset (EPIPE or ECONNRESET in
