@@ -25,8 +25,9 @@ kj::Promise<void> open_grant_channel(std::shared_ptr<rpc_session> session, uint1
 }
 
 // A grant's hidden channel. A refused call closes it as any channel error closes an AMQP
-// channel (NOT_FOUND, PRECONDITION_FAILED, ...); the next call opens it again first, so that
-// no refusal of one call breaks the capability.
+// channel (NOT_FOUND, PRECONDITION_FAILED, ...); the next call opens a new one first, so that
+// no refusal of one call breaks the capability. The new one has a fresh id: late answers,
+// deliveries and acks of the closed one can never reach it.
 class grant_channel {
  public:
   grant_channel(std::shared_ptr<rpc_session> session, uint16_t id, grant_kind kind)
@@ -42,15 +43,21 @@ class grant_channel {
  private:
   kj::Promise<void> ready() {
     auto session = ops_.session();
-    auto id = ops_.id();
-    if (session->take_broker_closed(id)) {
+    if (session->take_broker_closed(ops_.id())) {
+      session->conn().close_channel(0, ops_.id());  // forgets the closed one
+      auto id = session->allocate_channel();
+      ops_ = channel_ops(session, id);
+      auto generation = ++generation_;
       reopened_ = false;
       reopening_ = open_grant_channel(session, id, kind_)
-                       .then([this] { reopened_ = true; },
-                             [session, id](kj::Exception&& e) {
-                               session->mark_broker_closed(id);  // the next call tries again
-                               kj::throwFatalException(kj::mv(e));
-                             })
+                       .then(
+                           [this, generation] {
+                             if (generation == generation_) reopened_ = true;
+                           },
+                           [session, id](kj::Exception&& e) {
+                             session->mark_broker_closed(id);  // the next call tries again
+                             kj::throwFatalException(kj::mv(e));
+                           })
                        .fork();
     }
     if (reopened_) return kj::READY_NOW;
@@ -60,7 +67,8 @@ class grant_channel {
 
   channel_ops ops_;
   grant_kind kind_;
-  bool reopened_ = true;  // no reopening under way
+  bool reopened_ = true;     // no reopening under way
+  uint64_t generation_ = 0;  // of the latest reopening: only it may say it is done
   kj::Maybe<kj::ForkedPromise<void>> reopening_;
 };
 
@@ -164,6 +172,12 @@ class queue_consumer_impl final : public rpc::QueueConsumer::Server {
   kj::Promise<void> consumeStream(ConsumeStreamContext ctx) override {
     auto p = ctx.getParams();
     auto c = channel_ops::stream_request(grant_.target, p);
+    // A group's committed offset is the grantor's to move: a grant reads, it does not commit.
+    if (!c.group.empty())
+      throw_failure({reply_code::access_refused,
+                     "a consumer grant reads a stream from an offset; it cannot join consumer "
+                     "group " +
+                         quote(c.group)});
     auto window = channel_ops::read_window(p.getWindow(), c);
     return subscribe(std::move(c), p.getConsumer(), window, ctx);
   }

@@ -58,7 +58,10 @@ class rpc_session : public std::enable_shared_from_this<rpc_session>,
     return kj::mv(pair.promise);
   }
 
-  uint16_t allocate_channel() { return ++next_channel_; }
+  uint16_t allocate_channel() {
+    if (++next_channel_ == 0) ++next_channel_;  // channel 0 is the connection's own in AMQP
+    return next_channel_;
+  }
 
   /// How a consumer's deliveries are cut into deliver calls (broker.capnp, DeliveryWindow).
   struct delivery_window {
