@@ -73,6 +73,9 @@ std::string check_request(const grant_record& what, int64_t ttl_s) {
         !problem.empty())
       return problem;
   if (!publisher && !what.key_pattern.empty()) return "a consumer grant has no routing key pattern";
+  // Checked first, before it is quoted or split: a pattern is a routing key's size at most.
+  if (auto problem = check_key("routing key pattern", what.key_pattern); !problem.empty())
+    return problem;
   if (auto problem = check_topic_binding_key(what.key_pattern); !problem.empty())
     return "routing key pattern " + quote(what.key_pattern) + ": " + problem;
   return {};

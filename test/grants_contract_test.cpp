@@ -141,6 +141,29 @@ BOOST_AUTO_TEST_CASE(a_consumer_grant_on_a_stream_starts_where_it_is_told) {
   std::vector<std::string> bodies;
   for (const auto& c : log.calls) bodies.insert(bodies.end(), c.bodies.begin(), c.bodies.end());
   BOOST_TEST((bodies == std::vector<std::string>{"m2", "m3", "m4"}));
+
+  // A group's committed offset is the grantor's: a grant cannot join one.
+  consumer_log other_log;
+  auto grouped = qc.consumeStreamRequest();
+  grouped.initOffset().setFirst();
+  grouped.setGroup("billing");
+  grouped.setPrefetch(10);
+  grouped.setConsumer(kj::heap<test_consumer>(other_log));
+  auto refused = failure_of([&] { grouped.send().wait(ows); });
+  BOOST_TEST(code_of(refused) == "ACCESS_REFUSED", refused);
+  BOOST_TEST(refused.find("'billing'") != std::string::npos, refused);
+}
+
+BOOST_AUTO_TEST_CASE(a_routing_key_pattern_is_a_routing_keys_size_at_most) {
+  declare_orders();
+  auto req = conn.grantPublisherRequest();
+  req.setExchange("orders");
+  std::string words;
+  for (int i = 0; i < 200; ++i) words += "#.";
+  req.setRoutingKeyPattern(words + "#");
+  auto refused = failure_of([&] { req.send().wait(ws); });
+  BOOST_TEST(code_of(refused) == "PRECONDITION_FAILED", refused);
+  BOOST_TEST(refused.find("255") != std::string::npos, refused);
 }
 
 BOOST_AUTO_TEST_CASE(a_grant_on_the_default_exchange_publishes_by_queue_name) {
