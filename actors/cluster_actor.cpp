@@ -226,10 +226,11 @@ void joined_through(cluster_self self, const std::string& address) {
   if (st.joined) return;
   if (!st.reached) {
     st.reached = true;
-    // Meet the members learned from it now, not at the next tick.
+    // Meet the members learned from it now, not at the next tick. All are pending before the
+    // first join starts: one that fails at once must not make the node ready early.
     for (const auto& [name, m] : st.members)
-      if (!m.handle && !m.info.address.empty() && st.mesh_pending.insert(m.info.address).second)
-        join_address(self, m.info.address);
+      if (!m.handle && !m.info.address.empty()) st.mesh_pending.insert(m.info.address);
+    for (const auto& address : std::set<std::string>(st.mesh_pending)) join_address(self, address);
   }
   ready_when_meshed(self);
 }
@@ -241,7 +242,7 @@ void join_failed(cluster_self self, const std::string& address, const caf::error
   auto failure = describe(err);
   if (failure.code == reply_code::access_refused) {
     note(log_level::error, address + " refused this node: " + failure.text);
-    if (st.join_pending.count(address) != 0 && !st.joined) {
+    if (st.join_pending.count(address) != 0 && !st.reached) {  // none of --join took us
       st.refused =
           make_broker_error(reply_code::access_refused, "joining " + address + ": " + failure.text);
       answer_ready(self, st.refused);
