@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <sstream>
 
@@ -111,12 +112,40 @@ bool same_table(const field_table& a, const field_table& b) {
   });
 }
 
+namespace {
+
+// Every property at its default value (whether set to it or not).
+bool values_default(const message_properties& p) {
+  return p.content_type.empty() && p.content_encoding.empty() && p.headers.empty() &&
+         p.priority == 0 && p.correlation_id.empty() && p.reply_to.empty() &&
+         p.expiration.empty() && p.message_id.empty() && p.timestamp == 0 && p.type.empty() &&
+         p.user_id.empty() && p.app_id.empty();
+}
+
+// Properties that carry nothing but flags (amqplib sends empty headers with every message): one
+// shared object per flag set and persistence, made on first use and kept for the process's life
+// (13 flag bits: at most 16384 of them), so that such messages cost no allocation.
+std::shared_ptr<const message_properties> interned_defaults(bool persistent, uint16_t set) {
+  constexpr size_t per_mode = (property_flag::all >> 3) + 1;
+  static std::array<std::atomic<const message_properties*>, 2 * per_mode> table{};
+  auto& slot = table[(persistent ? per_mode : 0) + ((set & property_flag::all) >> 3)];
+  auto* found = slot.load(std::memory_order_acquire);
+  if (found == nullptr) {
+    auto* made = new message_properties;
+    made->persistent = persistent;
+    made->set_to_default = set & property_flag::all;
+    if (slot.compare_exchange_strong(found, made, std::memory_order_acq_rel))
+      found = made;
+    else
+      delete made;  // another thread made it first
+  }
+  return std::shared_ptr<const message_properties>(std::shared_ptr<void>(), found);  // unowned
+}
+
+}  // namespace
+
 bool only_delivery_mode(const message_properties& p) {
-  return (p.set_to_default & ~property_flag::delivery_mode) == 0 && p.content_type.empty() &&
-         p.content_encoding.empty() && p.headers.empty() && p.priority == 0 &&
-         p.correlation_id.empty() && p.reply_to.empty() && p.expiration.empty() &&
-         p.message_id.empty() && p.timestamp == 0 && p.type.empty() && p.user_id.empty() &&
-         p.app_id.empty();
+  return (p.set_to_default & ~property_flag::delivery_mode) == 0 && values_default(p);
 }
 
 uint16_t present_properties(const message_properties& p) {
@@ -160,6 +189,9 @@ void message::set_properties(message_properties p) {
   if (only_delivery_mode(p)) {
     properties_.reset();
     properties_heap_ = 0;
+  } else if (values_default(p)) {
+    properties_ = interned_defaults(p.persistent, p.set_to_default);
+    properties_heap_ = 0;  // shared by every such message, for good
   } else {
     properties_heap_ = properties_heap(p);
     properties_ = std::make_shared<const message_properties>(std::move(p));

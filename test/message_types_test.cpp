@@ -115,6 +115,23 @@ BOOST_FIXTURE_TEST_CASE(properties_set_to_their_defaults_cross_as_set, fixture) 
                     property_flag::priority | property_flag::timestamp | property_flag::app_id);
 }
 
+// amqplib sends empty headers with every message: properties that carry nothing but flags are
+// one shared object, charged to no queue.
+BOOST_AUTO_TEST_CASE(properties_set_only_to_defaults_are_shared_not_allocated) {
+  message a, b;
+  message_properties p;
+  p.set_to_default = property_flag::headers | property_flag::priority;
+  a.set_properties(p);
+  b.set_properties(p);
+  BOOST_CHECK_EQUAL(a.heap_bytes(), 0u);
+  BOOST_CHECK(&a.properties() == &b.properties());
+  BOOST_CHECK_EQUAL(a.properties().set_to_default, p.set_to_default);
+  p.persistent = true;
+  b.set_properties(p);
+  BOOST_CHECK(&a.properties() != &b.properties());
+  BOOST_CHECK(b.persistent() && b.properties().persistent);
+}
+
 BOOST_FIXTURE_TEST_CASE(a_null_message_stays_null, fixture) {
   get_reply empty;  // found = false carries no message
   auto copy = round_trip(caf::make_message(empty)).get_as<get_reply>(0);
