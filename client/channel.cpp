@@ -329,39 +329,60 @@ publish_result channel::publish(const outbound_message& message) {
   });
 }
 
+namespace {
+
+// A publish_batch cut into calls of at most max_batch_messages and about max_batch_bytes, sent
+// on `lanes` lanes, one call in flight on each: broker.capnp's rule of 4 to 8 calls in flight,
+// which also keeps a big batch under the node's flow limit on unanswered calls.
+struct batch_run {
+  std::vector<outbound_message> msgs;
+  std::vector<std::pair<size_t, size_t>> calls;  // [first, last) of msgs
+  std::vector<std::vector<publish_result>> results;
+  static constexpr size_t lanes = 8;
+};
+
+kj::Promise<void> send_lane(std::shared_ptr<channel::state> st, std::shared_ptr<batch_run> run,
+                            size_t call) {
+  if (call >= run->calls.size()) return kj::READY_NOW;
+  auto [first, last] = run->calls[call];
+  auto req = cap_of(st).publishBatchRequest();
+  auto list = req.initMessages(static_cast<unsigned>(last - first));
+  for (size_t i = first; i < last; ++i)
+    write_outbound(run->msgs[i], list[static_cast<unsigned>(i - first)]);
+  return req.send().then(
+      [st, run, call](capnp::Response<rpc::Channel::PublishBatchResults>&& r) mutable {
+        auto& out = run->results[call];
+        out.reserve(r.getResults().size());
+        for (auto x : r.getResults()) out.push_back(read_publish_result(x));
+        return send_lane(st, run, call + batch_run::lanes);
+      });
+}
+
+}  // namespace
+
 std::future<std::vector<publish_result>> channel::publish_batch(
     std::vector<outbound_message> messages) {
   auto st = state_;
-  auto shared = std::make_shared<std::vector<outbound_message>>(std::move(messages));
-  return runtime_->call_async<std::vector<publish_result>>([st, shared]() {
-    auto& msgs = *shared;
-    auto parts = kj::heapArrayBuilder<kj::Promise<std::vector<publish_result>>>(
-        msgs.size() / max_batch_messages + msgs.size() / 64 + 1);
-    size_t first = 0;
-    while (first < msgs.size()) {
-      size_t last = first, bytes = 0;
+  auto run = std::make_shared<batch_run>();
+  run->msgs = std::move(messages);
+  return runtime_->call_async<std::vector<publish_result>>([st, run]() {
+    const auto& msgs = run->msgs;
+    for (size_t first = 0, last = 0; first < msgs.size(); first = last) {
+      size_t bytes = 0;
       while (last < msgs.size() && last - first < max_batch_messages &&
              (last == first || bytes + msgs[last].body.size() <= max_batch_bytes))
         bytes += msgs[last++].body.size();
-      auto req = cap_of(st).publishBatchRequest();
-      auto list = req.initMessages(static_cast<unsigned>(last - first));
-      for (size_t i = first; i < last; ++i)
-        write_outbound(msgs[i], list[static_cast<unsigned>(i - first)]);
-      parts.add(req.send().then([](capnp::Response<rpc::Channel::PublishBatchResults>&& r) {
-        std::vector<publish_result> out;
-        out.reserve(r.getResults().size());
-        for (auto x : r.getResults()) out.push_back(read_publish_result(x));
-        return out;
-      }));
-      first = last;
+      run->calls.emplace_back(first, last);
     }
-    return kj::joinPromises(parts.finish())
-        .then([shared](kj::Array<std::vector<publish_result>>&& chunks) {
-          std::vector<publish_result> all;
-          all.reserve(shared->size());
-          for (auto& c : chunks) all.insert(all.end(), c.begin(), c.end());
-          return all;
-        });
+    run->results.resize(run->calls.size());
+    auto lanes = kj::heapArrayBuilder<kj::Promise<void>>(batch_run::lanes);
+    for (size_t lane = 0; lane < batch_run::lanes; ++lane) lanes.add(send_lane(st, run, lane));
+    return kj::joinPromises(lanes.finish()).then([run]() {
+      std::vector<publish_result> all;
+      all.reserve(run->msgs.size());
+      for (auto& r : run->results) all.insert(all.end(), r.begin(), r.end());
+      return all;
+    });
   });
 }
 
