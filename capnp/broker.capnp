@@ -430,8 +430,8 @@ interface Publisher {
 
 # The right to consume one queue, and to settle what it delivers. The methods are those of
 # Channel, on a channel of the capability's own, with the queue fixed by the grant. On a stream,
-# `consume` starts at the next message, as Channel.consume does; `consumeStream` takes the
-# stream's offset and consumer group.
+# `consume` starts at the next message, as Channel.consume does; `consumeStream` starts at an
+# offset.
 interface QueueConsumer {
   consume @0 (consumerTag :Text, noAck :Bool, prefetch :UInt32, consumer :Consumer,
               priority :Int32, window :DeliveryWindow) -> (consumerTag :Text);
@@ -448,7 +448,8 @@ interface QueueConsumer {
   # What the grant allows (its queue and expiry).
   info @8 () -> (grant :GrantInfo);
 
-  # As Channel.consumeStream, on the granted queue.
+  # As Channel.consumeStream, on the granted queue, without a group: a group's committed offset
+  # is its grantor's to move, so a `group` is ACCESS_REFUSED.
   consumeStream @9 (consumerTag :Text, offset :StreamOffset, group :Text, prefetch :UInt32,
                     consumer :Consumer, window :DeliveryWindow) -> (consumerTag :Text);
 }
