@@ -112,6 +112,18 @@ bool same_table(const field_table& a, const field_table& b) {
   });
 }
 
+const std::array<text_property, 9> text_properties{{
+    {"content_type", &message_properties::content_type, property_flag::content_type},
+    {"content_encoding", &message_properties::content_encoding, property_flag::content_encoding},
+    {"correlation_id", &message_properties::correlation_id, property_flag::correlation_id},
+    {"reply_to", &message_properties::reply_to, property_flag::reply_to},
+    {"expiration", &message_properties::expiration, property_flag::expiration},
+    {"message_id", &message_properties::message_id, property_flag::message_id},
+    {"type", &message_properties::type, property_flag::type},
+    {"user_id", &message_properties::user_id, property_flag::user_id},
+    {"app_id", &message_properties::app_id, property_flag::app_id},
+}};
+
 namespace {
 
 // Every property at its default value (whether set to it or not).

@@ -6,6 +6,7 @@
 
 #include "core/message_id.hpp"
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -161,6 +162,16 @@ struct message_properties {
   std::string user_id;
   std::string app_id;
 };
+
+/// A text property: its name (as RabbitMQ's management API and AMQP's spec write it), where
+/// message_properties keeps it, and its flag.
+struct text_property {
+  const char* name;
+  std::string message_properties::*field;
+  uint16_t flag;
+};
+/// Every text property, in AMQP's order.
+extern const std::array<text_property, 9> text_properties;
 
 /// Heap bytes `table` takes: its entries, their strings and what nests in them, counted with a
 /// work list, not recursion.

@@ -41,18 +41,8 @@ json properties_json(const message& m) {
   json out = json::object();
   if (present & f::delivery_mode) out["delivery_mode"] = p.persistent ? 2 : 1;
   if (present & f::headers) out["headers"] = to_json(p.headers);
-  auto text = [&](const char* key, const std::string& v, uint16_t flag) {
-    if (present & flag) out[key] = v;
-  };
-  text("content_type", p.content_type, f::content_type);
-  text("content_encoding", p.content_encoding, f::content_encoding);
-  text("correlation_id", p.correlation_id, f::correlation_id);
-  text("reply_to", p.reply_to, f::reply_to);
-  text("expiration", p.expiration, f::expiration);
-  text("message_id", p.message_id, f::message_id);
-  text("type", p.type, f::type);
-  text("user_id", p.user_id, f::user_id);
-  text("app_id", p.app_id, f::app_id);
+  for (const auto& t : text_properties)
+    if (present & t.flag) out[t.name] = p.*t.field;
   if (present & f::priority) out["priority"] = p.priority;
   if (present & f::timestamp) out["timestamp"] = p.timestamp;
   return out;

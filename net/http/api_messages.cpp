@@ -43,18 +43,11 @@ message_properties properties_from(const json& j) {
   given("delivery_mode", f::delivery_mode);
   if (j.contains("headers")) p.headers = table_from_json(j["headers"], "properties.headers");
   given("headers", f::headers);
-  auto text = [&](const char* key, std::string& to, uint16_t flag) {
-    to = j.value(key, std::string());
-    given(key, flag);
-  };
-  text("content_type", p.content_type, f::content_type);
-  text("content_encoding", p.content_encoding, f::content_encoding);
-  text("correlation_id", p.correlation_id, f::correlation_id);
-  text("reply_to", p.reply_to, f::reply_to);
-  text("expiration", p.expiration, f::expiration);
-  text("message_id", p.message_id, f::message_id);
-  text("type", p.type, f::type);
-  text("app_id", p.app_id, f::app_id);
+  for (const auto& t : text_properties) {
+    if (t.field == &message_properties::user_id) continue;  // taken from AMQP publishers only
+    p.*t.field = j.value(t.name, std::string());
+    given(t.name, t.flag);
+  }
   p.priority = static_cast<uint8_t>(j.value("priority", 0));
   given("priority", f::priority);
   p.timestamp = j.value("timestamp", int64_t{0});
