@@ -9,7 +9,7 @@ collection:
 """
 import os
 
-import pytest
+from skip_by_name import apply_skips
 
 
 def _repoint(items, host, port):
@@ -34,13 +34,4 @@ def pytest_collection_modifyitems(config, items):
     port = int(os.environ.get('WARREN_SUITES_PORT', '5672'))
     if port != 5672 or host != 'localhost':
         _repoint(items, host, port)
-    skips = {}
-    for line in os.environ.get('WARREN_SUITES_SKIP', '').splitlines():
-        if line.strip():
-            name, _, reason = line.partition('\t')
-            skips[name.strip()] = reason.strip() or 'skipped for Warren'
-    for item in items:
-        if item.nodeid in skips:
-            item.add_marker(pytest.mark.skip(reason=skips.pop(item.nodeid)))
-    for name in skips:  # a stale entry should be noticed, not ignored
-        print('pika_warren: skip-list entry matches no test: %s' % name)
+    apply_skips(items, 'pika_warren')
