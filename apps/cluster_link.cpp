@@ -1,6 +1,6 @@
 #include "apps/cluster_link.hpp"
 
-#include "actors/cluster_auth.hpp"
+#include "actors/cluster/cluster_auth.hpp"
 
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/manager.hpp>

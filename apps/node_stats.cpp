@@ -1,6 +1,6 @@
 #include "apps/node_stats.hpp"
 
-#include "actors/protocol.hpp"
+#include "actors/common/protocol.hpp"
 #include "apps/text_table.hpp"
 #include "core/log.hpp"
 

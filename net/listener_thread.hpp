@@ -9,7 +9,7 @@
 // connection, then the serve function, and joins the thread.
 #pragma once
 
-#include "actors/memory_ledger.hpp"
+#include "actors/storage/memory_ledger.hpp"
 #include "transport/loop_bridge.hpp"
 #include "transport/tls_context.hpp"
 

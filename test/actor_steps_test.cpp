@@ -4,10 +4,10 @@
 // order of what the actor then does.
 #include <boost/test/unit_test.hpp>
 
-#include "actors/broker_error.hpp"
-#include "actors/connection_actor.hpp"
-#include "actors/persistence_actor.hpp"
-#include "actors/vhost_actor.hpp"
+#include "actors/common/broker_error.hpp"
+#include "actors/connection/connection_actor.hpp"
+#include "actors/storage/persistence_actor.hpp"
+#include "actors/vhost/vhost_actor.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>

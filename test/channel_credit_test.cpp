@@ -1,7 +1,7 @@
 // channel_credit: prefetch limits per consumer and per channel (basic.qos global), as credit.
 #include <boost/test/unit_test.hpp>
 
-#include "actors/channel_credit.hpp"
+#include "actors/connection/channel_credit.hpp"
 
 using warren::channel_credit;
 

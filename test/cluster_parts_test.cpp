@@ -2,11 +2,11 @@
 // addresses, a vhost's record of queues living on other nodes, what a vhost changes to take a
 // member's exchanges and bindings, and an exchange whose queue's node is lost (two actor systems
 // in this process, joined over loopback by CAF's middleman).
-#include "actors/cluster_auth.hpp"
-#include "actors/exchange_actor.hpp"
-#include "actors/message_types.hpp"
-#include "actors/remote_queues.hpp"
-#include "actors/topology_view.hpp"
+#include "actors/cluster/cluster_auth.hpp"
+#include "actors/common/message_types.hpp"
+#include "actors/routing/exchange_actor.hpp"
+#include "actors/vhost/remote_queues.hpp"
+#include "actors/vhost/topology_view.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>

@@ -2,8 +2,8 @@
 // recording client link, so a test decides exactly when each answer arrives.
 #include <boost/test/unit_test.hpp>
 
-#include "actors/broker_error.hpp"
-#include "actors/connection_actor.hpp"
+#include "actors/common/broker_error.hpp"
+#include "actors/connection/connection_actor.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>

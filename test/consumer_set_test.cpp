@@ -2,7 +2,7 @@
 // active consumers, and finding and removing consumers.
 #include <boost/test/unit_test.hpp>
 
-#include "actors/consumer_set.hpp"
+#include "actors/queue/consumer_set.hpp"
 
 using namespace warren;
 

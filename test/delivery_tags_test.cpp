@@ -2,7 +2,7 @@
 // oldest delivery, and grouping for the queues.
 #include <boost/test/unit_test.hpp>
 
-#include "actors/delivery_tags.hpp"
+#include "actors/connection/delivery_tags.hpp"
 
 using namespace warren;
 using tags_t = delivery_tags<std::string>;

@@ -3,7 +3,7 @@
 // and read back equal (compared by CAF's printout, which runs the same inspect overloads).
 #include <boost/test/unit_test.hpp>
 
-#include "actors/message_types.hpp"
+#include "actors/common/message_types.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/binary_deserializer.hpp>

@@ -2,7 +2,7 @@
 // connection or channel held, cancelled consumers, and lookup by message id.
 #include <boost/test/unit_test.hpp>
 
-#include "actors/pending_acks.hpp"
+#include "actors/queue/pending_acks.hpp"
 
 #include <algorithm>
 #include <string>

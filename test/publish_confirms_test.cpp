@@ -2,7 +2,7 @@
 // order, calls answered once and in completion order, abandoned calls named once.
 #include <boost/test/unit_test.hpp>
 
-#include "actors/publish_confirms.hpp"
+#include "actors/connection/publish_confirms.hpp"
 
 #include <algorithm>
 

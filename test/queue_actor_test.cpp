@@ -2,8 +2,8 @@
 // standing in for the connection and the vhost, so each test sees exactly what the queue sends.
 #include <boost/test/unit_test.hpp>
 
-#include "actors/broker_error.hpp"
-#include "actors/queue_actor.hpp"
+#include "actors/common/broker_error.hpp"
+#include "actors/queue/queue_actor.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>

@@ -1,7 +1,7 @@
 // ready_list: a queue's ready messages by priority then arrival, with their byte total.
 #include <boost/test/unit_test.hpp>
 
-#include "actors/ready_list.hpp"
+#include "actors/queue/ready_list.hpp"
 
 #include <memory>
 #include <string>

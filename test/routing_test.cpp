@@ -1,9 +1,9 @@
 // Routing as a specification: topic wildcards, direct / fanout / headers tables.
 #include <boost/test/unit_test.hpp>
 
-#include "actors/headers_match.hpp"
-#include "actors/routing_table.hpp"
-#include "actors/topic_trie.hpp"
+#include "actors/routing/headers_match.hpp"
+#include "actors/routing/routing_table.hpp"
+#include "actors/routing/topic_trie.hpp"
 
 #include <algorithm>
 

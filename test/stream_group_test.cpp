@@ -2,7 +2,7 @@
 // stores (never past an offset still in flight or waiting).
 #include <boost/test/unit_test.hpp>
 
-#include "actors/stream_group.hpp"
+#include "actors/stream/stream_group.hpp"
 
 using warren::stream_group;
 

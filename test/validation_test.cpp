@@ -1,11 +1,11 @@
 // Validation at the boundary: names, keys, message ids, queue arguments, reply codes.
 #include <boost/test/unit_test.hpp>
 
-#include "actors/broker_error.hpp"
-#include "actors/equivalence.hpp"
-#include "actors/permissions.hpp"
-#include "actors/queue_arguments.hpp"
-#include "actors/users.hpp"
+#include "actors/common/broker_error.hpp"
+#include "actors/node/permissions.hpp"
+#include "actors/node/users.hpp"
+#include "actors/queue/queue_arguments.hpp"
+#include "actors/vhost/equivalence.hpp"
 #include "core/message_id.hpp"
 #include "core/names.hpp"
 

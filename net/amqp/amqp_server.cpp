@@ -1,8 +1,8 @@
 #include "net/amqp/amqp_server.hpp"
 
-#include "actors/resource_alarm.hpp"
+#include "actors/node/resource_alarm.hpp"
 
-#include "actors/protocol.hpp"
+#include "actors/common/protocol.hpp"
 #include "net/amqp/amqp_session.hpp"
 
 #include <caf/event_based_actor.hpp>

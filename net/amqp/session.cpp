@@ -2,7 +2,7 @@
 // end of a connection; answers from the connection actor; the link back to the loop.
 #include "net/amqp/session.hpp"
 
-#include "actors/connection_actor.hpp"
+#include "actors/connection/connection_actor.hpp"
 #include "core/log.hpp"
 #include "core/names.hpp"
 #include "net/amqp/properties.hpp"

@@ -4,9 +4,9 @@
 // confirms, returns, acks and deliveries).
 #pragma once
 
-#include "actors/client_link.hpp"
-#include "actors/connection_protocol.hpp"
-#include "actors/memory_ledger.hpp"
+#include "actors/common/client_link.hpp"
+#include "actors/common/connection_protocol.hpp"
+#include "actors/storage/memory_ledger.hpp"
 #include "net/amqp/amqp_session.hpp"
 #include "net/amqp/frame.hpp"
 #include "net/amqp/methods.hpp"

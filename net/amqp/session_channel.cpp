@@ -2,7 +2,7 @@
 // its -ok; a channel carries out its methods in order.
 #include "net/amqp/session.hpp"
 
-#include "actors/queue_arguments.hpp"
+#include "actors/queue/queue_arguments.hpp"
 #include "core/log.hpp"
 #include "core/names.hpp"
 #include "net/amqp/method_args.hpp"

@@ -11,10 +11,10 @@
 #pragma once
 
 #include "core/traffic.hpp"
+#include "net/capnp/rpc_session.hpp"
 #include "net/http/http_reply.hpp"
 #include "net/http/node_query.hpp"
 #include "net/listener_thread.hpp"
-#include "net/rpc_session.hpp"
 
 #include <kj/compat/http.h>
 

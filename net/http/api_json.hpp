@@ -2,9 +2,9 @@
 // rabbitmqadmin, dashboards and scripts written for RabbitMQ read Warren's.
 #pragma once
 
-#include "actors/client_link.hpp"
-#include "actors/cluster_protocol.hpp"
-#include "actors/protocol.hpp"
+#include "actors/common/client_link.hpp"
+#include "actors/common/cluster_protocol.hpp"
+#include "actors/common/protocol.hpp"
 #include "core/traffic.hpp"
 
 #include <nlohmann/json.hpp>

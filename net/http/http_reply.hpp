@@ -2,7 +2,7 @@
 // RabbitMQ's management API uses: {"error": ..., "reason": ...} with its status codes.
 #pragma once
 
-#include "actors/broker_error.hpp"
+#include "actors/common/broker_error.hpp"
 
 #include <kj/exception.h>
 #include <nlohmann/json.hpp>

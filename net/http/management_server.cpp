@@ -1,6 +1,6 @@
 #include "net/http/management_server.hpp"
 
-#include "actors/resource_alarm.hpp"
+#include "actors/node/resource_alarm.hpp"
 #include "core/log.hpp"
 #include "net/http/api_routes.hpp"
 #include "net/http/metrics.hpp"

@@ -4,7 +4,7 @@
 // has no name for are warren_*.
 #pragma once
 
-#include "actors/protocol.hpp"
+#include "actors/common/protocol.hpp"
 #include "core/latency_histogram.hpp"
 
 #include <string>

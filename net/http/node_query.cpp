@@ -1,6 +1,6 @@
 #include "net/http/node_query.hpp"
 
-#include "net/wire_convert.hpp"
+#include "net/capnp/wire_convert.hpp"
 
 namespace warren::net::http {
 

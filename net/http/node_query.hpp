@@ -6,8 +6,8 @@
 // that need no user's rights go this way (statistics, listings of vhosts and nodes, logging in).
 #pragma once
 
-#include "actors/broker_error.hpp"
-#include "actors/node_protocol.hpp"
+#include "actors/common/broker_error.hpp"
+#include "actors/common/node_protocol.hpp"
 #include "transport/loop_bridge.hpp"
 
 #include <kj/async.h>

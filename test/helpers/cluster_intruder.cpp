@@ -8,8 +8,8 @@
 // authenticated: an access change adding an administrator, a metadata view with a huge version
 // (taken, it would delete every vhost and queue), and named lookups of the node's other actors.
 // Each step prints one line; the exit code is 0 whatever the node did.
-#include "actors/cluster_protocol.hpp"
-#include "actors/message_types.hpp"
+#include "actors/common/cluster_protocol.hpp"
+#include "actors/common/message_types.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>

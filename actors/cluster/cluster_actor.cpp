@@ -1,0 +1,680 @@
+#include "actors/cluster/cluster_actor.hpp"
+
+#include "actors/cluster/cluster_auth.hpp"
+#include "actors/common/broker_error.hpp"
+#include "actors/common/gather.hpp"
+#include "actors/common/node_protocol.hpp"
+#include "actors/storage/persistence_actor.hpp"
+#include "core/log.hpp"
+#include "persistence/metadata_codec.hpp"
+
+#include <caf/io/middleman_actor.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+namespace warren {
+
+namespace {
+
+constexpr auto peer_timeout = std::chrono::seconds(5);
+constexpr auto reconnect_interval = std::chrono::seconds(1);
+constexpr size_t max_nonces = 64;
+
+void note(log_level level, const std::string& text) {
+  log(level, "cluster", text);
+}
+
+std::string describe_member(const cluster_member& m) {
+  return m.name + " at " + m.address;
+}
+
+void store_member(cluster_self self, const cluster_member& m) {
+  using persistence::meta_mutation;
+  using persistence::meta_table;
+  std::vector<meta_mutation> batch{
+      {meta_table::members, persistence::member_key(m.name), persistence::encode_member(m), false}};
+  persist(self, self->state.config.persistence, std::move(batch), [=](const caf::error& err) {
+    if (err)
+      note(log_level::error, "could not store member " + m.name + ": " + to_string(describe(err)));
+  });
+}
+
+void erase_member_record(cluster_self self, const std::string& name) {
+  using persistence::meta_mutation;
+  using persistence::meta_table;
+  std::vector<meta_mutation> batch{{meta_table::members, persistence::member_key(name), {}, true}};
+  persist(self, self->state.config.persistence, std::move(batch), [=](const caf::error& err) {
+    if (err) note(log_level::error, "could not forget " + name + ": " + to_string(describe(err)));
+  });
+}
+
+template <class... Ts>
+void tell_node(cluster_self self, Ts&&... xs) {
+  if (self->state.config.node)
+    self->send(node_handle(self->state.config.node), std::forward<Ts>(xs)...);
+}
+
+// The metadata version goes to LMDB with each change, in the persistence actor's order.
+void store_version(cluster_self self) {
+  using persistence::meta_mutation;
+  using persistence::meta_table;
+  auto version = self->state.metadata_version;
+  std::vector<meta_mutation> batch{{meta_table::cluster, persistence::cluster_state_key,
+                                    persistence::encode_cluster_state(version), false}};
+  persist(self, self->state.config.persistence, std::move(batch), [=](const caf::error& err) {
+    if (err)
+      note(log_level::error, "could not store metadata version " + std::to_string(version) + ": " +
+                                 to_string(describe(err)));
+  });
+}
+
+void count_changes(cluster_self self, size_t n) {
+  self->state.metadata_version += n;
+  store_version(self);
+}
+
+// Hands `send` every running member's cluster actor, or holds it for a member whose view from
+// us is being put together (it goes right after the view).
+void to_members(cluster_self self, const std::function<void(const caf::actor&)>& send) {
+  auto& st = self->state;
+  for (const auto& [name, m] : st.members) {
+    if (!m.handle) continue;
+    if (auto h = st.held.find(name); h != st.held.end())
+      h->second.push_back(send);
+    else
+      send(m.handle);
+  }
+}
+
+// Sends member `name` our view (if we have one: the node may fail to answer), then whatever was
+// held back for it meanwhile.
+void view_ready(cluster_self self, const std::string& name, std::optional<metadata_view> view) {
+  auto& st = self->state;
+  auto held = std::move(st.held[name]);
+  st.held.erase(name);
+  auto m = st.members.find(name);
+  if (m == st.members.end() || !m->second.handle) return;
+  if (view) self->send(cluster_handle(m->second.handle), replicate_atom::value, std::move(*view));
+  for (auto& send : held) send(m->second.handle);
+}
+
+// A member came up: it gets our whole view, stamped with the version it had when we took it
+// (what changes after that is held back and follows it).
+void send_view(cluster_self self, const std::string& name) {
+  auto& st = self->state;
+  if (!st.config.node) return;
+  bool under_way = st.held.count(name) != 0;
+  st.held[name];
+  if (under_way) return;  // the view being put together goes to its new handle
+  auto version = st.metadata_version;
+  auto first_join = st.first_join;
+  self->request(node_handle(st.config.node), caf::infinite, view_atom::value)
+      .then(
+          [=](metadata_view& view) {
+            view.from = self->state.config.self.name;
+            view.version = version;
+            view.first_join = first_join;
+            view_ready(self, name, std::move(view));
+          },
+          [=](caf::error& err) {
+            note(log_level::error, "could not put together our metadata for " + name + ": " +
+                                       to_string(describe(err)));
+            view_ready(self, name, std::nullopt);
+          });
+}
+
+// A member's view: taken in place of ours when we are behind it, or on our first join.
+void view_arrived(cluster_self self, metadata_view& view) {
+  auto& st = self->state;
+  if (view.first_join) return;  // a node joining for the first time gives nothing
+  bool behind = view.version > st.metadata_version ||
+                (view.version == st.metadata_version && view.from < st.config.self.name);
+  if (!st.first_join && !behind) return;
+  note(view.version == st.metadata_version && !st.first_join ? log_level::debug : log_level::info,
+       "taking the metadata of " + view.from + " (its version " + std::to_string(view.version) +
+           ", ours " + std::to_string(st.metadata_version) +
+           (st.first_join ? ", joining for the first time)" : ")"));
+  st.first_join = false;
+  st.metadata_version = view.version;
+  store_version(self);
+  tell_node(self, adopt_atom::value, std::move(view));
+}
+
+void answer_ready(cluster_self self, const caf::error& err) {
+  for (auto& rp : self->state.waiting_ready) {
+    if (err)
+      rp.deliver(err);
+    else
+      deliver_unit(rp);
+  }
+  self->state.waiting_ready.clear();
+}
+
+// Records `m` as a running member reached through `handle` (its cluster actor), and stores it
+// when it is new or moved.
+// A join that proved itself always gets our placements and view, also from a handle we had: its
+// earlier join may have timed out on its side after we sent them, and then it dropped them.
+void add_running(cluster_self self, const cluster_member& m, const caf::actor& handle) {
+  auto& st = self->state;
+  auto [it, added] = st.members.try_emplace(m.name);
+  auto& entry = it->second;
+  if (added || entry.info.address != m.address) {
+    entry.info = m;
+    store_member(self, m);
+  }
+  if (entry.handle != handle) {
+    if (entry.handle) self->demonitor(entry.handle);
+    bool was_down = !entry.handle;
+    entry.handle = handle;
+    self->monitor(handle);
+    if (was_down) note(log_level::info, "node " + describe_member(m) + " is up");
+  }
+  // It learns where our queues are (again: a restarted member knows nothing).
+  std::vector<queue_placement> ours;
+  for (const auto& [key, p] : st.placements) ours.push_back(p);
+  self->send(cluster_handle(handle), placed_atom::value, st.config.self.name, std::move(ours),
+             true);
+  send_view(self, m.name);
+}
+
+// A queue of this node started (or restarted): every running member learns where it is.
+void place_local(cluster_self self, queue_placement p) {
+  auto& st = self->state;
+  p.node = st.config.self.name;
+  st.placements[{p.vhost, p.spec.name}] = p;
+  std::vector<queue_placement> one{p};
+  for (const auto& [name, m] : st.members)
+    if (m.handle)
+      self->send(cluster_handle(m.handle), placed_atom::value, st.config.self.name, one, false);
+}
+
+void remove_local(cluster_self self, const std::string& vhost, const std::string& name) {
+  auto& st = self->state;
+  st.placements.erase({vhost, name});
+  for (const auto& [member, m] : st.members)
+    if (m.handle)
+      self->send(cluster_handle(m.handle), removed_atom::value, st.config.self.name, vhost, name);
+}
+
+// A member we only heard of (from another member's list): stored, joined by the next tick.
+void learn_member(cluster_self self, const cluster_member& m) {
+  auto& st = self->state;
+  if (m.name == st.config.self.name) return;
+  auto [it, added] = st.members.try_emplace(m.name);
+  if (!added && it->second.info.address == m.address) return;
+  it->second.info = m;
+  store_member(self, m);
+}
+
+void join_address(cluster_self self, const std::string& address);
+
+// Ready once a --join address answered and every member learned from it was met, or could not
+// be reached once (a member that is down does not hold the node back).
+void ready_when_meshed(cluster_self self) {
+  auto& st = self->state;
+  if (st.joined || !st.reached || !st.mesh_pending.empty()) return;
+  st.joined = true;
+  answer_ready(self, caf::error{});
+}
+
+void joined_through(cluster_self self, const std::string& address) {
+  auto& st = self->state;
+  st.join_pending.erase(address);
+  st.mesh_pending.erase(address);
+  if (st.joined) return;
+  if (!st.reached) {
+    st.reached = true;
+    // Meet the members learned from it now, not at the next tick. All are pending before the
+    // first join starts: one that fails at once must not make the node ready early.
+    for (const auto& [name, m] : st.members)
+      if (!m.handle && !m.info.address.empty()) st.mesh_pending.insert(m.info.address);
+    for (const auto& address : std::set<std::string>(st.mesh_pending)) join_address(self, address);
+  }
+  ready_when_meshed(self);
+}
+
+void join_failed(cluster_self self, const std::string& address, const caf::error& err,
+                 std::map<std::string, int>& failures) {
+  auto& st = self->state;
+  if (st.mesh_pending.erase(address) != 0) ready_when_meshed(self);
+  auto failure = describe(err);
+  if (failure.code == reply_code::access_refused) {
+    note(log_level::error, address + " refused this node: " + failure.text);
+    if (st.join_pending.count(address) != 0 && !st.reached) {  // none of --join took us
+      st.refused =
+          make_broker_error(reply_code::access_refused, "joining " + address + ": " + failure.text);
+      answer_ready(self, st.refused);
+    }
+    return;
+  }
+  // Unreachable nodes are retried every second; say so on the first failure and now and then.
+  if (failures[address]++ % 30 == 0)
+    note(log_level::warn, "cannot reach " + address + " (retrying): " + failure.text);
+}
+
+// Proves the secret to the cluster actor `peer` (reached at `address`) and joins it.
+void send_join(cluster_self self, const std::string& address, cluster_actor_type peer,
+               std::shared_ptr<std::map<std::string, int>> failures) {
+  self->request(peer, peer_timeout, hello_atom::value)
+      .then(
+          [=](std::string& nonce) {
+            auto& st = self->state;
+            auto challenge = make_nonce();
+            join_request req{st.config.self, nonce,
+                             cluster_proof(st.config.secret, "join", nonce, st.config.self.name),
+                             challenge};
+            self->request(peer, peer_timeout, join_atom::value, std::move(req),
+                          caf::actor_cast<caf::actor>(self))
+                .then(
+                    [=](join_reply& reply) {
+                      auto& st = self->state;
+                      st.connecting.erase(address);
+                      auto expected =
+                          cluster_proof(st.config.secret, "welcome", challenge, reply.member.name);
+                      if (!proofs_equal(expected, reply.proof)) {
+                        join_failed(self, address,
+                                    make_broker_error(reply_code::access_refused,
+                                                      "it could not prove the cluster secret"),
+                                    *failures);
+                        return;
+                      }
+                      failures->erase(address);
+                      add_running(self, reply.member, caf::actor_cast<caf::actor>(peer));
+                      for (const auto& m : reply.members) learn_member(self, m);
+                      joined_through(self, address);
+                    },
+                    [=](caf::error& err) {
+                      self->state.connecting.erase(address);
+                      join_failed(self, address, err, *failures);
+                    });
+          },
+          [=](caf::error& err) {
+            self->state.connecting.erase(address);
+            join_failed(self, address, err, *failures);
+          });
+}
+
+// Connects to the cluster listener at `address` and joins the node there.
+void join_address(cluster_self self, const std::string& address) {
+  auto& st = self->state;
+  if (st.connecting.count(address) != 0) return;
+  std::string host, error;
+  uint16_t port = 0;
+  if (!split_address(address, host, port, error)) {
+    note(log_level::error, "cannot join: " + error);
+    st.join_pending.erase(address);
+    if (st.mesh_pending.erase(address) != 0) ready_when_meshed(self);
+    return;
+  }
+  if (st.config.loopback_only && !is_loopback_host(host)) {
+    note(log_level::error,
+         "not joining " + address + ": without cluster TLS, nodes are reached on loopback only");
+    st.join_pending.erase(address);
+    if (st.mesh_pending.erase(address) != 0) ready_when_meshed(self);
+    return;
+  }
+  st.connecting.insert(address);
+  auto failures = st.failures;
+  self->request(st.config.middleman, peer_timeout, caf::connect_atom::value, host, port)
+      .then(
+          [=](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
+            if (!ptr || ptr->address() == self->address()) {  // no one there, or ourselves
+              self->state.connecting.erase(address);
+              joined_through(self, address);
+              return;
+            }
+            send_join(self, address, caf::actor_cast<cluster_actor_type>(ptr), failures);
+          },
+          [=](caf::error& err) {
+            self->state.connecting.erase(address);
+            join_failed(self, address, err, *failures);
+          });
+}
+
+void reconnect(cluster_self self) {
+  auto& st = self->state;
+  if (st.refused) return;
+  for (const auto& address : std::set<std::string>(st.join_pending)) join_address(self, address);
+  for (auto& [name, m] : st.members)
+    if (!m.handle) join_address(self, m.info.address);
+  self->delayed_send(self, reconnect_interval, tick_atom::value);
+}
+
+// Checks a join request; a refusal names what was wrong and is logged here too.
+caf::error check_join(cluster_self self, const join_request& req, const caf::actor& peer) {
+  auto& st = self->state;
+  auto refuse = [&](const std::string& why) {
+    note(log_level::warn, "refused " + describe_member(req.member) + ": " + why);
+    return make_broker_error(reply_code::access_refused, why);
+  };
+  if (st.config.secret.empty()) return refuse("this node has no cluster secret");
+  const auto& sender = self->current_sender();
+  if (!peer || !sender || peer.node() != sender->node())
+    return refuse("the cluster actor it names is not on the node that sent the join");
+  auto nonce = std::find(st.nonces.begin(), st.nonces.end(), req.nonce);
+  if (nonce == st.nonces.end()) {
+    // Not a refusal: other peers' hellos may have pushed it out; the joining node asks again.
+    note(log_level::warn, "join of " + describe_member(req.member) + " with an unknown nonce");
+    return make_broker_error(reply_code::resource_locked, "unknown or used nonce; ask again");
+  }
+  st.nonces.erase(nonce);
+  auto expected = cluster_proof(st.config.secret, "join", req.nonce, req.member.name);
+  if (!proofs_equal(expected, req.proof)) return refuse("wrong cluster secret");
+  if (req.member.name == st.config.self.name)
+    return refuse("'" + req.member.name + "' is this node's own name");
+  auto known = st.members.find(req.member.name);
+  if (known != st.members.end() && known->second.handle &&
+      known->second.info.address != req.member.address)
+    return refuse("the name '" + req.member.name + "' is in use by the running node at " +
+                  known->second.info.address);
+  return {};
+}
+
+caf::result<join_reply> accept_join(cluster_self self, const join_request& req,
+                                    const caf::actor& peer) {
+  if (auto err = check_join(self, req, peer)) return err;
+  auto& st = self->state;
+  join_reply reply;
+  reply.member = st.config.self;
+  reply.proof = cluster_proof(st.config.secret, "welcome", req.challenge, st.config.self.name);
+  for (const auto& [name, m] : st.members)
+    if (name != req.member.name) reply.members.push_back(m.info);
+  // The reply goes first: the joining node trusts us once it has it, and add_running sends our
+  // placements and view right away.
+  auto rp = self->make_response_promise<join_reply>();
+  rp.deliver(std::move(reply));
+  add_running(self, req.member, peer);
+  return rp;
+}
+
+// The queues that live on this node; the node's listing also holds the other members' queues.
+caf::result<uint32_t> count_queues(cluster_self self) {
+  auto rp = self->make_response_promise<uint32_t>();
+  self->request(node_handle(self->state.config.node), peer_timeout, list_atom::value,
+                queues_atom::value)
+      .then(
+          [=](std::vector<queue_info>& queues) mutable {
+            const auto& me = self->state.config.self.name;
+            auto ours = std::count_if(queues.begin(), queues.end(), [&](const queue_info& q) {
+              return q.node.empty() || q.node == me;
+            });
+            rp.deliver(static_cast<uint32_t>(ours));
+          },
+          [=](caf::error& err) mutable { rp.deliver(err); });
+  return rp;
+}
+
+caf::result<std::vector<node_info>> list_nodes(cluster_self self) {
+  auto& st = self->state;
+  struct listing {
+    std::vector<node_info> rows;
+    size_t left = 0;
+    caf::typed_response_promise<std::vector<node_info>> rp;
+  };
+  auto acc = std::make_shared<listing>();
+  acc->rp = self->make_response_promise<std::vector<node_info>>();
+  std::vector<std::pair<size_t, caf::actor>> asked{{0, caf::actor_cast<caf::actor>(self)}};
+  acc->rows.push_back({st.config.self.name, st.config.self.address, true, true, 0});
+  for (const auto& [name, m] : st.members) {
+    if (m.handle) asked.emplace_back(acc->rows.size(), m.handle);
+    acc->rows.push_back({name, m.info.address, bool(m.handle), false, 0});
+  }
+  // Each running node counts its own queues; one that does not answer in time shows 0.
+  acc->left = asked.size();
+  auto one_done = [acc]() {
+    if (--acc->left == 0) acc->rp.deliver(std::move(acc->rows));
+  };
+  for (const auto& [row, target] : asked)
+    self->request(cluster_handle(target), peer_timeout, stats_atom::value)
+        .then(
+            [=, row = row](uint32_t n) {
+              acc->rows[row].queues = n;
+              one_done();
+            },
+            [=](caf::error&) { one_done(); });
+  return acc->rp;
+}
+
+// Asks every running member about a queue this node is about to create. A member that does not
+// answer in time is counted as granting (it could not have a conflicting claim it could tell us).
+caf::result<std::vector<claim_reply>> claim(cluster_self self, const std::string& vhost,
+                                            const queue_spec& spec) {
+  auto& st = self->state;
+  std::vector<caf::actor> running;
+  for (const auto& [name, m] : st.members)
+    if (m.handle) running.push_back(m.handle);
+  auto rp = self->make_response_promise<std::vector<claim_reply>>();
+  gather<claim_reply>(
+      running,
+      [=](const caf::actor& peer) {
+        return self->request(cluster_handle(peer), peer_timeout, claim_atom::value,
+                             self->state.config.self.name, vhost, spec);
+      },
+      [=](std::vector<claim_reply> replies) mutable { rp.deliver(std::move(replies)); });
+  return rp;
+}
+
+caf::result<void> forget(cluster_self self, const std::string& name) {
+  auto& st = self->state;
+  auto it = st.members.find(name);
+  if (it == st.members.end())
+    return make_broker_error(reply_code::not_found, "no node '" + name + "' in the cluster");
+  if (it->second.handle)
+    return make_broker_error(reply_code::precondition_failed,
+                             "node '" + name + "' is running; stop it before forgetting it");
+  st.members.erase(it);
+  erase_member_record(self, name);
+  tell_node(self, removed_atom::value, name);
+  note(log_level::info, "forgot node " + name);
+  // Every running member forgets it too (a member that is down keeps it until told there).
+  auto from = st.config.self.name;
+  to_members(self, [=](const caf::actor& member) {
+    self->send(cluster_handle(member), forget_atom::value, from, name);
+  });
+  return caf::unit;
+}
+
+// A member forgot node `name`: so do we, unless we reach it (then it is not dead for us).
+void forgotten_by(cluster_self self, const std::string& from, const std::string& name) {
+  auto& st = self->state;
+  auto it = st.members.find(name);
+  if (it == st.members.end()) return;
+  if (it->second.handle) {
+    note(log_level::warn, from + " forgot node " + name + ", which is running here; kept");
+    return;
+  }
+  st.members.erase(it);
+  erase_member_record(self, name);
+  tell_node(self, removed_atom::value, name);
+  note(log_level::info, "forgot node " + name + " (as " + from + " did)");
+}
+
+// A change made on this node, counted and sent to every running member.
+void share_change(cluster_self self, const std::string& vhost, const topology_change& change) {
+  count_changes(self, 1);
+  std::vector<topology_change> one{change};
+  auto from = self->state.config.self.name;
+  to_members(self, [=](const caf::actor& member) {
+    self->send(cluster_handle(member), replicate_atom::value, from, vhost, one);
+  });
+}
+
+void share_change(cluster_self self, const access_change& change) {
+  count_changes(self, 1);
+  auto from = self->state.config.self.name;
+  to_members(self, [=](const caf::actor& member) {
+    self->send(cluster_handle(member), replicate_atom::value, from, change);
+  });
+}
+
+// declare-queue --node: the queue is created by member `node`, which answers the requester.
+caf::result<queue_info, queue_placement> declare_on_member(cluster_self self,
+                                                           const std::string& node,
+                                                           const std::string& vhost,
+                                                           queue_spec& spec) {
+  auto m = self->state.members.find(node);
+  if (m == self->state.members.end())
+    return make_broker_error(reply_code::not_found, "no node '" + node + "' in the cluster");
+  if (!m->second.handle)
+    return make_broker_error(reply_code::not_found, "node '" + node + "' is down");
+  return self->delegate(cluster_handle(m->second.handle), declare_atom::value, vhost,
+                        std::move(spec));
+}
+
+// Whether the message being handled comes from an actor of this node or of a running member (one
+// that proved the secret when it joined). Only hello and join are open to any peer. This keeps a
+// misconfigured or stale node out; it is no defence against a hostile peer, which can forge the
+// source node of a routed message in CAF 0.17: against those the boundary is the link's TLS
+// (apps/cluster_link.hpp).
+bool from_trusted(cluster_self self) {
+  const auto& sender = self->current_sender();
+  if (!sender) return false;
+  auto origin = sender->node();
+  if (origin == self->node()) return true;
+  for (const auto& [name, m] : self->state.members)
+    if (m.handle && m.handle.node() == origin) return true;
+  return false;
+}
+
+// Logs a message refused by from_trusted; the error answers a request.
+caf::error refuse_untrusted(cluster_self self, const char* what) {
+  const auto& sender = self->current_sender();
+  note(log_level::warn, std::string("refused a '") + what + "' message from " +
+                            (sender ? "node " + to_string(sender->node()) : "an anonymous sender") +
+                            ", which is not a member of this cluster");
+  return make_broker_error(reply_code::access_refused, "not a member of this cluster");
+}
+
+void on_down(cluster_self self, const caf::down_msg& dm) {
+  for (auto& [name, m] : self->state.members)
+    if (m.handle && m.handle.address() == dm.source) {
+      m.handle = nullptr;
+      note(log_level::warn, "node " + describe_member(m.info) + " is down");
+      tell_node(self, down_atom::value, name);
+    }
+}
+
+}  // namespace
+
+cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_config config) {
+  auto& st = self->state;
+  st.config = std::move(config);
+  st.metadata_version = st.config.metadata_version;
+  st.first_join = st.config.first_join;
+  for (const auto& m : st.config.stored)
+    if (m.name != st.config.self.name) st.members[m.name].info = m;
+  for (const auto& address : st.config.join)
+    if (address != st.config.self.address) st.join_pending.insert(address);
+  st.joined = st.join_pending.empty();
+  self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
+  if (!st.config.secret.empty()) reconnect(self);
+  return {
+      [=](hello_atom) {
+        auto& nonces = self->state.nonces;
+        nonces.push_back(make_nonce());
+        if (nonces.size() > max_nonces) nonces.pop_front();
+        return nonces.back();
+      },
+      [=](join_atom, const join_request& req, const caf::actor& peer) {
+        return accept_join(self, req, peer);
+      },
+      [=](stats_atom) -> caf::result<uint32_t> {
+        if (!from_trusted(self)) return refuse_untrusted(self, "stats");
+        return count_queues(self);
+      },
+      [=](list_atom, nodes_atom) -> caf::result<std::vector<node_info>> {
+        if (!from_trusted(self)) return refuse_untrusted(self, "list nodes");
+        return list_nodes(self);
+      },
+      [=](forget_atom, const std::string& name) -> caf::result<void> {
+        if (!from_trusted(self)) return refuse_untrusted(self, "forget");
+        return forget(self, name);
+      },
+      [=](forget_atom, const std::string& from, const std::string& name) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "forget"));
+        forgotten_by(self, from, name);
+      },
+      [=](ready_atom) -> caf::result<void> {
+        if (!from_trusted(self)) return refuse_untrusted(self, "ready");
+        auto& st = self->state;
+        if (st.refused) return st.refused;
+        if (st.joined) return caf::unit;
+        st.waiting_ready.push_back(self->make_response_promise<void>());
+        return st.waiting_ready.back();
+      },
+      [=](tick_atom) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "tick"));
+        reconnect(self);
+      },
+      [=](placed_atom, queue_placement& p) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "placed"));
+        place_local(self, std::move(p));
+      },
+      [=](removed_atom, const std::string& vhost, const std::string& name) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "removed"));
+        remove_local(self, vhost, name);
+      },
+      [=](placed_atom, const std::string& from, std::vector<queue_placement>& ps, bool complete) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "placed"));
+        for (auto& p : ps) p.node = from;
+        tell_node(self, placed_atom::value, from, std::move(ps), complete);
+      },
+      [=](claim_atom, const std::string& vhost,
+          const queue_spec& spec) -> caf::result<std::vector<claim_reply>> {
+        if (!from_trusted(self)) return refuse_untrusted(self, "claim");
+        return claim(self, vhost, spec);
+      },
+      [=](claim_atom, const std::string& from, const std::string& vhost,
+          const queue_spec& spec) -> caf::result<claim_reply> {
+        if (!from_trusted(self)) return refuse_untrusted(self, "claim");
+        if (!self->state.config.node) return claim_reply{};
+        return self->delegate(node_handle(self->state.config.node), claim_atom::value, from, vhost,
+                              spec);
+      },
+      [=](replicate_atom, const std::string& vhost, const topology_change& change) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "replicate"));
+        share_change(self, vhost, change);
+      },
+      [=](replicate_atom, const access_change& change) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "replicate"));
+        share_change(self, change);
+      },
+      [=](replicate_atom, const std::string& from, access_change& change) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "replicate"));
+        count_changes(self, 1);
+        tell_node(self, replicate_atom::value, from, std::move(change));
+      },
+      [=](replicate_atom, const std::string& from, const std::string& vhost,
+          std::vector<topology_change>& changes) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "replicate"));
+        count_changes(self, changes.size());
+        tell_node(self, replicate_atom::value, from, vhost, std::move(changes));
+      },
+      [=](replicate_atom, metadata_view& view) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "metadata view"));
+        view_arrived(self, view);
+      },
+      [=](declare_atom, const std::string& node, const std::string& vhost,
+          queue_spec& spec) -> caf::result<queue_info, queue_placement> {
+        if (!from_trusted(self)) return refuse_untrusted(self, "declare");
+        return declare_on_member(self, node, vhost, spec);
+      },
+      [=](declare_atom, const std::string& vhost,
+          queue_spec& spec) -> caf::result<queue_info, queue_placement> {
+        if (!from_trusted(self)) return refuse_untrusted(self, "declare");
+        if (!self->state.config.node)
+          return make_broker_error(reply_code::internal_error, "the cluster actor has no node");
+        return self->delegate(node_handle(self->state.config.node), declare_atom::value, vhost,
+                              std::move(spec));
+      },
+      [=](removed_atom, const std::string& from, const std::string& vhost,
+          const std::string& name) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "removed"));
+        tell_node(self, removed_atom::value, vhost, name, from);
+      },
+  };
+}
+
+}  // namespace warren

@@ -1,0 +1,3 @@
+#include "actors/common/protocol.hpp"
+
+namespace warren {}  // namespace warren

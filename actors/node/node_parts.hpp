@@ -1,0 +1,115 @@
+// The node actor's parts, shared by node_actor.cpp (logins, vhosts, listings, definitions) and
+// node_users.cpp (users and permissions) and node_cluster.cpp (the cluster); nothing else
+// includes this.
+#pragma once
+
+#include "actors/node/node_actor.hpp"
+#include "persistence/metadata_codec.hpp"
+
+#include <caf/error.hpp>
+
+#include <functional>
+
+#include <string>
+#include <vector>
+
+namespace warren::node_parts {
+
+using self_ptr = node_self;
+
+/// The asking connection's user, or empty (the node's own askers).
+std::string requester(self_ptr self);
+/// ACCESS_REFUSED unless the asking connection's user is tagged administrator.
+caf::error require_admin(self_ptr self, const char* what);
+/// Stores `batch`; the promise is answered once it is committed.
+caf::result<void> store(self_ptr self, std::vector<persistence::meta_mutation> batch);
+
+persistence::meta_mutation user_change(const user_record& u, bool erase);
+persistence::meta_mutation permission_change(const permission_record& p, bool erase);
+
+/// Drops the permissions whose (user, vhost) key matches, adding their erasure to `batch`.
+template <class Match>
+void forget_permissions(node_state& st, std::vector<persistence::meta_mutation>& batch,
+                        Match match) {
+  for (auto p = st.permissions.begin(); p != st.permissions.end();) {
+    if (!match(p->first)) {
+      ++p;
+      continue;
+    }
+    batch.push_back(permission_change(p->second, true));
+    p = st.permissions.erase(p);
+  }
+}
+
+/// Puts `defs`' users, vhosts (with their limits) and permissions into the node's state; returns
+/// the records to store (node_actor.cpp).
+std::vector<persistence::meta_mutation> apply_definitions(self_ptr self, const definitions& defs);
+/// Stops vhost `name` and drops its records and permissions; `done` once they are stored.
+void drop_vhost(self_ptr self, const std::string& name, std::function<void(caf::error)> done);
+
+// --- users and permissions (node_users.cpp), each for administrators --------------------------
+
+caf::result<void> add_user(self_ptr self, const std::string& name, const std::string& password,
+                           const std::vector<std::string>& tags);
+caf::result<void> change_password(self_ptr self, const std::string& name,
+                                  const std::string& password);
+caf::result<void> delete_user(self_ptr self, const std::string& name);
+caf::result<std::vector<user_record>> list_users(self_ptr self);
+caf::result<void> set_permissions(self_ptr self, const permission_record& p);
+caf::result<void> clear_permissions(self_ptr self, const std::string& user,
+                                    const std::string& vhost);
+caf::result<std::vector<permission_record>> list_permissions(self_ptr self);
+
+// --- capability grants (node_grants.cpp) -----------------------------------------------------
+
+/// Takes the stored grants at start-up: expired ones are deleted, the others expire on time.
+void restore_grants(self_ptr self, std::vector<grant_record> grants);
+/// A new grant of the asking connection's user in its vhost, once stored: its token.
+caf::result<std::string> mint_grant(self_ptr self, grant_record what, int64_t ttl_s);
+/// The asker's grants; every grant for administrators. Token hashes are left out.
+caf::result<std::vector<grant_record>> list_grants(self_ptr self);
+/// Deletes the grant of a whole token or its 8-digit prefix (hex) and closes the connections
+/// logged in by it (its creator or an administrator).
+caf::result<void> revoke_grant(self_ptr self, const std::string& token);
+void expire_grant(self_ptr self, const std::string& hash);
+/// `user` lost its access (deleted; or, given `vhost`, its permissions there cleared): its open
+/// connections (there) are closed with `reason`, and the grants it made (there) are revoked.
+void access_withdrawn(self_ptr self, const std::string& user, const std::string* vhost,
+                      const std::string& reason);
+/// Why `hello` (with a grant_token) may not log in, or empty; then `hello` carries the grant's
+/// user and vhost, `rights` what the grant allows and `grant` the grant (without its hash).
+std::string grant_login(self_ptr self, client_hello& hello, permission_record& rights,
+                        grant_record& grant);
+
+// --- the cluster (node_cluster.cpp) -------------------------------------------------------------
+
+caf::result<std::vector<node_info>> list_nodes(self_ptr self);
+caf::result<void> forget_node(self_ptr self, const std::string& name);  // administrators
+/// The cluster actor and this node's name, handed on to every vhost.
+void set_cluster(self_ptr self, const caf::actor& cluster, const std::string& name);
+/// Other members' queues, each for its vhost (unknown vhosts are skipped).
+void placements_arrived(self_ptr self, const std::string& from,
+                        std::vector<queue_placement>& placements, bool complete);
+void queue_removed(self_ptr self, const std::string& vhost, const std::string& queue,
+                   const std::string& node);
+/// A member went down (down = true: its queues come back with it) or was forgotten.
+void node_gone(self_ptr self, const std::string& node, bool down);
+/// Exchanges and bindings declared on member `from`, applied to our vhost of that name.
+void apply_changes(self_ptr self, const std::string& from, const std::string& vhost,
+                   std::vector<topology_change>& changes);
+/// A queue a member asked to have created here (declare-queue --node), with its placement.
+caf::result<queue_info, queue_placement> declare_for_member(self_ptr self, const std::string& vhost,
+                                                            queue_spec& spec);
+/// Our users, vhosts, permissions and every vhost's exchanges and bindings, for a member that
+/// came up (a vhost that does not answer is left out, so the taker keeps its own of it).
+caf::result<metadata_view> metadata_of(self_ptr self);
+/// A member's view taken in place of ours (the cluster actor decided we are behind): what it
+/// lacks goes, what it has comes, vhost by vhost.
+void adopt_metadata(self_ptr self, metadata_view& view);
+/// Users, vhosts and permissions changed here: every member applies the change too.
+void share_access(self_ptr self, access_change change);
+access_change vhost_deleted(const std::string& name);
+/// A change from member `from`.
+void apply_access(self_ptr self, const std::string& from, access_change& change);
+
+}  // namespace warren::node_parts

@@ -1,3 +1,0 @@
-#include "actors/protocol.hpp"
-
-namespace warren {}  // namespace warren

@@ -1,0 +1,264 @@
+// The stream's log: appending with group commit, reading by offset, retention, recovery.
+#include "actors/common/connection_protocol.hpp"
+#include "actors/stream/stream_parts.hpp"
+
+#include "core/log.hpp"
+#include "core/names.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <unordered_set>
+
+namespace warren::stream_parts {
+
+namespace {
+
+// The newest synced messages stay in memory up to this many body bytes, so consumers that keep
+// up with the publishers never read the files.
+constexpr uint64_t tail_cache_bytes = 8 << 20;
+
+uint64_t seq_of(uint64_t offset) {
+  return offset + 1;  // the store's sequence numbers start at 1
+}
+
+// The enqueue time of the first record of the segment starting at `first_seq` (0 when unknown);
+// remembered, as it never changes.
+int64_t segment_time(stream_state& st, uint64_t first_seq) {
+  if (auto t = st.segment_times.find(first_seq); t != st.segment_times.end()) return t->second;
+  auto r = st.store->read_live(first_seq, 1, 1);
+  if (r.messages.empty() || r.messages[0].seq != first_seq) return 0;
+  return st.segment_times[first_seq] = r.messages[0].enqueued_at_ms;
+}
+
+// The first offset appended at or after `ms`: the last segment that starts no later is read
+// until a record is that new (the segments' start times bound the scan to one segment).
+uint64_t seek_time(stream_state& st, int64_t ms) {
+  if (!st.store) return st.next_offset;
+  auto extents = st.store->extents();
+  if (extents.empty()) return st.next_offset;
+  uint64_t from = extents.front().first_seq;
+  for (const auto& e : extents) {
+    auto t = segment_time(st, e.first_seq);
+    if (t == 0 || t > ms) break;
+    from = e.first_seq;
+  }
+  while (from <= st.durable_end) {
+    auto r = st.store->read_live(from, 1024, 1 << 20);
+    for (const auto& m : r.messages)
+      if (m.seq > st.durable_end || m.enqueued_at_ms >= ms) return m.seq - 1;
+    if (r.next_seq <= from) break;
+    from = r.next_seq;
+  }
+  return st.durable_end;
+}
+
+void send_confirms(self_ptr self, std::vector<stream_state::awaiting_confirm>& done,
+                   const std::unordered_set<uint64_t>& failed) {
+  std::map<std::pair<caf::actor, uint16_t>, std::pair<std::vector<uint64_t>, std::vector<uint64_t>>>
+      out;
+  for (auto& a : done) {
+    auto& lists = out[{a.origin, a.channel}];
+    (failed.count(a.offset) ? lists.second : lists.first).push_back(a.publish_seq);
+  }
+  for (auto& [key, lists] : out)
+    self->send(caf::actor_cast<connection_broker_api>(key.first), confirm_atom::value, key.second,
+               std::move(lists.first), std::move(lists.second));
+}
+
+void schedule_sync(self_ptr self) {
+  auto& st = self->state;
+  if (st.sync_scheduled) return;
+  st.sync_scheduled = true;
+  self->send(self, sync_atom::value);
+}
+
+// Synced messages join the tail cache; the oldest leave it past its size.
+void keep_in_tail(stream_state& st, const std::unordered_set<uint64_t>& failed) {
+  for (auto& c : st.unsynced) {
+    if (failed.count(c.offset) != 0) continue;
+    st.tail_bytes += c.msg->body.size();
+    st.tail.push_back(std::move(c));
+  }
+  st.unsynced.clear();
+  while (!st.tail.empty() && st.tail_bytes > tail_cache_bytes) {
+    st.tail_bytes -= st.tail.front().msg->body.size();
+    st.tail.pop_front();
+  }
+}
+
+std::string recovery_summary(const persistence::recovery_report& r) {
+  std::string out;
+  if (r.undecodable) out += ", " + std::to_string(r.undecodable) + " undecodable record(s) skipped";
+  if (r.truncated_bytes)
+    out += ", torn tail of " + std::to_string(r.truncated_bytes) + " byte(s) truncated";
+  if (r.damaged_spans)
+    out += ", " + std::to_string(r.damaged_bytes) + " damaged byte(s) skipped in " +
+           std::to_string(r.damaged_spans) + " place(s)";
+  if (r.ignored_files)
+    out += ", " + std::to_string(r.ignored_files) + " unknown file(s) left alone";
+  return out;
+}
+
+}  // namespace
+
+std::string describe(const stream_state& st) {
+  return "stream " + quote(st.spec.name) + " in vhost " + quote(st.vhost);
+}
+
+int64_t wall_now_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+read_run read(stream_state& st, uint64_t from, size_t max_count, uint64_t max_bytes) {
+  read_run out;
+  out.next = from;
+  if (from >= st.durable_end || max_count == 0) return out;
+  uint64_t bytes = 0;
+  if (!st.tail.empty() && from >= st.tail.front().offset) {
+    auto i = std::lower_bound(st.tail.begin(), st.tail.end(), from,
+                              [](const auto& c, uint64_t o) { return c.offset < o; });
+    for (; i != st.tail.end() && out.messages.size() < max_count && bytes < max_bytes; ++i) {
+      out.messages.push_back(*i);
+      bytes += i->msg->body.size();
+      out.next = i->offset + 1;
+    }
+    return out;
+  }
+  if (!st.store) return out;
+  auto r = st.store->read_live(seq_of(from), max_count, max_bytes);
+  for (auto& m : r.messages) {
+    if (m.seq - 1 >= st.durable_end) break;
+    out.messages.push_back({m.seq - 1, std::move(m.msg)});
+  }
+  out.next = out.messages.empty() ? std::min(r.next_seq - 1, st.durable_end)
+                                  : out.messages.back().offset + 1;
+  return out;
+}
+
+uint64_t first_offset(const stream_state& st) {
+  auto first = st.store ? st.store->first_seq() : 0;
+  return first != 0 ? first - 1 : st.next_offset;
+}
+
+uint64_t message_count(const stream_state& st) {
+  return st.next_offset - std::min(first_offset(st), st.next_offset);
+}
+
+uint64_t resolve(stream_state& st, const stream_offset_spec& spec) {
+  switch (spec.kind) {
+    case stream_offset_spec::first:
+      return first_offset(st);
+    case stream_offset_spec::last: {
+      auto extents =
+          st.store ? st.store->extents() : std::vector<persistence::segment_store::extent>{};
+      return extents.empty() ? st.next_offset : extents.back().first_seq - 1;
+    }
+    case stream_offset_spec::offset:
+      return std::max(static_cast<uint64_t>(spec.value), first_offset(st));
+    case stream_offset_spec::timestamp:
+      return seek_time(st, spec.value);
+    case stream_offset_spec::unset:
+    case stream_offset_spec::next:
+      break;
+  }
+  return st.next_offset;
+}
+
+void append(self_ptr self, publish_batch& batch) {
+  auto& st = self->state;
+  auto now = wall_now_ms();
+  for (auto& item : batch.items) {
+    auto offset = st.next_offset++;
+    st.store->append(seq_of(offset), *item.msg, now);
+    st.unsynced.push_back({offset, item.msg});
+    st.traffic.count_in(item.msg->body.size());
+    if (item.seq != 0 && batch.origin)
+      st.awaiting.push_back({batch.origin, batch.channel, item.seq, offset});
+  }
+  if (st.storage.fsync == persistence::fsync_policy::always)
+    on_sync(self);
+  else
+    schedule_sync(self);
+}
+
+void on_sync(self_ptr self) {
+  auto& st = self->state;
+  st.sync_scheduled = false;
+  if (!st.store) return;
+  st.store->sync(st.storage.fsync != persistence::fsync_policy::never);
+  std::unordered_set<uint64_t> failed;
+  for (auto seq : st.store->failed()) failed.insert(seq - 1);
+  if (!failed.empty())
+    log(log_level::warn, "stream",
+        describe(st) + ": " + std::to_string(failed.size()) +
+            " message(s) could not be stored and were refused: " + st.store->last_error());
+  keep_in_tail(st, failed);
+  st.durable_end = st.next_offset;
+  auto done = std::move(st.awaiting);
+  st.awaiting.clear();
+  send_confirms(self, done, failed);
+  if (st.limits.max_length_bytes) apply_retention(self);
+  dispatch(self);
+  report_memory(st);
+}
+
+void apply_retention(self_ptr self) {
+  auto& st = self->state;
+  if (!st.store || (!st.limits.max_length_bytes && !st.limits.max_age_ms)) return;
+  auto now = wall_now_ms();
+  size_t dropped = 0;
+  for (;;) {
+    auto extents = st.store->extents();
+    if (extents.size() < 2) break;
+    uint64_t bytes = 0;
+    for (const auto& e : extents) bytes += e.bytes;
+    bool over_size =
+        st.limits.max_length_bytes && bytes > static_cast<uint64_t>(*st.limits.max_length_bytes);
+    // Every record of the oldest segment is older than the next segment's first.
+    auto next_start = st.limits.max_age_ms ? segment_time(st, extents[1].first_seq) : 0;
+    bool too_old = next_start != 0 && next_start < now - *st.limits.max_age_ms;
+    if ((!over_size && !too_old) || !st.store->drop_oldest()) break;
+    st.segment_times.erase(extents[0].first_seq);
+    ++dropped;
+  }
+  if (dropped == 0) return;
+  auto first = first_offset(st);
+  while (!st.tail.empty() && st.tail.front().offset < first) {
+    st.tail_bytes -= st.tail.front().msg->body.size();
+    st.tail.pop_front();
+  }
+  skip_to_head(st);
+  log(log_level::info, "stream",
+      describe(st) + ": retention removed " + std::to_string(dropped) +
+          " segment(s); the first offset is now " + std::to_string(first));
+}
+
+void recover(self_ptr self) {
+  auto& st = self->state;
+  persistence::recovery_report report;
+  try {
+    st.store->recover(report, 0, message_overhead_bytes);
+  } catch (const std::exception& e) {
+    st.unavailable = std::string("its files could not be loaded (") + e.what() +
+                     "); they are left untouched until a restart can read them";
+    st.store.reset();
+    log(log_level::error, "stream", describe(st) + " is unavailable: " + e.what());
+    return;
+  }
+  st.next_offset = st.store->max_seq();
+  st.durable_end = st.next_offset;
+  if (report.segments > 0)
+    log(log_level::info, "stream",
+        describe(st) + ": offsets " + std::to_string(first_offset(st)) + " to " +
+            std::to_string(st.next_offset) + " (exclusive) in " + std::to_string(report.segments) +
+            " segment(s)" + recovery_summary(report));
+}
+
+void report_memory(stream_state& st) {
+  st.memory.set(st.tail_bytes + st.tail.size() * message_overhead_bytes,
+                st.store ? st.store->index_bytes() : 0);
+}
+
+}  // namespace warren::stream_parts
