@@ -3,52 +3,28 @@
 //
 // The rules (AMQP 0-9-1 and RabbitMQ): after the server sends channel.close it discards every
 // frame on that channel until channel.close-ok; a close from both sides at once settles; every
-// delivery on a channel, by push or get, acked or not, takes the next tag from 1.
+// delivery on a channel, by push or get, acked or not, takes the next tag from 1. The
+// connection's own methods (channel 0) are in amqp_connection_test.
 #include <boost/test/unit_test.hpp>
 
+#include "amqp_channel_fixture.hpp"
 #include "amqp_raw_client.hpp"
 #include "subprocess.hpp"
 
 #include <chrono>
-#include <cstring>
 #include <thread>
-#include <tuple>
 
 using namespace warren::amqp;
+using warren::test::channel_one;
+using warren::test::method_frame;
 using warren::test::node_process;
+using warren::test::publish_frames;
 using warren::test::raw_client;
 
 namespace {
 
 const method_id channel_close{20, 40}, channel_close_ok{20, 41}, channel_open_ok{20, 11};
 const method_id get_ok{60, 71};
-
-std::string method_frame(uint16_t channel, writer w) {
-  std::string out;
-  write_frame(out, frame_type::method, channel, w.bytes());
-  return out;
-}
-
-// basic.publish with its header and body; `announced` is the size the header claims.
-std::string publish_frames(uint16_t channel, const std::string& exchange, const std::string& key,
-                           const std::string& body, uint64_t announced) {
-  auto m = method_payload({60, 40});
-  m.short_uint(0);
-  m.short_string(exchange);
-  m.short_string(key);
-  m.bits({false, false});
-  auto out = method_frame(channel, std::move(m));
-  content_header h;
-  h.body_size = announced;
-  write_frame(out, frame_type::header, channel, content_header_payload(h));
-  if (!body.empty()) write_frame(out, frame_type::body, channel, body);
-  return out;
-}
-
-std::string publish_frames(uint16_t channel, const std::string& exchange, const std::string& key,
-                           const std::string& body) {
-  return publish_frames(channel, exchange, key, body, body.size());
-}
 
 std::string close_frame(uint16_t channel, uint16_t code) {
   auto w = method_payload(channel_close);
@@ -158,33 +134,6 @@ void expect_channel_reopens(raw_client& c, uint16_t channel) {
 
 }  // namespace
 
-// A node and a raw client with channel 1 open on it.
-struct channel_one {
-  node_process node;
-  raw_client c{node.amqp_port()};
-  channel_one() {
-    c.handshake();
-    c.open_channel(1);
-  }
-};
-
-// connection.update-secret (an OAuth client refreshing its token) is answered update-secret-ok
-// and the connection goes on. The secret is not a password: a password login does not expire,
-// and RabbitMQ's internal users take any new secret (pika's and amqplib's suites send one).
-BOOST_FIXTURE_TEST_CASE(update_secret_is_answered_and_the_connection_goes_on, channel_one) {
-  auto update = [&](const std::string& secret) {
-    auto w = method_payload({10, 70});
-    w.long_string(secret);
-    w.short_string("token refresh");
-    c.send_method(0, std::move(w));
-  };
-  update("guest");
-  BOOST_TEST((c.next_method().first == method_id{10, 71}));
-  update("a new OAuth token, not guest's password");
-  BOOST_TEST((c.next_method().first == method_id{10, 71}));
-  c.open_channel(2);  // the connection goes on
-}
-
 // Deleting a queue the same connection consumes from: queue.delete-ok comes before the
 // consumer's basic.cancel, as RabbitMQ sends them. amqplib settles the delete when its answer
 // comes; a cancel first ends its test (and its connection) with the delete still unanswered.
@@ -199,96 +148,6 @@ BOOST_FIXTURE_TEST_CASE(delete_ok_comes_before_the_cancel_of_its_own_consumer, c
   c.send_method(1, std::move(del));
   BOOST_TEST((c.next_method().first == method_id{50, 41}));
   BOOST_TEST((c.next_method().first == method_id{60, 30}));
-}
-
-// A client's connection.close with publishes queued behind it: the node answers close-ok, then
-// shuts its side and reads what still comes until the client closes, as RabbitMQ does. A socket
-// closed with unread input answers the client's writes with a reset (EPIPE or ECONNRESET in
-// amqplib's tests) instead of a clean close.
-BOOST_FIXTURE_TEST_CASE(a_client_close_is_drained_not_reset, channel_one) {
-  auto close = warren::test::client_close_method();
-  c.send_method(0, std::move(close));
-  BOOST_REQUIRE((c.next_method().first == method_id{10, 51}));
-  // Still writing after close-ok came, as a client with a queue of publishes is.
-  for (int i = 0; i < 50; ++i) c.send(publish_frames(1, "", "nowhere", std::string(60000, 'x')));
-  c.close_write();
-  c.read_to_end();
-  BOOST_TEST(c.read_error() == 0, "the node reset the connection: " << strerror(c.read_error()));
-}
-
-// A connection-level close names the method that caused it, as RabbitMQ's does (clients test
-// the ids and the text): basic.publish with immediate=true is 540 "NOT_IMPLEMENTED -
-// immediate=true" for 60/40, and a method on a channel that is not open names that method.
-BOOST_AUTO_TEST_CASE(a_connection_close_names_the_method_that_caused_it) {
-  node_process node;
-  auto close_of = [](raw_client& c) {
-    auto [id, args] = c.next_method();
-    BOOST_REQUIRE((id == method_id{10, 50}));
-    reader r(args);
-    auto code = r.short_uint();
-    auto text = r.short_string();
-    auto class_id = r.short_uint();
-    auto method = r.short_uint();
-    return std::make_tuple(code, text, class_id, method);
-  };
-  {
-    raw_client c(node.amqp_port());
-    c.handshake();
-    c.open_channel(1);
-    auto m = method_payload({60, 40});
-    m.short_uint(0);
-    m.short_string("");
-    m.short_string("q");
-    m.bits({false, true});  // mandatory, immediate
-    c.send_method(1, std::move(m));
-    auto [code, text, class_id, method] = close_of(c);
-    BOOST_TEST(code == 540);
-    BOOST_TEST(text == "NOT_IMPLEMENTED - immediate=true");
-    BOOST_TEST(class_id == 60);
-    BOOST_TEST(method == 40);
-  }
-  {
-    raw_client c(node.amqp_port());
-    c.handshake();
-    auto get = method_payload({60, 70});
-    get.short_uint(0);
-    get.short_string("q");
-    get.bits({true});
-    c.send_method(7, std::move(get));  // channel 7 was never opened
-    auto [code, text, class_id, method] = close_of(c);
-    BOOST_TEST(code == 504);
-    BOOST_TEST(class_id == 60);
-    BOOST_TEST(method == 70);
-  }
-}
-
-// Confirms that come after close-ok to a client's close are dropped, not written to the socket
-// whose write side is shut: such a write once failed inside the listener's bridge and stopped
-// it, and every connection on that listener then waited for ever. Each round closes right
-// behind a burst of confirmed publishes; a new connection must still get through.
-BOOST_AUTO_TEST_CASE(answers_after_a_client_close_leave_the_listener_working) {
-  node_process node;
-  for (int round = 0; round < 20; ++round) {
-    raw_client c(node.amqp_port());
-    c.handshake();
-    c.open_channel(1);
-    auto select = method_payload({85, 10});
-    select.bits({false});
-    c.send_method(1, std::move(select));
-    BOOST_REQUIRE((c.next_method().first == method_id{85, 11}));
-    std::string burst;
-    for (int i = 0; i < 200; ++i) burst += publish_frames(1, "", "nowhere", "x");
-    auto close = warren::test::client_close_method();
-    write_frame(burst, frame_type::method, 0, close.bytes());
-    c.send(burst);
-    while (!(c.next_method().first == method_id{10, 51})) {
-    }
-    c.close_write();
-    c.read_to_end();
-  }
-  raw_client last(node.amqp_port());
-  last.handshake();  // fails (nothing from the node) when the listener stopped
-  BOOST_TEST(node.alive());
 }
 
 BOOST_FIXTURE_TEST_CASE(frames_after_a_channel_error_are_discarded_until_close_ok, channel_one) {

@@ -40,6 +40,78 @@ bool has_user_and_vhost(const names& users, const names& vhosts, const std::stri
   return users.count(user) != 0 && vhosts.count(vhost) != 0;
 }
 
+// Through a, while both run: a queue bound to three exchanges, a user and a vhost.
+void define_first_topology_and_access(node_process& a) {
+  auto conn = connect(a);
+  auto ch = conn->open_channel();
+  ch->queue_declare("orders", durable_queue());
+  ch->exchange_declare("keep", "fanout", durable_exchange());
+  ch->exchange_declare("gone", "direct", durable_exchange());
+  ch->exchange_declare("shape", "direct", durable_exchange());
+  ch->queue_bind("orders", "keep", "");
+  ch->queue_bind("orders", "gone", "k");
+  ch->queue_bind("orders", "shape", "s");
+  conn->add_user("leaves", "x");
+  conn->add_vhost("old");
+}
+
+// Through a, while b is down: exchanges deleted, one declared again with another type, bindings
+// added and removed, a user and a vhost swapped for others.
+void change_everything_while_b_is_down(node_process& a) {
+  auto conn = connect(a);
+  auto ch = conn->open_channel();
+  ch->exchange_delete("gone");
+  ch->exchange_delete("shape");
+  ch->exchange_declare("shape", "topic", durable_exchange());  // same name, another type
+  ch->queue_bind("orders", "shape", "s.*");
+  ch->exchange_declare("new", "topic", durable_exchange());
+  ch->queue_bind("orders", "new", "x.#");
+  ch->queue_bind("orders", "keep", "again");
+  ch->queue_unbind("orders", "keep", "");
+  conn->delete_user("leaves");
+  conn->add_user("came", "y");
+  conn->set_permissions({"came", "/", ".*", ".*", ".*"});
+  conn->delete_vhost("old");
+  conn->add_vhost("fresh");
+}
+
+// `n` sees what a changed while b was down, deletions included.
+void expect_what_a_changed(node_process& n) {
+  names exchanges{"keep:fanout", "new:topic", "shape:topic"};
+  auto settled = [](const names& users, const names& vhosts, const names&) {
+    return users == names{"came", "guest"} && vhosts == names{"/", "fresh"};
+  };
+  BOOST_CHECK(exchanges_seen(n, exchanges));
+  BOOST_CHECK(bindings_seen(n, "keep", {"orders again"}));
+  BOOST_CHECK(bindings_seen(n, "shape", {"orders s.*"}));
+  BOOST_CHECK(bindings_seen(n, "new", {"orders x.#"}));
+  BOOST_CHECK(bindings_seen(n, "gone", {}));
+  BOOST_CHECK(access_seen(n, settled));
+}
+
+// Through b, while a is down: a queue and an exchange of its own, a binding to a's "new", an
+// exchange deleted and a vhost added.
+void change_things_while_a_is_down(node_process& b) {
+  auto conn = connect(b);
+  auto ch = conn->open_channel();
+  ch->queue_declare("on-b", durable_queue());
+  ch->exchange_declare("from-b", "direct", durable_exchange());
+  ch->queue_bind("on-b", "from-b", "y");
+  ch->queue_bind("on-b", "new", "y.#");
+  ch->exchange_delete("keep");
+  conn->add_vhost("b-made");
+}
+
+// `n` sees what b changed while a was down.
+void expect_what_b_changed(node_process& n) {
+  BOOST_CHECK(exchanges_seen(n, {"from-b:direct", "new:topic", "shape:topic"}));
+  BOOST_CHECK(bindings_seen(n, "new", {"orders x.#", "on-b y.#"}));
+  BOOST_CHECK(bindings_seen(n, "from-b", {"on-b y"}));
+  BOOST_CHECK(access_seen(n, [](const names& users, const names& vhosts, const names&) {
+    return users == names{"came", "guest"} && vhosts == names{"/", "b-made", "fresh"};
+  }));
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_member_that_was_down_catches_up_and_brings_nothing_deleted_back) {
@@ -48,19 +120,7 @@ BOOST_AUTO_TEST_CASE(a_member_that_was_down_catches_up_and_brings_nothing_delete
   auto a = std::make_unique<node_process>(cluster_args("a", pa), a_dir.path());
   auto b = std::make_unique<node_process>(cluster_args("b", pb, address(pa)), b_dir.path());
   BOOST_REQUIRE(sees(*a, {{"a", true}, {"b", true}}));
-  {
-    auto conn = connect(*a);
-    auto ch = conn->open_channel();
-    ch->queue_declare("orders", durable_queue());
-    ch->exchange_declare("keep", "fanout", durable_exchange());
-    ch->exchange_declare("gone", "direct", durable_exchange());
-    ch->exchange_declare("shape", "direct", durable_exchange());
-    ch->queue_bind("orders", "keep", "");
-    ch->queue_bind("orders", "gone", "k");
-    ch->queue_bind("orders", "shape", "s");
-    conn->add_user("leaves", "x");
-    conn->add_vhost("old");
-  }
+  define_first_topology_and_access(*a);
   BOOST_REQUIRE(bindings_seen(*b, "shape", {"orders s"}));
   BOOST_REQUIRE(access_seen(*b, [](const names& users, const names& vhosts, const names&) {
     return has_user_and_vhost(users, vhosts, "leaves", "old");
@@ -70,40 +130,13 @@ BOOST_AUTO_TEST_CASE(a_member_that_was_down_catches_up_and_brings_nothing_delete
   b->kill9();
   b.reset();
   BOOST_REQUIRE(sees(*a, {{"a", true}, {"b", false}}));
-  {
-    auto conn = connect(*a);
-    auto ch = conn->open_channel();
-    ch->exchange_delete("gone");
-    ch->exchange_delete("shape");
-    ch->exchange_declare("shape", "topic", durable_exchange());  // same name, another type
-    ch->queue_bind("orders", "shape", "s.*");
-    ch->exchange_declare("new", "topic", durable_exchange());
-    ch->queue_bind("orders", "new", "x.#");
-    ch->queue_bind("orders", "keep", "again");
-    ch->queue_unbind("orders", "keep", "");
-    conn->delete_user("leaves");
-    conn->add_user("came", "y");
-    conn->set_permissions({"came", "/", ".*", ".*", ".*"});
-    conn->delete_vhost("old");
-    conn->add_vhost("fresh");
-  }
+  change_everything_while_b_is_down(*a);
 
   // It comes back (its stored members, no --join) and takes what it missed, deletions included;
   // a gets none of what it deleted back from b.
   b = std::make_unique<node_process>(cluster_args("b", pb), b_dir.path());
   BOOST_REQUIRE(sees(*b, {{"a", true}, {"b", true}}));
-  names exchanges{"keep:fanout", "new:topic", "shape:topic"};
-  auto settled = [](const names& users, const names& vhosts, const names&) {
-    return users == names{"came", "guest"} && vhosts == names{"/", "fresh"};
-  };
-  for (auto* n : {b.get(), a.get()}) {
-    BOOST_CHECK(exchanges_seen(*n, exchanges));
-    BOOST_CHECK(bindings_seen(*n, "keep", {"orders again"}));
-    BOOST_CHECK(bindings_seen(*n, "shape", {"orders s.*"}));
-    BOOST_CHECK(bindings_seen(*n, "new", {"orders x.#"}));
-    BOOST_CHECK(bindings_seen(*n, "gone", {}));
-    BOOST_CHECK(access_seen(*n, settled));
-  }
+  for (auto* n : {b.get(), a.get()}) expect_what_a_changed(*n);
   BOOST_CHECK(!logs_in(*b, "leaves", "x", "/"));
   BOOST_CHECK(eventually_logs_in(*b, "came", "y", "/"));
 
@@ -111,26 +144,10 @@ BOOST_AUTO_TEST_CASE(a_member_that_was_down_catches_up_and_brings_nothing_delete
   a->kill9();
   a.reset();
   BOOST_REQUIRE(sees(*b, {{"a", false}, {"b", true}}));
-  {
-    auto conn = connect(*b);
-    auto ch = conn->open_channel();
-    ch->queue_declare("on-b", durable_queue());
-    ch->exchange_declare("from-b", "direct", durable_exchange());
-    ch->queue_bind("on-b", "from-b", "y");
-    ch->queue_bind("on-b", "new", "y.#");
-    ch->exchange_delete("keep");
-    conn->add_vhost("b-made");
-  }
+  change_things_while_a_is_down(*b);
   a = std::make_unique<node_process>(cluster_args("a", pa), a_dir.path());
   BOOST_REQUIRE(sees(*a, {{"a", true}, {"b", true}}));
-  for (auto* n : {a.get(), b.get()}) {
-    BOOST_CHECK(exchanges_seen(*n, {"from-b:direct", "new:topic", "shape:topic"}));
-    BOOST_CHECK(bindings_seen(*n, "new", {"orders x.#", "on-b y.#"}));
-    BOOST_CHECK(bindings_seen(*n, "from-b", {"on-b y"}));
-    BOOST_CHECK(access_seen(*n, [](const names& users, const names& vhosts, const names&) {
-      return users == names{"came", "guest"} && vhosts == names{"/", "b-made", "fresh"};
-    }));
-  }
+  for (auto* n : {a.get(), b.get()}) expect_what_b_changed(*n);
 
   // Routing on a follows what it took: a message for "new" reaches both queues.
   auto conn = connect(*a);

@@ -111,6 +111,36 @@ BOOST_AUTO_TEST_CASE(a_node_without_the_secret_is_refused_and_logged) {
   BOOST_CHECK((members_seen_by(a) == std::map<std::string, bool>{{"a", true}}));
 }
 
+namespace {
+
+// Takes the first fifty of "orders" through `ch` by get, checking their order, each acked; then
+// consumes through it (prefetch 10, each delivery acked) until fifty more came. The consumer
+// stays: `received` counts its deliveries, and `cancelled` gets the reason it is cancelled with.
+void get_fifty_then_consume_fifty(std::unique_ptr<warren::client::channel>& ch,
+                                  std::atomic<int>& received,
+                                  std::promise<std::string>& cancelled) {
+  for (int i = 0; i < 50; ++i) {
+    auto d = ch->get("orders");
+    BOOST_REQUIRE(d);
+    BOOST_CHECK_EQUAL(d->body, "m" + std::to_string(i));
+    ch->ack(d->delivery_tag);
+  }
+  ch->qos(10);
+  ch->consume(
+      "orders", {},
+      [&](const warren::client::delivery& d) {
+        ++received;
+        ch->ack(d.delivery_tag);
+      },
+      [&](const std::string&, const std::string& reason) { cancelled.set_value(reason); });
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (received < 50 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  BOOST_CHECK_EQUAL(received.load(), 50);
+}
+
+}  // namespace
+
 BOOST_AUTO_TEST_CASE(a_queue_on_one_node_takes_publishes_and_consumers_from_the_others) {
   uint16_t pa = free_port(), pb = free_port(), pc = free_port();
   warren::test::temp_dir a_dir;
@@ -144,26 +174,9 @@ BOOST_AUTO_TEST_CASE(a_queue_on_one_node_takes_publishes_and_consumers_from_the_
   ch = c_conn->open_channel();  // the failed declare closed the channel
 
   // Consumed through c, in order, with acks.
-  for (int i = 0; i < 50; ++i) {
-    auto d = ch->get("orders");
-    BOOST_REQUIRE(d);
-    BOOST_CHECK_EQUAL(d->body, "m" + std::to_string(i));
-    ch->ack(d->delivery_tag);
-  }
   std::promise<std::string> cancelled;
   std::atomic<int> received{0};
-  ch->qos(10);
-  ch->consume(
-      "orders", {},
-      [&](const warren::client::delivery& d) {
-        ++received;
-        ch->ack(d.delivery_tag);
-      },
-      [&](const std::string&, const std::string& reason) { cancelled.set_value(reason); });
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
-  while (received < 50 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  BOOST_CHECK_EQUAL(received.load(), 50);
+  get_fifty_then_consume_fifty(ch, received, cancelled);
 
   // The queue's node dies: c's consumer is cancelled, publishes through b are refused (never
   // confirmed), and declaring the queue names the node that is down.

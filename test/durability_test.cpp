@@ -1,31 +1,25 @@
 // Durability with real processes and real files: a warren-node child is stopped or killed with
-// SIGKILL, restarted on the same data directory, and what comes back is checked.
+// SIGKILL, restarted on the same data directory, and what comes back is checked, also when a
+// segment file was torn or damaged meanwhile.
 //
 // The rule these tests hold Warren to: every message whose publish was confirmed (in confirm
 // mode, persistent, durable queue) comes back after a crash, exactly once, as ready. A message
 // whose ack had not reached the disk may come back too, marked redelivered (at-least-once).
+// The data dir's layout and format (data_dir_test) and a full disk (disk_full_test) have
+// suites of their own.
 #include <boost/test/unit_test.hpp>
 
 #include "node_client.hpp"
-#include "persistence/crc32c.hpp"
-#include "persistence/metadata_codec.hpp"
 #include "persistence/segment_format.hpp"
-#include "storage.capnp.h"
 #include "subprocess.hpp"
 #include "warren/channel.hpp"
 #include "warren/client_error.hpp"
 #include "warren/connection.hpp"
 
-#include <capnp/message.h>
-#include <capnp/serialize.h>
-#include <lmdb.h>
-
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
-#include <future>
-#include <iterator>
 #include <mutex>
 #include <random>
 #include <set>
@@ -367,259 +361,6 @@ BOOST_AUTO_TEST_CASE(a_flipped_bit_is_reported_and_everything_else_loads) {
   BOOST_TEST(damaged[0].body == "d0");
   BOOST_TEST(damaged[1].body == "d2");
   BOOST_TEST(drain(*conn, "intact").size() == 3u);
-}
-
-BOOST_AUTO_TEST_SUITE_END()
-
-BOOST_AUTO_TEST_SUITE(data_dir)
-
-BOOST_AUTO_TEST_CASE(queue_names_never_become_paths) {
-  temp_dir dir;
-  {
-    node_process node({}, dir.path() + "/data");
-    auto conn = connect_to(node);
-    auto ch = conn->open_channel();
-    ch->queue_declare("../../x", durable);
-    ch->confirm_select();
-    ch->publish(persistent("../../x", "contained"));
-    BOOST_TEST(drain(*conn, "../../x").size() == 1u);
-    ch->publish(persistent("../../x", "again"));
-  }
-  std::set<std::string> top;
-  for (const auto& e : fs::directory_iterator(dir.path())) top.insert(e.path().filename().string());
-  BOOST_TEST((top == std::set<std::string>{"data"}));
-  std::set<std::string> inside;
-  for (const auto& e : fs::directory_iterator(dir.path() + "/data"))
-    inside.insert(e.path().filename().string());
-  BOOST_TEST((inside == std::set<std::string>{"lock", "meta", "queues"}));
-  for (const auto& q : fs::directory_iterator(dir.path() + "/data/queues"))
-    BOOST_TEST(q.path().filename().string().find_first_not_of("0123456789") == std::string::npos);
-}
-
-BOOST_AUTO_TEST_CASE(two_nodes_cannot_share_a_data_dir) {
-  temp_dir dir;
-  node_process first({}, dir.path());
-  auto r = warren::test::run_command({WARREN_NODE_PATH, "--port", "0", "--data-dir", dir.path()});
-  BOOST_TEST(r.exit_code == 1);
-  BOOST_TEST(r.err.find("in use by another warren-node (pid " + std::to_string(first.pid()) +
-                        ")") != std::string::npos);
-  BOOST_TEST(first.alive());
-}
-
-// Stamps a data dir's metadata with another format version, as another build would have.
-void stamp_format_version(const std::string& data_dir, uint32_t version) {
-  MDB_env* env = nullptr;
-  mdb_env_create(&env);
-  mdb_env_set_maxdbs(env, 8);
-  BOOST_REQUIRE(mdb_env_open(env, (data_dir + "/meta").c_str(), 0, 0644) == 0);
-  MDB_txn* txn = nullptr;
-  mdb_txn_begin(env, nullptr, 0, &txn);
-  MDB_dbi dbi;
-  mdb_dbi_open(txn, "meta", 0, &dbi);
-  std::string key = "format-version", value = warren::persistence::encode_format_version(version);
-  MDB_val k{key.size(), key.data()}, v{value.size(), value.data()};
-  mdb_put(txn, dbi, &k, &v, 0);
-  BOOST_REQUIRE(mdb_txn_commit(txn) == 0);
-  mdb_env_close(env);
-}
-
-uint32_t format_version_of(const std::string& data_dir) {
-  MDB_env* env = nullptr;
-  mdb_env_create(&env);
-  mdb_env_set_maxdbs(env, 8);
-  BOOST_REQUIRE(mdb_env_open(env, (data_dir + "/meta").c_str(), MDB_RDONLY, 0644) == 0);
-  MDB_txn* txn = nullptr;
-  mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn);
-  MDB_dbi dbi;
-  mdb_dbi_open(txn, "meta", 0, &dbi);
-  std::string key = "format-version";
-  MDB_val k{key.size(), key.data()}, v;
-  BOOST_REQUIRE(mdb_get(txn, dbi, &k, &v) == 0);
-  auto version = warren::persistence::decode_format_version(
-      std::string_view(static_cast<const char*>(v.mv_data), v.mv_size));
-  mdb_txn_abort(txn);
-  mdb_env_close(env);
-  return version;
-}
-
-BOOST_AUTO_TEST_CASE(a_newer_format_is_refused_with_a_clear_message) {
-  temp_dir dir;
-  { node_process node({}, dir.path()); }
-  stamp_format_version(dir.path(), 99);
-  auto r = warren::test::run_command({node_binary(), "--port", "0", "--data-dir", dir.path()});
-  BOOST_TEST(r.exit_code == 1);
-  BOOST_TEST(r.err.find("format version 99") != std::string::npos);
-}
-
-// A format-1 segment as the previous build wrote it: u32 length | u32 crc32c(payload) | u8 flags
-// (bit 0 live, bit 1 delivered) | 3 reserved | a Cap'n Proto StoredMessage.
-std::string format1_record(uint64_t seq, const std::string& body, uint8_t flags) {
-  capnp::MallocMessageBuilder builder;
-  auto r = builder.initRoot<warren::storage::StoredMessage>();
-  r.setSeq(seq);
-  auto id = warren::next_message_id();
-  r.setId(kj::arrayPtr(id.bytes.data(), id.bytes.size()));
-  r.setRoutingKey("q");
-  r.initProperties().setPersistent(true);
-  r.setBody(kj::arrayPtr(reinterpret_cast<const kj::byte*>(body.data()), body.size()));
-  auto words = capnp::messageToFlatArray(builder);
-  auto bytes = words.asBytes();
-  std::string payload(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
-  std::string out(12, '\0');
-  auto put = [&](size_t at, uint32_t v) {
-    for (int i = 0; i < 4; ++i) out[at + i] = static_cast<char>(v >> (8 * i));
-  };
-  put(0, static_cast<uint32_t>(payload.size()));
-  put(4, warren::persistence::crc32c(payload.data(), payload.size()));
-  out[8] = static_cast<char>(flags);
-  return out + payload;
-}
-
-// A data dir of format 1: the durable queue "q" with five records, the second acked, the third
-// delivered.
-std::string make_format1_dir(const std::string& data_dir) {
-  auto folder = make_queue(data_dir, 1);  // the queue's record and folder
-  fs::remove_all(folder);
-  fs::create_directories(folder);
-  std::ofstream seg(folder + "/00000000000000000001.seg", std::ios::binary);
-  for (uint64_t i = 1; i <= 5; ++i)
-    seg << format1_record(i, "v1-" + std::to_string(i), i == 2 ? 0 : i == 3 ? 3 : 1);
-  seg.close();
-  stamp_format_version(data_dir, 1);
-  return folder;
-}
-
-void expect_format1_messages_upgraded(const std::string& data_dir) {
-  node_process node({}, data_dir);
-  BOOST_TEST(node.log().find("from format 1 to 2") != std::string::npos);
-  auto conn = connect_to(node);
-  auto all = drain(*conn, "q");
-  std::vector<std::string> bodies;
-  for (const auto& d : all) bodies.push_back(d.body);
-  BOOST_TEST(bodies == (std::vector<std::string>{"v1-1", "v1-3", "v1-4", "v1-5"}),
-             boost::test_tools::per_element());
-  BOOST_REQUIRE(all.size() == 4u);
-  BOOST_TEST(!all[0].redelivered);
-  BOOST_TEST(all[1].redelivered);  // its delivered bit became a delivered mark
-  BOOST_TEST(format_version_of(data_dir) == 2u);
-  std::set<std::string> entries;
-  for (const auto& e : fs::directory_iterator(data_dir + "/queues"))
-    entries.insert(e.path().filename().string());
-  BOOST_TEST((entries == std::set<std::string>{"1"}));  // no copy left behind
-}
-
-BOOST_AUTO_TEST_CASE(an_older_format_with_queue_files_is_upgraded) {
-  temp_dir dir;
-  make_format1_dir(dir.path());
-  expect_format1_messages_upgraded(dir.path());
-}
-
-// A crash between moving the old folder aside and putting the new one in place.
-BOOST_AUTO_TEST_CASE(an_upgrade_cut_short_by_a_crash_is_finished_by_the_next_start) {
-  temp_dir dir;
-  auto folder = make_format1_dir(dir.path());
-  fs::rename(folder, folder + ".format1");
-  fs::create_directories(folder + ".upgrade");
-  std::ofstream(folder + ".upgrade/00000000000000000001.seg") << "half written";
-  expect_format1_messages_upgraded(dir.path());
-}
-
-BOOST_AUTO_TEST_CASE(an_older_format_without_queue_files_is_upgraded_in_place) {
-  temp_dir dir;
-  {
-    node_process node({}, dir.path());
-    exchange_options o;
-    o.durable = true;
-    connect_to(node)->open_channel()->exchange_declare("logs", "fanout", o);
-  }
-  stamp_format_version(dir.path(), 1);
-  {
-    node_process node({}, dir.path());
-    auto conn = connect_to(node);
-    bool found = false;
-    for (const auto& e : conn->list_exchanges()) found = found || e.name == "logs";
-    BOOST_TEST(found);
-  }
-  BOOST_TEST(format_version_of(dir.path()) == 2u);
-}
-
-BOOST_AUTO_TEST_SUITE_END()
-
-BOOST_AUTO_TEST_SUITE(disk_full)
-
-// Needs root to mount a small tmpfs (CI and the development machines run as root).
-BOOST_AUTO_TEST_CASE(a_full_disk_refuses_publishes_keeps_what_was_confirmed_and_recovers) {
-  warren::test::tmpfs_mount mount_point("3m");
-  auto ballast = mount_point.path() + "/ballast";
-  {
-    std::ofstream out(ballast, std::ios::binary);
-    std::string chunk(64 * 1024, 'b');
-    for (int i = 0; i < 8; ++i) out << chunk;  // 512 KiB to give back later
-  }
-  // No disk alarm here: this test is about what happens when the disk does fill up.
-  node_process node({"--disk-free-limit", "0"}, mount_point.path() + "/data");
-  auto conn = connect_to(node);
-  auto ch = conn->open_channel();
-  ch->queue_declare("q", durable);
-  ch->confirm_select();
-  std::vector<std::string> confirmed;
-  size_t refused = 0;
-  std::string body(4096, 'x');
-  for (int i = 0; i < 2000 && refused == 0; ++i) {
-    auto m = persistent("q", std::to_string(i) + body);
-    auto r = ch->publish(m);
-    if (r.outcome == publish_outcome::routed)
-      confirmed.push_back(m.body);
-    else
-      ++refused;
-  }
-  BOOST_TEST(refused > 0u);
-  BOOST_TEST(node.alive());
-  BOOST_TEST(node.wait_for_log("No space left on device"));
-  // Space returns: publishing works again.
-  fs::remove(ballast);
-  auto again = persistent("q", "after");
-  BOOST_TEST(to_string(ch->publish(again).outcome) == std::string("routed"));
-  confirmed.push_back("after");
-  // Everything confirmed survives a crash; nothing refused is there.
-  node.kill9();
-  node_process restarted({"--disk-free-limit", "0"}, mount_point.path() + "/data");
-  auto conn2 = connect_to(restarted);
-  auto all = drain(*conn2, "q");
-  BOOST_REQUIRE(all.size() == confirmed.size());
-  for (size_t i = 0; i < all.size(); ++i) BOOST_TEST_REQUIRE(all[i].body == confirmed[i]);
-}
-
-// The disk alarm holds publishers back before the disk is full: their publish calls are
-// answered once space returns.
-BOOST_AUTO_TEST_CASE(publishes_wait_while_the_disk_alarm_lasts) {
-  warren::test::tmpfs_mount mount_point("16m");
-  node_process node({"--disk-free-limit", "8000000"}, mount_point.path() + "/data");
-  auto conn = connect_to(node);
-  auto ch = conn->open_channel();
-  ch->queue_declare("q", durable);
-  BOOST_TEST(to_string(ch->publish(persistent("q", "before")).outcome) == std::string("routed"));
-  auto ballast = mount_point.path() + "/ballast";
-  {
-    std::ofstream out(ballast, std::ios::binary);
-    std::string chunk(1 << 20, 'b');
-    for (int i = 0; i < 10; ++i) out << chunk;
-  }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (node.log().find("disk alarm") == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  BOOST_REQUIRE(node.log().find("disk alarm") != std::string::npos);
-  auto held = ch->publish_batch({persistent("q", "held")});
-  // Not answered while the alarm lasts (this can only pass falsely, never fail falsely).
-  BOOST_TEST((held.wait_for(std::chrono::milliseconds(300)) == std::future_status::timeout));
-  fs::remove(ballast);
-  auto results = held.get();
-  BOOST_REQUIRE(results.size() == 1u);
-  BOOST_TEST(to_string(results[0].outcome) == std::string("routed"));
-  auto all = drain(*conn, "q");
-  BOOST_REQUIRE(all.size() == 2u);
-  BOOST_TEST(all[1].body == "held");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

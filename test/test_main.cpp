@@ -1,5 +1,5 @@
 // The one main() of every Boost.Test suite, compiled once. Each suite's executable links it
-// and names its master test suite after itself (broker_e2e_test -> "broker_e2e"), as a
+// and names its master test suite after itself (broker_topology_test -> "broker_topology"), as a
 // BOOST_TEST_MODULE in each file did; the files then share one precompiled Boost.Test header.
 #include <boost/test/unit_test.hpp>
 
