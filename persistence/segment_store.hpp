@@ -235,6 +235,13 @@ class segment_store {
   void fail_buffer(const std::string& error);
   void after_invalidate(segment& seg);
   bool compactable(const segment& seg) const;
+
+  // compaction, one step at a time (segment_compaction.cpp)
+  struct compacted;
+  uint64_t next_compaction(size_t& looks);
+  bool rewrite_live(uint64_t first, segment& seg, compacted& out);
+  bool replace_files(uint64_t first, const compacted& c);
+  void adopt_compacted(uint64_t first, segment& seg, compacted&& c);
   void roll_if_wasted();
   void drop_segment(uint64_t first_seq);
   void ensure_dir();
