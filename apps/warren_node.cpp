@@ -1,5 +1,6 @@
-// warren-node: the broker process. Parses flags, starts the actor system and the Cap'n Proto
-// listener, logs one "ready" line, and stops cleanly on SIGTERM / SIGINT.
+// warren-node: the broker process. Reads its flags (apps/node_options.hpp), starts the actor
+// system and the Cap'n Proto listener, logs one "ready" line, and stops cleanly on SIGTERM /
+// SIGINT.
 #include "actors/cluster/cluster_actor.hpp"
 #include "actors/common/broker_error.hpp"
 #include "actors/common/message_types.hpp"
@@ -9,6 +10,7 @@
 #include "actors/storage/persistence_actor.hpp"
 #include "apps/cluster_link.hpp"
 #include "apps/local_data.hpp"
+#include "apps/node_options.hpp"
 #include "apps/node_stats.hpp"
 #include "core/log.hpp"
 #include "net/amqp/amqp_server.hpp"
@@ -18,7 +20,6 @@
 #include "persistence/format1_upgrade.hpp"
 #include "persistence/lmdb_store.hpp"
 
-#include <CLI/CLI.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/io/middleman.hpp>
@@ -34,178 +35,7 @@
 
 namespace {
 
-struct node_options {
-  std::string data_dir = "./warren-data";
-  std::string fsync = "batch";
-  std::string bind = "127.0.0.1";
-  uint16_t port = 5680;
-  uint16_t amqp_port = 5672;
-  uint16_t http_port = 15680;
-  uint16_t metrics_port = 15692;
-  warren::transport::tls_files tls;  // TLS listeners run when tls.cert is given
-  uint16_t amqps_port = 5671;
-  uint16_t tls_port = 5681;
-  uint16_t heartbeat = 60;
-  warren::net::door_limits limits;
-  double memory_high_watermark = 0.4;
-  uint64_t queue_memory_budget = 256 << 20;
-  uint64_t queue_memory_per_queue = 64 << 20;
-  uint64_t stream_commit_acks = 1000;
-  double stream_commit_interval = 5;
-  uint64_t disk_free_limit = 50'000'000;
-  std::string log_level = "info";
-  std::string scheduler = "sharing";
-  size_t workers = 2;
-  unsigned stats_interval = 0;
-  uint64_t segment_bytes = 8 << 20;
-  warren::connection_settings settings;
-  uint16_t cluster_port = 25680;
-  std::vector<std::string> join;
-  bool reset_local_data = false;
-  std::string node_name;  // default warren@HOSTNAME:CLUSTER_PORT
-  warren::node::cluster_link_options link;
-};
-
-void add_cluster_options(CLI::App& app, node_options& opt) {
-  auto& link = opt.link;
-  app.add_option("--cluster-secret", link.secret,
-                 "shared by the nodes of a cluster; without it the node runs "
-                 "standalone (also from WARREN_CLUSTER_SECRET; prefer that or "
-                 "--cluster-secret-file: ps shows command lines)")
-      ->envname("WARREN_CLUSTER_SECRET");
-  app.add_option("--cluster-secret-file", link.secret_file,
-                 "file holding the cluster secret (its content, without the final newline; "
-                 "readable by its owner only)");
-  app.add_option("--cluster-port", opt.cluster_port,
-                 "node-to-node port, on --cluster-bind (0 = standalone)")
-      ->capture_default_str();
-  app.add_option("--cluster-bind", link.bind,
-                 "address the cluster port listens on; anything but loopback needs cluster TLS")
-      ->capture_default_str();
-  app.add_option("--cluster-tls-cert", link.tls_cert,
-                 "PEM certificate (chain, leaf first) this node proves itself with to its peers");
-  app.add_option("--cluster-tls-key", link.tls_key, "PEM private key of --cluster-tls-cert");
-  app.add_option("--cluster-tls-ca", link.tls_ca,
-                 "PEM CA certificates: peers must present a certificate one of them signed");
-  auto* join =
-      app.add_option("--join", opt.join, "HOST:PORT of cluster nodes to join, comma-separated")
-          ->delimiter(',');
-  app.add_flag("--reset-local-data", opt.reset_local_data,
-               "joining a cluster for the first time with data of its own: move the data dir "
-               "aside (to DATA_DIR.before-join-TIME) and join with an empty one")
-      ->needs(join);
-  app.add_option("--node-name", opt.node_name,
-                 "this node's name in the cluster (default warren@HOSTNAME:CLUSTER_PORT)");
-}
-
-// Reads the command line into `opt`; -1 to go on, else the exit code (0 after --help).
-int parse_options(int argc, char** argv, node_options& opt) {
-  CLI::App app{"warren-node: the Warren message broker"};
-  app.add_option("--data-dir", opt.data_dir, "where metadata and messages are stored")
-      ->capture_default_str();
-  app.add_option("--fsync", opt.fsync,
-                 "batch: confirm after a group fdatasync; always: fdatasync each message; "
-                 "never: page cache only (confirms do not promise crash safety)")
-      ->check(CLI::IsMember({"batch", "always", "never"}))
-      ->capture_default_str();
-  app.add_option("--bind", opt.bind, "address to listen on")->capture_default_str();
-  app.add_option("--port", opt.port, "Cap'n Proto RPC port (0 picks a free one)")
-      ->capture_default_str();
-  app.add_option("--amqp-port", opt.amqp_port, "AMQP 0-9-1 port (0 turns the listener off)")
-      ->capture_default_str();
-  app.add_option("--http-port", opt.http_port,
-                 "management HTTP port: RabbitMQ's management API, /metrics and the web page "
-                 "(0 turns it off)")
-      ->capture_default_str();
-  app.add_option("--metrics-port", opt.metrics_port,
-                 "Prometheus /metrics without a login, as RabbitMQ's 15692 (0 turns it off)")
-      ->capture_default_str();
-  auto* cert = app.add_option("--tls-cert", opt.tls.cert,
-                              "PEM certificate (chain, leaf first): turns on the TLS listeners");
-  app.add_option("--tls-key", opt.tls.key, "PEM private key of --tls-cert")->needs(cert);
-  app.add_option("--tls-ca", opt.tls.ca,
-                 "PEM CA certificates: TLS clients must present a certificate signed by one")
-      ->needs(cert);
-  app.add_option("--amqps-port", opt.amqps_port, "AMQP over TLS port (0 turns it off)")
-      ->needs(cert)
-      ->capture_default_str();
-  app.add_option("--tls-port", opt.tls_port, "Cap'n Proto over TLS port (0 turns it off)")
-      ->needs(cert)
-      ->capture_default_str();
-  app.add_option("--heartbeat", opt.heartbeat,
-                 "AMQP heartbeat interval offered to clients, in seconds (0 = none)")
-      ->capture_default_str();
-  app.add_option("--memory-high-watermark", opt.memory_high_watermark,
-                 "hold back publishers while the memory the node counts for messages is above "
-                 "this fraction of RAM (at most 1), or this many bytes (above 1)")
-      ->check(CLI::Range(0.0, 1e15))
-      ->capture_default_str();
-  app.add_option("--queue-memory-budget", opt.queue_memory_budget,
-                 "bytes of messages all queues together keep in memory before new ones are kept "
-                 "on disk only (0 = no node-wide budget)")
-      ->capture_default_str();
-  app.add_option("--queue-memory-per-queue", opt.queue_memory_per_queue,
-                 "bytes of messages one queue keeps in memory before new ones are kept on disk "
-                 "only (0 = no per-queue budget)")
-      ->capture_default_str();
-  app.add_option("--stream-commit-acks", opt.stream_commit_acks,
-                 "a stream's consumer group commits what it is done with after this many acks")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
-      ->capture_default_str();
-  app.add_option("--stream-commit-interval", opt.stream_commit_interval,
-                 "and at least this often (seconds) while its consumers ack")
-      ->check(CLI::Range(0.1, 86400.0))
-      ->capture_default_str();
-  app.add_option("--disk-free-limit", opt.disk_free_limit,
-                 "hold back AMQP publishers while the data dir's disk has less free bytes")
-      ->capture_default_str();
-  app.add_option("--log-level", opt.log_level, "error|warn|info|debug")
-      ->check(CLI::IsMember({"error", "warn", "info", "debug"}))
-      ->capture_default_str();
-  app.add_option("--scheduler", opt.scheduler,
-                 "CAF scheduler policy: sharing (one shared job queue; best on few cores) or "
-                 "stealing (work stealing)")
-      ->check(CLI::IsMember({"sharing", "stealing"}))
-      ->capture_default_str();
-  app.add_option("--workers", opt.workers, "CAF worker threads")
-      ->check(CLI::Range(1, 256))
-      ->capture_default_str();
-  app.add_option("--segment-bytes", opt.segment_bytes,
-                 "size at which a queue's segment file is rolled over")
-      ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 32))
-      ->capture_default_str();
-  app.add_option("--consumer-timeout", opt.settings.consumer_timeout_ms,
-                 "close a channel with 406 when one of its deliveries stays unacked this many "
-                 "milliseconds (0 = never)")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
-      ->capture_default_str();
-  app.add_option("--max-message-size", opt.settings.max_message_bytes,
-                 "largest message body accepted, in bytes (both doors)")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{512} << 20))
-      ->capture_default_str();
-  app.add_option("--max-connections", opt.settings.max_connections,
-                 "connections the node takes at once (0 = no limit)")
-      ->capture_default_str();
-  app.add_option("--channel-max", opt.settings.channel_max,
-                 "channels one connection may have open at once")
-      ->check(CLI::Range(1, 65535))
-      ->capture_default_str();
-  app.add_option("--handshake-timeout", opt.limits.handshake_timeout_ms,
-                 "close a connection that has not logged in within MS milliseconds (0 = never)")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
-      ->capture_default_str();
-  app.add_option("--stats-interval", opt.stats_interval,
-                 "log a table of active queues every SECS seconds (0 = off)")
-      ->capture_default_str();
-  add_cluster_options(app, opt);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);  // prints the help or the mistake
-    return code == 0 ? 0 : 2;
-  }
-  return -1;
-}
+using warren::node::node_options;
 
 struct opened_storage {
   std::unique_ptr<warren::persistence::data_dir> dir;  // holds the data dir's lock
@@ -265,9 +95,6 @@ std::string host_name() {
   return name;
 }
 
-// Spawns the cluster actor; when clustered (a secret and a cluster port), publishes it on the
-// cluster port and waits until it joined the nodes --join names. Throws std::runtime_error
-// naming what stopped it (the port, a node that refused us).
 // The node's name in the cluster and in listings: --node-name, else warren@HOSTNAME:CLUSTER_PORT.
 std::string node_name_of(const node_options& opt) {
   if (!opt.node_name.empty()) return opt.node_name;
@@ -325,6 +152,9 @@ std::string wait_until_joined(caf::actor_system& system, const caf::actor& clust
   }
 }
 
+// Spawns the cluster actor; when clustered (a secret and a cluster port), publishes it on the
+// cluster port and waits until it joined the nodes --join names. Throws std::runtime_error
+// naming what stopped it (the port, a node that refused us).
 caf::actor start_cluster(caf::actor_system& system, const node_options& opt, caf::actor node,
                          caf::actor persistence, std::vector<warren::cluster_member> stored,
                          uint64_t metadata_version, const sigset_t& stop_signals) {
@@ -429,47 +259,20 @@ class front_doors {
   warren::amqp::amqp_server amqps_;
 };
 
-}  // namespace
-
-// The cluster settings, checked together before anything starts; "" when they are fine.
-std::string settle_cluster(node_options& opt) {
-  auto& link = opt.link;
-  bool any_tls = !link.tls_cert.empty() || !link.tls_key.empty() || !link.tls_ca.empty();
-  if (link.secret.empty() && link.secret_file.empty()) {
-    if (!opt.join.empty())
-      return "--join needs the cluster secret (--cluster-secret-file, WARREN_CLUSTER_SECRET or "
-             "--cluster-secret)";
-    if (any_tls)
-      return "the --cluster-tls-* flags need a cluster secret; without one the node "
-             "runs standalone";
-    return {};
-  }
-  return warren::node::settle_cluster_link(link, opt.join);
-}
-
-int main(int argc, char** argv) {
-  node_options opt;
-  if (int code = parse_options(argc, argv, opt); code >= 0) return code;
-  warren::log_level level;
-  warren::parse_log_level(opt.log_level, level);
-  warren::set_log_level(level);
-  if (auto err = settle_cluster(opt); !err.empty()) {
-    warren::log(warren::log_level::error, "cluster", err);
-    return 1;
-  }
-
-  // Signals are taken synchronously by the main thread (sigwait), so block them before any
-  // other thread starts and inherits the mask.
+// Signals are taken synchronously by the main thread (sigwait), so block them before any
+// other thread starts and inherits the mask.
+sigset_t block_stop_signals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  // A client that vanishes mid-write must not kill the broker.
-  std::signal(SIGPIPE, SIG_IGN);
+  return stop_signals;
+}
 
-  // Storage first: a data dir held by another node, or one it cannot trust, stops us here.
-  opened_storage opened;
+// Storage first: a data dir held by another node, or one it cannot trust, stops us here. False
+// (and logged) when it does.
+bool open_node_storage(node_options& opt, opened_storage& opened) {
   try {
     opened = open_storage(opt);
     settle_first_join(opt, opened);
@@ -477,15 +280,12 @@ int main(int argc, char** argv) {
       throw std::runtime_error(err);
   } catch (const std::exception& e) {
     warren::log(warren::log_level::error, "node", e.what());
-    return 1;
+    return false;
   }
-  auto& storage = opened.storage;
-  auto& metadata = opened.metadata;
-  auto& contents = opened.contents;
-  auto members = std::move(contents.members);
-  auto metadata_version = contents.metadata_version;
+  return true;
+}
 
-  caf::actor_system_config cfg;
+void configure_actor_system(caf::actor_system_config& cfg, const node_options& opt) {
   cfg.set("scheduler.policy",
           opt.scheduler == "sharing" ? caf::atom("sharing") : caf::atom("stealing"));
   cfg.set("scheduler.max-threads", opt.workers);
@@ -497,22 +297,45 @@ int main(int argc, char** argv) {
   cfg.set("middleman.connection-timeout", caf::timespan{std::chrono::seconds(5)});
   warren::register_message_types(cfg);
   warren::node::configure_cluster_link(cfg, opt.link);
-  caf::actor_system system{cfg};
+}
+
+// Spawns the persistence actor and the node over what the storage holds (its contents move to
+// the node), and returns once the node is ready.
+warren::node_actor_type spawn_node(caf::actor_system& system, opened_storage& opened) {
+  auto& storage = opened.storage;
   storage.persistence =
-      caf::actor_cast<caf::actor>(system.spawn(warren::persistence_actor, metadata));
-  auto node = system.spawn(warren::node_actor, storage, std::move(contents));
+      caf::actor_cast<caf::actor>(system.spawn(warren::persistence_actor, opened.metadata));
+  auto node = system.spawn(warren::node_actor, storage, std::move(opened.contents));
   {
     // Queues recover their messages before the node says it is ready.
     caf::scoped_actor self{system};
     self->request(node, caf::infinite, warren::ready_atom::value)
         .receive([] {}, [](caf::error&) {});
   }
+  return node;
+}
 
+// Gives the node its resource alarm and the connection settings; returns the alarm.
+warren::resource_alarm_type start_alarm(caf::actor_system& system, const node_options& opt,
+                                        const warren::node_actor_type& node,
+                                        const warren::storage_context& storage) {
   auto alarm = system.spawn(warren::resource_alarm,
                             warren::make_resource_limits(opt.memory_high_watermark, storage.memory,
                                                          opt.disk_free_limit, storage.data_dir));
   caf::anon_send(node, warren::alarm_atom::value, caf::actor_cast<caf::actor>(alarm));
   caf::anon_send(node, warren::settings_atom::value, opt.settings);
+  return alarm;
+}
+
+// Starts the actors, the cluster and the listeners over the opened storage, then runs until
+// SIGTERM / SIGINT, and returns the exit code. What it spawned it stops, also when a step fails.
+int run_node(caf::actor_system& system, node_options& opt, opened_storage& opened,
+             const sigset_t& stop_signals) {
+  auto& storage = opened.storage;
+  auto members = std::move(opened.contents.members);
+  auto metadata_version = opened.contents.metadata_version;
+  auto node = spawn_node(system, opened);
+  auto alarm = start_alarm(system, opt, node, storage);
   caf::actor cluster;
   try {
     cluster = start_cluster(system, opt, caf::actor_cast<caf::actor>(node), storage.persistence,
@@ -554,5 +377,31 @@ int main(int argc, char** argv) {
   caf::anon_send_exit(cluster, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(storage.persistence, caf::exit_reason::user_shutdown);
-  return 0;  // ~actor_system waits for every actor to finish
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  node_options opt;
+  if (int code = warren::node::parse_options(argc, argv, opt); code >= 0) return code;
+  warren::log_level level;
+  warren::parse_log_level(opt.log_level, level);
+  warren::set_log_level(level);
+  if (auto err = warren::node::settle_cluster(opt); !err.empty()) {
+    warren::log(warren::log_level::error, "cluster", err);
+    return 1;
+  }
+
+  auto stop_signals = block_stop_signals();
+  // A client that vanishes mid-write must not kill the broker.
+  std::signal(SIGPIPE, SIG_IGN);
+
+  opened_storage opened;
+  if (!open_node_storage(opt, opened)) return 1;
+  caf::actor_system_config cfg;
+  configure_actor_system(cfg, opt);
+  caf::actor_system system{cfg};
+  // Once run_node returns, ~actor_system waits for every actor to finish.
+  return run_node(system, opt, opened, stop_signals);
 }

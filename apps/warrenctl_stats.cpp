@@ -71,81 +71,103 @@ void print_groups(const node_stats& after) {
   std::cout << '\n';
 }
 
-void report(const node_stats& before, const node_stats& after, bool as_json) {
-  double seconds = (after.uptime_ms - before.uptime_ms) / 1000.0;
-  auto queue_rates = warren::rates_by_key(before.queues, after.queues, seconds, queue_key);
-  auto conn_rates =
-      warren::rates_by_key(before.connections, after.connections, seconds, connection_key);
-  auto total = sum(queue_rates);
+// What two readings say together: the rates between them, and the node's totals at the second.
+struct stats_interval {
+  double seconds = 0;
+  std::vector<traffic_rates> queue_rates;  // in the order of after.queues
+  std::vector<traffic_rates> conn_rates;   // in the order of after.connections
+  traffic_rates total;
   uint64_t ready = 0, unacked = 0, on_disk = 0;
+};
+
+stats_interval measure(const node_stats& before, const node_stats& after) {
+  stats_interval out;
+  out.seconds = (after.uptime_ms - before.uptime_ms) / 1000.0;
+  out.queue_rates = warren::rates_by_key(before.queues, after.queues, out.seconds, queue_key);
+  out.conn_rates =
+      warren::rates_by_key(before.connections, after.connections, out.seconds, connection_key);
+  out.total = sum(out.queue_rates);
   for (const auto& q : after.queues) {
-    ready += q.messages_ready;
-    unacked += q.messages_unacked;
-    on_disk += q.bytes_on_disk;
+    out.ready += q.messages_ready;
+    out.unacked += q.messages_unacked;
+    out.on_disk += q.bytes_on_disk;
   }
-  if (as_json) {
-    json queues = json::array(), conns = json::array();
-    for (size_t i = 0; i < after.queues.size(); ++i) {
-      const auto& q = after.queues[i];
-      json row{{"vhost", q.vhost},          {"name", q.name},
-               {"ready", q.messages_ready}, {"unacked", q.messages_unacked},
-               {"consumers", q.consumers},  {"bytes_on_disk", q.bytes_on_disk},
-               {"segments", q.segments},    {"paged_out", q.messages_paged_out},
-               {"memory", q.memory},        {"type", q.type}};
-      if (q.type == "stream") {
-        json groups = json::array();
-        for (const auto& g : q.groups)
-          groups.push_back(json{{"group", g.group},
-                                {"committed_offset", g.committed_offset},
-                                {"lag", g.lag},
-                                {"consumers", g.consumers}});
-        row["first_offset"] = q.first_offset;
-        row["last_offset"] = q.last_offset;
-        row["groups"] = std::move(groups);
-      }
-      row.update(counters_json(q.traffic));
-      row.update(rates_json(queue_rates[i]));
-      queues.push_back(std::move(row));
-    }
-    for (size_t i = 0; i < after.connections.size(); ++i) {
-      const auto& c = after.connections[i];
-      json row{{"name", c.name},
-               {"peer", c.peer},
-               {"vhost", c.vhost},
-               {"user", c.user},
-               {"channels", c.channels}};
-      row.update(counters_json(c.traffic));
-      row.update(rates_json(conn_rates[i]));
-      conns.push_back(std::move(row));
-    }
-    json totals{{"ready", ready}, {"unacked", unacked}, {"bytes_on_disk", on_disk}};
-    totals.update(rates_json(total));
-    std::cout << dump_json(json{{"interval_s", seconds},
-                                {"uptime_ms", after.uptime_ms},
-                                {"rss_bytes", after.rss_bytes},
-                                {"memory_bytes", after.memory_bytes},
-                                {"totals", totals},
-                                {"queues", queues},
-                                {"connections", conns}})
-              << std::endl;
-    return;
+  return out;
+}
+
+json queue_json(const queue_row& q, const traffic_rates& rates) {
+  json row{{"vhost", q.vhost},          {"name", q.name},
+           {"ready", q.messages_ready}, {"unacked", q.messages_unacked},
+           {"consumers", q.consumers},  {"bytes_on_disk", q.bytes_on_disk},
+           {"segments", q.segments},    {"paged_out", q.messages_paged_out},
+           {"memory", q.memory},        {"type", q.type}};
+  if (q.type == "stream") {
+    json groups = json::array();
+    for (const auto& g : q.groups)
+      groups.push_back(json{{"group", g.group},
+                            {"committed_offset", g.committed_offset},
+                            {"lag", g.lag},
+                            {"consumers", g.consumers}});
+    row["first_offset"] = q.first_offset;
+    row["last_offset"] = q.last_offset;
+    row["groups"] = std::move(groups);
   }
+  row.update(counters_json(q.traffic));
+  row.update(rates_json(rates));
+  return row;
+}
+
+json connection_json(const connection_row& c, const traffic_rates& rates) {
+  json row{{"name", c.name},
+           {"peer", c.peer},
+           {"vhost", c.vhost},
+           {"user", c.user},
+           {"channels", c.channels}};
+  row.update(counters_json(c.traffic));
+  row.update(rates_json(rates));
+  return row;
+}
+
+void print_json(const node_stats& after, const stats_interval& span) {
+  json queues = json::array(), conns = json::array();
+  for (size_t i = 0; i < after.queues.size(); ++i)
+    queues.push_back(queue_json(after.queues[i], span.queue_rates[i]));
+  for (size_t i = 0; i < after.connections.size(); ++i)
+    conns.push_back(connection_json(after.connections[i], span.conn_rates[i]));
+  json totals{{"ready", span.ready}, {"unacked", span.unacked}, {"bytes_on_disk", span.on_disk}};
+  totals.update(rates_json(span.total));
+  std::cout << dump_json(json{{"interval_s", span.seconds},
+                              {"uptime_ms", after.uptime_ms},
+                              {"rss_bytes", after.rss_bytes},
+                              {"memory_bytes", after.memory_bytes},
+                              {"totals", totals},
+                              {"queues", queues},
+                              {"connections", conns}})
+            << std::endl;
+}
+
+// The two lines on the node as a whole that open a text report.
+void print_summary(const node_stats& after, const stats_interval& span) {
+  const auto& total = span.total;
   std::cout << "node: up " << duration(after.uptime_ms) << ", "
             << warren::text::bytes(after.rss_bytes) << " resident, "
             << warren::text::bytes(after.memory_bytes) << " held for messages, "
             << after.queues.size() << " queue(s), " << after.connections.size()
-            << " connection(s); rates over " << warren::text::compact(seconds) << " s\n"
+            << " connection(s); rates over " << warren::text::compact(span.seconds) << " s\n"
             << "queues: enqueued " << per_second(total.published) << ", delivered "
             << per_second(total.delivered) << ", acked " << per_second(total.acked)
             << ", redelivered " << per_second(total.redelivered) << ", in "
             << bytes_per_second(total.bytes_in) << ", out " << bytes_per_second(total.bytes_out)
-            << "; " << ready << " ready, " << unacked << " unacked, "
-            << warren::text::bytes(on_disk) << " on disk\n\n";
+            << "; " << span.ready << " ready, " << span.unacked << " unacked, "
+            << warren::text::bytes(span.on_disk) << " on disk\n\n";
+}
+
+void print_queues(const node_stats& after, const stats_interval& span) {
   table queues{{"vhost", "queue", "ready", "unacked", "consumers", "enqueued", "delivered", "acked",
                 "redelivered", "in", "out", "on disk", "segments"}};
   for (size_t i = 0; i < after.queues.size(); ++i) {
     const auto& q = after.queues[i];
-    const auto& r = queue_rates[i];
+    const auto& r = span.queue_rates[i];
     queues.push_back({q.vhost, q.name, std::to_string(q.messages_ready),
                       std::to_string(q.messages_unacked), std::to_string(q.consumers),
                       per_second(r.published), per_second(r.delivered), per_second(r.acked),
@@ -155,17 +177,31 @@ void report(const node_stats& before, const node_stats& after, bool as_json) {
   }
   print_table(queues);
   std::cout << '\n';
-  print_groups(after);
+}
+
+void print_connections(const node_stats& after, const stats_interval& span) {
   table conns{{"connection", "peer", "vhost", "user", "channels", "published", "delivered", "acked",
                "in", "out"}};
   for (size_t i = 0; i < after.connections.size(); ++i) {
     const auto& c = after.connections[i];
-    const auto& r = conn_rates[i];
+    const auto& r = span.conn_rates[i];
     conns.push_back({c.name, c.peer, c.vhost, c.user, std::to_string(c.channels),
                      per_second(r.published), per_second(r.delivered), per_second(r.acked),
                      bytes_per_second(r.bytes_in), bytes_per_second(r.bytes_out)});
   }
   print_table(conns);
+}
+
+void report(const node_stats& before, const node_stats& after, bool as_json) {
+  auto span = measure(before, after);
+  if (as_json) {
+    print_json(after, span);
+    return;
+  }
+  print_summary(after, span);
+  print_queues(after, span);
+  print_groups(after);
+  print_connections(after, span);
   std::cout << std::flush;
 }
 
