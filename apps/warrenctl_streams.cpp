@@ -2,6 +2,7 @@
 
 #include "apps/warrenctl_args.hpp"
 #include "apps/warrenctl_output.hpp"
+#include "core/clock.hpp"
 #include "warren/channel.hpp"
 
 #include <charconv>
@@ -19,11 +20,6 @@ bool all_digits(const std::string& s) {
   return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
 }
 
-int64_t now_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
 // "-30m": that long before now; units as x-max-age's (Y M D h m s).
 bool parse_ago(const std::string& text, int64_t& ms) {
   static const std::pair<char, int64_t> units[] = {
@@ -36,7 +32,7 @@ bool parse_ago(const std::string& text, int64_t& ms) {
   if (ec != std::errc() || stop != end || n <= 0) return false;
   for (const auto& [unit, scale] : units)
     if (*end == unit && n <= INT64_MAX / scale) {
-      ms = now_ms() - n * scale;
+      ms = warren::wall_ms() - n * scale;
       return true;
     }
   return false;

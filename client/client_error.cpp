@@ -1,6 +1,7 @@
 #include "warren/client_error.hpp"
 
 #include "core/reply_code.hpp"
+#include "transport/remote_error.hpp"
 
 #include <kj/exception.h>
 
@@ -54,11 +55,10 @@ error::error(std::string code, std::string text)
 // The broker's description is "CODE: text" (broker.capnp, ERRORS); Cap'n Proto's C++ runtime
 // puts "remote exception: " ahead of descriptions that came over the network.
 error from_exception(const kj::Exception& e) {
-  std::string description = e.getDescription().cStr();
   if (e.getType() == kj::Exception::Type::DISCONNECTED)
-    return error("DISCONNECTED", "lost the connection to the broker (" + description + ")");
-  const std::string remote = "remote exception: ";
-  while (description.rfind(remote, 0) == 0) description.erase(0, remote.size());
+    return error("DISCONNECTED", "lost the connection to the broker (" +
+                                     std::string(e.getDescription().cStr()) + ")");
+  auto description = transport::remote_description(e);
   auto colon = description.find(": ");
   reply_code parsed;
   if (colon != std::string::npos && parse_reply_code_name(description.substr(0, colon), parsed))

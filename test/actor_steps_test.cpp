@@ -29,12 +29,12 @@ class recording_link : public client_link {
     uint64_t request;
     broker_failure failure;  // when not ok
     bool ok;
-    caf::message result;
+    request_answer answer;
   };
   std::vector<answer> answers;
 
-  void reply(uint64_t request, caf::error error, caf::message result) override {
-    answers.push_back({request, error ? describe(error) : broker_failure{}, !error, result});
+  void reply(uint64_t request, caf::error error, request_answer answer) override {
+    answers.push_back({request, error ? describe(error) : broker_failure{}, !error, answer});
   }
   void deliver(uint16_t, const std::string&, std::vector<delivery>) override {}
   void consumer_cancelled(uint16_t, const std::string&, const std::string&) override {}
@@ -195,7 +195,7 @@ BOOST_AUTO_TEST_CASE(a_queue_confirm_before_the_exchange_count_is_held_until_the
   answer(exchange, routes, 0, std::vector<uint32_t>{1, 0});  // the second went nowhere
   BOOST_REQUIRE_EQUAL(link->answers.size(), 3u);
   BOOST_TEST(link->answers[2].request == 3u);
-  auto outcomes = link->answers[2].result.get_as<std::vector<publish_outcome>>(0);
+  auto outcomes = answer_as<std::vector<publish_outcome>>(link->answers[2].answer);
   BOOST_TEST((outcomes ==
               std::vector<publish_outcome>{publish_outcome::routed, publish_outcome::dropped}));
 }

@@ -22,7 +22,7 @@ constexpr auto patience = std::chrono::seconds(30);
 // What the connection actor told its front door.
 class recording_link : public client_link {
  public:
-  void reply(uint64_t request, caf::error error, caf::message) override {
+  void reply(uint64_t request, caf::error error, request_answer) override {
     std::lock_guard<std::mutex> guard(mutex_);
     replies_[request] = std::move(error);
     changed_.notify_all();

@@ -1,11 +1,12 @@
 #include "actors/cluster/cluster_actor.hpp"
 
 #include "actors/cluster/cluster_auth.hpp"
+#include "actors/cluster/cluster_parts.hpp"
+#include "actors/common/behavior_parts.hpp"
 #include "actors/common/broker_error.hpp"
 #include "actors/common/gather.hpp"
 #include "actors/common/node_protocol.hpp"
 #include "actors/storage/persistence_actor.hpp"
-#include "core/log.hpp"
 #include "persistence/metadata_codec.hpp"
 
 #include <caf/io/middleman_actor.hpp>
@@ -14,32 +15,11 @@
 #include <chrono>
 #include <optional>
 
-namespace warren {
+namespace warren::cluster_parts {
 
 namespace {
 
-constexpr auto peer_timeout = std::chrono::seconds(5);
-constexpr auto reconnect_interval = std::chrono::seconds(1);
 constexpr size_t max_nonces = 64;
-
-void note(log_level level, const std::string& text) {
-  log(level, "cluster", text);
-}
-
-std::string describe_member(const cluster_member& m) {
-  return m.name + " at " + m.address;
-}
-
-void store_member(cluster_self self, const cluster_member& m) {
-  using persistence::meta_mutation;
-  using persistence::meta_table;
-  std::vector<meta_mutation> batch{
-      {meta_table::members, persistence::member_key(m.name), persistence::encode_member(m), false}};
-  persist(self, self->state.config.persistence, std::move(batch), [=](const caf::error& err) {
-    if (err)
-      note(log_level::error, "could not store member " + m.name + ": " + to_string(describe(err)));
-  });
-}
 
 void erase_member_record(cluster_self self, const std::string& name) {
   using persistence::meta_mutation;
@@ -100,31 +80,6 @@ void view_ready(cluster_self self, const std::string& name, std::optional<metada
   for (auto& send : held) send(m->second.handle);
 }
 
-// A member came up: it gets our whole view, stamped with the version it had when we took it
-// (what changes after that is held back and follows it).
-void send_view(cluster_self self, const std::string& name) {
-  auto& st = self->state;
-  if (!st.config.node) return;
-  bool under_way = st.held.count(name) != 0;
-  st.held[name];
-  if (under_way) return;  // the view being put together goes to its new handle
-  auto version = st.metadata_version;
-  auto first_join = st.first_join;
-  self->request(node_handle(st.config.node), caf::infinite, view_atom::value)
-      .then(
-          [=](metadata_view& view) {
-            view.from = self->state.config.self.name;
-            view.version = version;
-            view.first_join = first_join;
-            view_ready(self, name, std::move(view));
-          },
-          [=](caf::error& err) {
-            note(log_level::error, "could not put together our metadata for " + name + ": " +
-                                       to_string(describe(err)));
-            view_ready(self, name, std::nullopt);
-          });
-}
-
 // A member's view: taken in place of ours when we are behind it, or on our first join.
 void view_arrived(cluster_self self, metadata_view& view) {
   auto& st = self->state;
@@ -140,43 +95,6 @@ void view_arrived(cluster_self self, metadata_view& view) {
   st.metadata_version = view.version;
   store_version(self);
   tell_node(self, adopt_atom::value, std::move(view));
-}
-
-void answer_ready(cluster_self self, const caf::error& err) {
-  for (auto& rp : self->state.waiting_ready) {
-    if (err)
-      rp.deliver(err);
-    else
-      deliver_unit(rp);
-  }
-  self->state.waiting_ready.clear();
-}
-
-// Records `m` as a running member reached through `handle` (its cluster actor), and stores it
-// when it is new or moved.
-// A join that proved itself always gets our placements and view, also from a handle we had: its
-// earlier join may have timed out on its side after we sent them, and then it dropped them.
-void add_running(cluster_self self, const cluster_member& m, const caf::actor& handle) {
-  auto& st = self->state;
-  auto [it, added] = st.members.try_emplace(m.name);
-  auto& entry = it->second;
-  if (added || entry.info.address != m.address) {
-    entry.info = m;
-    store_member(self, m);
-  }
-  if (entry.handle != handle) {
-    if (entry.handle) self->demonitor(entry.handle);
-    bool was_down = !entry.handle;
-    entry.handle = handle;
-    self->monitor(handle);
-    if (was_down) note(log_level::info, "node " + describe_member(m) + " is up");
-  }
-  // It learns where our queues are (again: a restarted member knows nothing).
-  std::vector<queue_placement> ours;
-  for (const auto& [key, p] : st.placements) ours.push_back(p);
-  self->send(cluster_handle(handle), placed_atom::value, st.config.self.name, std::move(ours),
-             true);
-  send_view(self, m.name);
 }
 
 // A queue of this node started (or restarted): every running member learns where it is.
@@ -196,197 +114,6 @@ void remove_local(cluster_self self, const std::string& vhost, const std::string
   for (const auto& [member, m] : st.members)
     if (m.handle)
       self->send(cluster_handle(m.handle), removed_atom::value, st.config.self.name, vhost, name);
-}
-
-// A member we only heard of (from another member's list): stored, joined by the next tick.
-void learn_member(cluster_self self, const cluster_member& m) {
-  auto& st = self->state;
-  if (m.name == st.config.self.name) return;
-  auto [it, added] = st.members.try_emplace(m.name);
-  if (!added && it->second.info.address == m.address) return;
-  it->second.info = m;
-  store_member(self, m);
-}
-
-void join_address(cluster_self self, const std::string& address);
-
-// Ready once a --join address answered and every member learned from it was met, or could not
-// be reached once (a member that is down does not hold the node back).
-void ready_when_meshed(cluster_self self) {
-  auto& st = self->state;
-  if (st.joined || !st.reached || !st.mesh_pending.empty()) return;
-  st.joined = true;
-  answer_ready(self, caf::error{});
-}
-
-void joined_through(cluster_self self, const std::string& address) {
-  auto& st = self->state;
-  st.join_pending.erase(address);
-  st.mesh_pending.erase(address);
-  if (st.joined) return;
-  if (!st.reached) {
-    st.reached = true;
-    // Meet the members learned from it now, not at the next tick. All are pending before the
-    // first join starts: one that fails at once must not make the node ready early.
-    for (const auto& [name, m] : st.members)
-      if (!m.handle && !m.info.address.empty()) st.mesh_pending.insert(m.info.address);
-    for (const auto& address : std::set<std::string>(st.mesh_pending)) join_address(self, address);
-  }
-  ready_when_meshed(self);
-}
-
-void join_failed(cluster_self self, const std::string& address, const caf::error& err,
-                 std::map<std::string, int>& failures) {
-  auto& st = self->state;
-  if (st.mesh_pending.erase(address) != 0) ready_when_meshed(self);
-  auto failure = describe(err);
-  if (failure.code == reply_code::access_refused) {
-    note(log_level::error, address + " refused this node: " + failure.text);
-    if (st.join_pending.count(address) != 0 && !st.reached) {  // none of --join took us
-      st.refused =
-          make_broker_error(reply_code::access_refused, "joining " + address + ": " + failure.text);
-      answer_ready(self, st.refused);
-    }
-    return;
-  }
-  // Unreachable nodes are retried every second; say so on the first failure and now and then.
-  if (failures[address]++ % 30 == 0)
-    note(log_level::warn, "cannot reach " + address + " (retrying): " + failure.text);
-}
-
-// Proves the secret to the cluster actor `peer` (reached at `address`) and joins it.
-void send_join(cluster_self self, const std::string& address, cluster_actor_type peer,
-               std::shared_ptr<std::map<std::string, int>> failures) {
-  self->request(peer, peer_timeout, hello_atom::value)
-      .then(
-          [=](std::string& nonce) {
-            auto& st = self->state;
-            auto challenge = make_nonce();
-            join_request req{st.config.self, nonce,
-                             cluster_proof(st.config.secret, "join", nonce, st.config.self.name),
-                             challenge};
-            self->request(peer, peer_timeout, join_atom::value, std::move(req),
-                          caf::actor_cast<caf::actor>(self))
-                .then(
-                    [=](join_reply& reply) {
-                      auto& st = self->state;
-                      st.connecting.erase(address);
-                      auto expected =
-                          cluster_proof(st.config.secret, "welcome", challenge, reply.member.name);
-                      if (!proofs_equal(expected, reply.proof)) {
-                        join_failed(self, address,
-                                    make_broker_error(reply_code::access_refused,
-                                                      "it could not prove the cluster secret"),
-                                    *failures);
-                        return;
-                      }
-                      failures->erase(address);
-                      add_running(self, reply.member, caf::actor_cast<caf::actor>(peer));
-                      for (const auto& m : reply.members) learn_member(self, m);
-                      joined_through(self, address);
-                    },
-                    [=](caf::error& err) {
-                      self->state.connecting.erase(address);
-                      join_failed(self, address, err, *failures);
-                    });
-          },
-          [=](caf::error& err) {
-            self->state.connecting.erase(address);
-            join_failed(self, address, err, *failures);
-          });
-}
-
-// Connects to the cluster listener at `address` and joins the node there.
-void join_address(cluster_self self, const std::string& address) {
-  auto& st = self->state;
-  if (st.connecting.count(address) != 0) return;
-  std::string host, error;
-  uint16_t port = 0;
-  if (!split_address(address, host, port, error)) {
-    note(log_level::error, "cannot join: " + error);
-    st.join_pending.erase(address);
-    if (st.mesh_pending.erase(address) != 0) ready_when_meshed(self);
-    return;
-  }
-  if (st.config.loopback_only && !is_loopback_host(host)) {
-    note(log_level::error,
-         "not joining " + address + ": without cluster TLS, nodes are reached on loopback only");
-    st.join_pending.erase(address);
-    if (st.mesh_pending.erase(address) != 0) ready_when_meshed(self);
-    return;
-  }
-  st.connecting.insert(address);
-  auto failures = st.failures;
-  self->request(st.config.middleman, peer_timeout, caf::connect_atom::value, host, port)
-      .then(
-          [=](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
-            if (!ptr || ptr->address() == self->address()) {  // no one there, or ourselves
-              self->state.connecting.erase(address);
-              joined_through(self, address);
-              return;
-            }
-            send_join(self, address, caf::actor_cast<cluster_actor_type>(ptr), failures);
-          },
-          [=](caf::error& err) {
-            self->state.connecting.erase(address);
-            join_failed(self, address, err, *failures);
-          });
-}
-
-void reconnect(cluster_self self) {
-  auto& st = self->state;
-  if (st.refused) return;
-  for (const auto& address : std::set<std::string>(st.join_pending)) join_address(self, address);
-  for (auto& [name, m] : st.members)
-    if (!m.handle) join_address(self, m.info.address);
-  self->delayed_send(self, reconnect_interval, tick_atom::value);
-}
-
-// Checks a join request; a refusal names what was wrong and is logged here too.
-caf::error check_join(cluster_self self, const join_request& req, const caf::actor& peer) {
-  auto& st = self->state;
-  auto refuse = [&](const std::string& why) {
-    note(log_level::warn, "refused " + describe_member(req.member) + ": " + why);
-    return make_broker_error(reply_code::access_refused, why);
-  };
-  if (st.config.secret.empty()) return refuse("this node has no cluster secret");
-  const auto& sender = self->current_sender();
-  if (!peer || !sender || peer.node() != sender->node())
-    return refuse("the cluster actor it names is not on the node that sent the join");
-  auto nonce = std::find(st.nonces.begin(), st.nonces.end(), req.nonce);
-  if (nonce == st.nonces.end()) {
-    // Not a refusal: other peers' hellos may have pushed it out; the joining node asks again.
-    note(log_level::warn, "join of " + describe_member(req.member) + " with an unknown nonce");
-    return make_broker_error(reply_code::resource_locked, "unknown or used nonce; ask again");
-  }
-  st.nonces.erase(nonce);
-  auto expected = cluster_proof(st.config.secret, "join", req.nonce, req.member.name);
-  if (!proofs_equal(expected, req.proof)) return refuse("wrong cluster secret");
-  if (req.member.name == st.config.self.name)
-    return refuse("'" + req.member.name + "' is this node's own name");
-  auto known = st.members.find(req.member.name);
-  if (known != st.members.end() && known->second.handle &&
-      known->second.info.address != req.member.address)
-    return refuse("the name '" + req.member.name + "' is in use by the running node at " +
-                  known->second.info.address);
-  return {};
-}
-
-caf::result<join_reply> accept_join(cluster_self self, const join_request& req,
-                                    const caf::actor& peer) {
-  if (auto err = check_join(self, req, peer)) return err;
-  auto& st = self->state;
-  join_reply reply;
-  reply.member = st.config.self;
-  reply.proof = cluster_proof(st.config.secret, "welcome", req.challenge, st.config.self.name);
-  for (const auto& [name, m] : st.members)
-    if (name != req.member.name) reply.members.push_back(m.info);
-  // The reply goes first: the joining node trusts us once it has it, and add_running sends our
-  // placements and view right away.
-  auto rp = self->make_response_promise<join_reply>();
-  rp.deliver(std::move(reply));
-  add_running(self, req.member, peer);
-  return rp;
 }
 
 // The queues that live on this node; the node's listing also holds the other members' queues.
@@ -556,20 +283,7 @@ void on_down(cluster_self self, const caf::down_msg& dm) {
     }
 }
 
-}  // namespace
-
-cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_config config) {
-  auto& st = self->state;
-  st.config = std::move(config);
-  st.metadata_version = st.config.metadata_version;
-  st.first_join = st.config.first_join;
-  for (const auto& m : st.config.stored)
-    if (m.name != st.config.self.name) st.members[m.name].info = m;
-  for (const auto& address : st.config.join)
-    if (address != st.config.self.address) st.join_pending.insert(address);
-  st.joined = st.join_pending.empty();
-  self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
-  if (!st.config.secret.empty()) reconnect(self);
+cluster_membership_api::behavior_type membership_behavior(cluster_self self) {
   return {
       [=](hello_atom) {
         auto& nonces = self->state.nonces;
@@ -608,6 +322,11 @@ cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_confi
         if (!from_trusted(self)) return void(refuse_untrusted(self, "tick"));
         reconnect(self);
       },
+  };
+}
+
+cluster_metadata_api::behavior_type metadata_behavior(cluster_self self) {
+  return {
       [=](placed_atom, queue_placement& p) {
         if (!from_trusted(self)) return void(refuse_untrusted(self, "placed"));
         place_local(self, std::move(p));
@@ -675,6 +394,53 @@ cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_confi
         tell_node(self, removed_atom::value, vhost, name, from);
       },
   };
+}
+
+}  // namespace
+
+// A member came up: it gets our whole view, stamped with the version it had when we took it
+// (what changes after that is held back and follows it).
+void send_view(cluster_self self, const std::string& name) {
+  auto& st = self->state;
+  if (!st.config.node) return;
+  bool under_way = st.held.count(name) != 0;
+  st.held[name];
+  if (under_way) return;  // the view being put together goes to its new handle
+  auto version = st.metadata_version;
+  auto first_join = st.first_join;
+  self->request(node_handle(st.config.node), caf::infinite, view_atom::value)
+      .then(
+          [=](metadata_view& view) {
+            view.from = self->state.config.self.name;
+            view.version = version;
+            view.first_join = first_join;
+            view_ready(self, name, std::move(view));
+          },
+          [=](caf::error& err) {
+            note(log_level::error, "could not put together our metadata for " + name + ": " +
+                                       to_string(describe(err)));
+            view_ready(self, name, std::nullopt);
+          });
+}
+
+}  // namespace warren::cluster_parts
+
+namespace warren {
+
+cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_config config) {
+  auto& st = self->state;
+  st.config = std::move(config);
+  st.metadata_version = st.config.metadata_version;
+  st.first_join = st.config.first_join;
+  for (const auto& m : st.config.stored)
+    if (m.name != st.config.self.name) st.members[m.name].info = m;
+  for (const auto& address : st.config.join)
+    if (address != st.config.self.address) st.join_pending.insert(address);
+  st.joined = st.join_pending.empty();
+  self->set_down_handler([=](caf::down_msg& dm) { cluster_parts::on_down(self, dm); });
+  if (!st.config.secret.empty()) cluster_parts::reconnect(self);
+  return join_parts<cluster_actor_type, cluster_membership_api, cluster_metadata_api>(
+      cluster_parts::membership_behavior(self), cluster_parts::metadata_behavior(self));
 }
 
 }  // namespace warren

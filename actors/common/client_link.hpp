@@ -7,11 +7,10 @@
 #pragma once
 
 #include "actors/common/broker_error.hpp"
-#include "core/message.hpp"
-#include "core/outcomes.hpp"
+#include "actors/common/delivery.hpp"
+#include "actors/common/request_answer.hpp"
 
 #include <caf/error.hpp>
-#include <caf/message.hpp>
 
 #include <cstdint>
 #include <string>
@@ -19,26 +18,12 @@
 
 namespace warren {
 
-/// A message as one client receives it: channel-scoped tag, redelivered flag, shared message.
-struct delivery {
-  uint64_t tag = 0;  // 0 for a no-ack get
-  bool redelivered = false;
-  message_ptr msg;
-  uint32_t message_count = 0;  // get only: ready messages left
-  int64_t stream_offset = -1;  // its offset, for a message of a stream
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, delivery& x) {
-  return f(x.tag, x.redelivered, x.msg, x.message_count, x.stream_offset);
-}
-
 class client_link {
  public:
   virtual ~client_link() = default;
 
-  /// Answers request `request`: `error` is set on failure, else `result` holds the answer.
-  virtual void reply(uint64_t request, caf::error error, caf::message result) = 0;
+  /// Answers request `request`: `error` is set on failure, else `answer` holds the answer.
+  virtual void reply(uint64_t request, caf::error error, request_answer answer) = 0;
 
   virtual void deliver(uint16_t channel, const std::string& consumer_tag,
                        std::vector<delivery> batch) = 0;

@@ -147,7 +147,8 @@ typename Inspector::result_type inspect(Inspector& f, node_info& x) {
   return f(x.name, x.address, x.running, x.local, x.queues);
 }
 
-using cluster_actor_type = caf::typed_actor<
+/// Membership: joining, the member list, forgetting, readiness.
+using cluster_membership_api = caf::typed_actor<
     // from other nodes: a nonce to prove the secret with, then the join itself
     caf::replies_to<hello_atom>::with<std::string>,
     caf::replies_to<join_atom, join_request, caf::actor>::with<join_reply>,
@@ -160,6 +161,11 @@ using cluster_actor_type = caf::typed_actor<
     caf::reacts_to<forget_atom, std::string, std::string>,
     // from warren-node: answered once the node has joined the cluster it was told to join
     caf::reacts_to<ready_atom>,
+    // its own timer: reconnecting to members that are down
+    caf::reacts_to<tick_atom>>;
+
+/// Metadata: queue placements, claims and remote declarations, replicated changes.
+using cluster_metadata_api = caf::typed_actor<
     // from this node's vhosts: a queue of theirs started / went
     caf::reacts_to<placed_atom, queue_placement>,
     caf::reacts_to<removed_atom, std::string, std::string>,  // vhost, queue
@@ -185,9 +191,11 @@ using cluster_actor_type = caf::typed_actor<
                                                                               queue_placement>,
     caf::replies_to<declare_atom, std::string, queue_spec>::with<queue_info, queue_placement>,
     // a member's whole view, sent as it comes up (catching up on what one of us missed)
-    caf::reacts_to<replicate_atom, metadata_view>,
-    // its own timer: reconnecting to members that are down
-    caf::reacts_to<tick_atom>>;
+    caf::reacts_to<replicate_atom, metadata_view>>;
+
+/// The cluster actor's whole interface. A peer checks it as a set of signatures when it connects
+/// (CAF's middleman compares the sets), so the order of the parts does not matter on the wire.
+using cluster_actor_type = cluster_membership_api::extend_with<cluster_metadata_api>;
 
 /// The typed view of a cluster actor held as caf::actor.
 inline cluster_actor_type cluster_handle(const caf::actor& cluster) {

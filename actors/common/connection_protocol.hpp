@@ -2,9 +2,9 @@
 // queues and exchanges tell it, and connection_ref, the one way the front doors send.
 //
 // Every request from a front door carries a request id (and most a channel number); the actor
-// answers it exactly once through client_link::reply(request, error, result). The replies are
-// named on each connection_ref method: "-> T" means `result` holds one T, "-> ()" an empty
-// message. A channel error (AMQP's rules) also closes that channel, reported through
+// answers it exactly once through client_link::reply(request, error, answer). The answers are
+// named on each connection_ref method: "-> T" means `answer` (a request_answer) holds a T, "-> ()"
+// std::monostate. A channel error (AMQP's rules) also closes that channel, reported through
 // client_link::channel_closed.
 //
 // The interfaces are CAF typed_actor signatures, so a front door that sends a message the actor
@@ -52,8 +52,9 @@ using connection_session_api = caf::typed_actor<
     caf::reacts_to<recover_atom, uint64_t, uint16_t>,
     caf::reacts_to<lookup_atom, uint64_t, uint16_t, message_id>>;
 
-/// Node and vhost administration, relayed to the node (or the vhost, for listings).
-using connection_admin_api = caf::typed_actor<
+/// Node administration, relayed to the node: vhosts, users, permissions, definitions, grants
+/// and forgetting a cluster member.
+using connection_access_api = caf::typed_actor<
     caf::reacts_to<declare_atom, vhost_atom, uint64_t, std::string>,
     caf::reacts_to<delete_atom, vhost_atom, uint64_t, std::string>,
     caf::reacts_to<settings_atom, vhost_atom, uint64_t, std::string, vhost_limits>,
@@ -64,20 +65,26 @@ using connection_admin_api = caf::typed_actor<
     caf::reacts_to<delete_atom, user_atom, uint64_t, std::string>,
     caf::reacts_to<declare_atom, permission_atom, uint64_t, permission_record>,
     caf::reacts_to<delete_atom, permission_atom, uint64_t, std::string, std::string>,
-    caf::reacts_to<list_atom, permission_atom, uint64_t>, caf::reacts_to<export_atom, uint64_t>,
-    caf::reacts_to<import_atom, uint64_t, definitions>,
-    caf::reacts_to<list_atom, user_atom, uint64_t>, caf::reacts_to<list_atom, vhost_atom, uint64_t>,
-    // capability grants: mint (what, ttl in seconds; 0 = none), list, revoke (token or prefix)
+    caf::reacts_to<export_atom, uint64_t>, caf::reacts_to<import_atom, uint64_t, definitions>,
+    // capability grants: mint (what, ttl in seconds; 0 = none), revoke (token or prefix)
     caf::reacts_to<grant_atom, uint64_t, grant_record, int64_t>,
-    caf::reacts_to<list_atom, grant_atom, uint64_t>,
-    caf::reacts_to<revoke_atom, uint64_t, std::string>, caf::reacts_to<stats_atom, uint64_t>,
+    caf::reacts_to<revoke_atom, uint64_t, std::string>,
+    caf::reacts_to<forget_atom, uint64_t, std::string>>;
+
+/// Listings and statistics: node-wide ones from the node, the vhost's own from the vhost.
+using connection_listing_api = caf::typed_actor<
+    caf::reacts_to<list_atom, permission_atom, uint64_t>,
+    caf::reacts_to<list_atom, user_atom, uint64_t>, caf::reacts_to<list_atom, vhost_atom, uint64_t>,
+    caf::reacts_to<list_atom, grant_atom, uint64_t>, caf::reacts_to<stats_atom, uint64_t>,
     caf::reacts_to<list_atom, conns_atom, uint64_t>,
+    caf::reacts_to<list_atom, nodes_atom, uint64_t>,
     caf::reacts_to<list_atom, exchanges_atom, uint64_t>,
     caf::reacts_to<list_atom, queues_atom, uint64_t>,
     caf::reacts_to<list_atom, bindings_atom, uint64_t>,
-    caf::reacts_to<list_atom, consumers_atom, uint64_t>,
-    caf::reacts_to<list_atom, nodes_atom, uint64_t>,
-    caf::reacts_to<forget_atom, uint64_t, std::string>>;
+    caf::reacts_to<list_atom, consumers_atom, uint64_t>>;
+
+/// Node and vhost administration.
+using connection_admin_api = connection_access_api::extend_with<connection_listing_api>;
 
 /// What the node, the queues and the connection's own timer tell it.
 using connection_broker_api = caf::typed_actor<
@@ -108,7 +115,8 @@ class connection_ref {
   const connection_requests& actor() const { return actor_; }
 
   // --- connection and channels ---------------------------------------------------------------
-  /// Logs in with the hello the actor was spawned with. -> ()
+  /// Logs in with the hello the actor was spawned with. -> (), or grant_record when logging in
+  /// by a grant's token
   void open(uint64_t r) { send(open_atom::value, r); }
   /// AMQP's connection.update-secret: `secret` replaces the password once it passes the same
   /// login rule; one that does not closes the connection. -> ()

@@ -14,7 +14,8 @@
 
 namespace warren {
 
-using node_actor_type = caf::typed_actor<
+/// Logging in, and what warren-node tells the node at start-up.
+using node_login_api = caf::typed_actor<
     // logging in: the vhost, the node's settings, the user's permissions there and, for a login
     // by a grant's token, the grant (without its hash; else empty)
     caf::replies_to<connect_atom, client_hello, caf::actor>::with<caf::actor, connection_settings,
@@ -25,7 +26,10 @@ using node_actor_type = caf::typed_actor<
                                                    std::vector<std::string>>,
     // from warren-node at start-up (the cluster actor, with this node's name)
     caf::reacts_to<alarm_atom, caf::actor>, caf::reacts_to<settings_atom, connection_settings>,
-    caf::reacts_to<ready_atom>, caf::reacts_to<cluster_atom, caf::actor, std::string>,
+    caf::reacts_to<ready_atom>, caf::reacts_to<cluster_atom, caf::actor, std::string>>;
+
+/// The cluster: what the cluster actor tells and asks the node (node_cluster.cpp).
+using node_cluster_api = caf::typed_actor<
     // from the cluster actor: other members' queues, members down or forgotten
     caf::reacts_to<placed_atom, std::string, std::vector<queue_placement>, bool>,  // see cluster
     caf::reacts_to<removed_atom, std::string, std::string, std::string>,  // vhost, queue, node
@@ -43,7 +47,10 @@ using node_actor_type = caf::typed_actor<
     caf::replies_to<claim_atom, std::string, std::string, queue_spec>::with<claim_reply>,
     // the cluster: its members, forgetting a dead one (administrators)
     caf::replies_to<list_atom, nodes_atom>::with<std::vector<node_info>>,
-    caf::reacts_to<forget_atom, std::string>,
+    caf::reacts_to<forget_atom, std::string>>;
+
+/// Administration, listings and statistics.
+using node_admin_api = caf::typed_actor<
     // users and permissions (administrators)
     caf::reacts_to<declare_atom, user_atom, std::string, std::string, std::vector<std::string>>,
     caf::reacts_to<settings_atom, user_atom, std::string, std::string>,
@@ -69,6 +76,9 @@ using node_actor_type = caf::typed_actor<
     caf::replies_to<list_atom, queues_atom>::with<std::vector<queue_info>>,
     caf::replies_to<list_atom, conns_atom>::with<std::vector<connection_info>>,
     caf::replies_to<stats_atom>::with<node_stats_info>>;
+
+/// The node actor's whole interface.
+using node_actor_type = node_login_api::extend_with<node_cluster_api, node_admin_api>;
 
 /// The typed view of the node actor held as caf::actor.
 inline node_actor_type node_handle(const caf::actor& node) {

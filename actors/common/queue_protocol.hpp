@@ -14,16 +14,20 @@
 
 namespace warren {
 
-using queue_actor_type = caf::typed_actor<
+/// What connections send to a queue of either kind (the classic queue and the stream answer them
+/// through one table: consumer_behavior in actors/queue/queue_core.hpp).
+using queue_consumer_api =
+    caf::typed_actor<caf::reacts_to<consume_atom, consumer_spec>,
+                     caf::reacts_to<cancel_atom, caf::actor, uint16_t, std::string, bool>,
+                     caf::reacts_to<credit_atom, caf::actor, uint16_t, std::string, uint32_t>,
+                     caf::reacts_to<settle_atom, caf::actor, std::vector<uint64_t>, settle_kind>,
+                     caf::reacts_to<close_atom, caf::actor, uint16_t>,
+                     caf::replies_to<get_atom, caf::actor, uint16_t, bool>::with<get_reply>>;
+
+/// Publishes, and what the vhost and the queue itself send.
+using queue_control_api = caf::typed_actor<
     // from exchanges (and the vhost, for dead letters)
     caf::reacts_to<enqueue_atom, publish_batch>,
-    // from connections
-    caf::reacts_to<consume_atom, consumer_spec>,
-    caf::reacts_to<cancel_atom, caf::actor, uint16_t, std::string, bool>,
-    caf::reacts_to<credit_atom, caf::actor, uint16_t, std::string, uint32_t>,
-    caf::reacts_to<settle_atom, caf::actor, std::vector<uint64_t>, settle_kind>,
-    caf::reacts_to<close_atom, caf::actor, uint16_t>,
-    caf::replies_to<get_atom, caf::actor, uint16_t, bool>::with<get_reply>,
     // from the vhost
     caf::replies_to<purge_atom>::with<uint32_t>,
     caf::replies_to<delete_atom, bool, bool, bool>::with<uint32_t>,  // if_unused, if_empty, force
@@ -34,6 +38,9 @@ using queue_actor_type = caf::typed_actor<
     caf::replies_to<peek_atom, uint64_t, uint32_t>::with<std::vector<queued_delivery>>,
     // to itself: expiry, group commit, compaction
     caf::reacts_to<tick_atom>, caf::reacts_to<sync_atom>, caf::reacts_to<compact_atom>>;
+
+/// A queue's whole interface, classic queue or stream.
+using queue_actor_type = queue_consumer_api::extend_with<queue_control_api>;
 
 /// The typed view of a queue actor held as caf::actor (in routing tables, consumer records).
 inline queue_actor_type queue_handle(const caf::actor& queue) {

@@ -1,11 +1,12 @@
-// The connection actor's behaviour: three typed parts (the front doors' session requests, their
-// administration requests, and what the node and queues tell it), each checked at compile time
-// against its interface in connection_protocol.hpp, and joined into one. The work is done in
-// connection_channels.cpp, connection_publish.cpp, connection_consume.cpp and
+// The connection actor's behaviour: four typed parts (the front doors' session requests, their
+// administration requests and listings, and what the node and queues tell it), each checked at
+// compile time against its interface in connection_protocol.hpp, and joined into one. The work is
+// done in connection_channels.cpp, connection_publish.cpp, connection_consume.cpp and
 // connection_admin.cpp.
 #include "actors/connection/connection_actor.hpp"
 
 #include "actors/common/actor_defaults.hpp"
+#include "actors/common/behavior_parts.hpp"
 #include "actors/connection/connection_parts.hpp"
 #include "core/names.hpp"
 
@@ -36,9 +37,8 @@ void log_in(self_ptr self, uint64_t request) {
             st.channel_max = settings.channel_max;
             self->monitor(vhost);
             // A front door that logged in by a token learns what it may do.
-            st.link->reply(
-                request, {},
-                st.hello.grant_token.empty() ? caf::message{} : caf::make_message(grant));
+            st.link->reply(request, {},
+                           st.hello.grant_token.empty() ? make_answer() : make_answer(grant));
           },
           [=](caf::error& err) {
             self->state.link->reply(request, err, {});
@@ -188,10 +188,6 @@ connection_broker_api::behavior_type broker_behavior(self_ptr self) {
   };
 }
 
-caf::behavior join(const caf::behavior& first, const caf::behavior& second) {
-  return caf::message_handler{first.as_behavior_impl()}.or_else(second);
-}
-
 }  // namespace
 
 connection_actor_type::behavior_type connection_actor(
@@ -202,10 +198,9 @@ connection_actor_type::behavior_type connection_actor(
   self->state.link = std::move(link);
   self->state.hello = std::move(hello);
   self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
-  // Each part was checked against its own interface; together they are the whole interface.
-  auto whole = join(join(session_behavior(self).unbox(), admin_behavior(self).unbox()),
-                    broker_behavior(self).unbox());
-  return {connection_actor_type::behavior_type::unsafe_init{}, std::move(whole)};
+  return join_parts<connection_actor_type, connection_session_api, connection_access_api,
+                    connection_listing_api, connection_broker_api>(
+      session_behavior(self), access_behavior(self), listing_behavior(self), broker_behavior(self));
 }
 
 }  // namespace warren

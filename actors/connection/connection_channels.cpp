@@ -213,7 +213,7 @@ void delete_queue(self_ptr self, uint64_t request, uint16_t id, std::string& nam
                 queues_atom::value, std::move(name), if_unused, if_empty, force, self_handle(self))
       .then(
           [=](uint32_t removed) {
-            self->state.link->reply(request, {}, caf::make_message(removed));
+            self->state.link->reply(request, {}, make_answer(removed));
             queue_delete_answered(self, queue);
           },
           [=](caf::error& err) {

@@ -2,6 +2,7 @@
 // deliveries with this channel's tags, gets, settling, and the consumer timeout.
 #include "actors/connection/connection_parts.hpp"
 
+#include "core/clock.hpp"
 #include "core/log.hpp"
 #include "core/names.hpp"
 
@@ -73,11 +74,6 @@ bool settle(self_ptr self, uint16_t id, channel_state& ch, uint64_t tag, bool mu
   if (!taken) return false;
   settle_taken(self, id, ch, *taken, kind);
   return true;
-}
-
-int64_t steady_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
 }
 
 // Arms the consumer-timeout timer for the oldest unacked delivery of the connection, if any.
@@ -155,7 +151,7 @@ void start_consumer(self_ptr self, uint64_t request, uint64_t serial, const caf:
             if (q.node() != self->node()) self->monitor(q);
             grant_credit(self, id, *c, tag, std::exchange(consumer.unsent_credit, 0));
             touch_queue(*c, q);
-            self->state.link->reply(request, {}, caf::make_message(tag));
+            self->state.link->reply(request, {}, make_answer(tag));
           },
           [=](caf::error& err) { consume_failed(self, request, id, serial, tag, err); });
 }
@@ -194,7 +190,7 @@ void got(self_ptr self, uint64_t request, uint16_t id, bool no_ack, const caf::a
     touch_queue(ch, q);
     watch_timeout(self);
   }
-  self->state.link->reply(request, {}, caf::make_message(std::move(d)));
+  self->state.link->reply(request, {}, make_answer(std::move(d)));
 }
 
 caf::error unknown_tag(uint64_t tag, uint16_t id) {
@@ -372,7 +368,7 @@ void peek(self_ptr self, uint64_t request, uint16_t id, const std::string& queue
     std::vector<delivery> out;
     for (auto& q : found)
       out.push_back({q.delivery_id, q.redelivered, std::move(q.msg), 0, q.stream_offset});
-    self->state.link->reply(request, {}, caf::make_message(std::move(out)));
+    self->state.link->reply(request, {}, make_answer(std::move(out)));
   };
   self->request(vhost_handle(self->state.vhost), caf::infinite, find_atom::value,
                 queues_atom::value, queue, self_handle(self))

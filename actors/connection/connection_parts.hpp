@@ -70,21 +70,22 @@ void purge(self_ptr self, uint64_t request, uint16_t id, std::string& name);
 /// Binds (add) or unbinds.
 void bind(self_ptr self, uint64_t request, uint16_t id, binding_spec& b, bool add);
 
-/// Sends a request and relays the answer (typed Ts..., or the error) to the front door.
+/// Sends a request and relays its answer to the front door: the error, or the answer Ts (none,
+/// or one of request_answer's types; anything else fails to compile).
 template <class... Ts, class Dest, class... Args>
 void relay(self_ptr self, uint64_t request, uint16_t channel, const Dest& dest, Args&&... args) {
+  static_assert(sizeof...(Ts) <= 1, "a request's answer is one value or none");
   self->request(dest, caf::infinite, std::forward<Args>(args)...)
-      .then(
-          [=](Ts&... xs) {
-            self->state.link->reply(request, {}, caf::make_message(std::move(xs)...));
-          },
-          [=](caf::error& err) { fail(self, request, channel, err); });
+      .then([=](Ts&... xs) { self->state.link->reply(request, {}, make_answer(std::move(xs)...)); },
+            [=](caf::error& err) { fail(self, request, channel, err); });
 }
 
 // --- administration (connection_admin.cpp) -----------------------------------------------------
 
-/// Relays node and vhost administration to the node (listings to the vhost).
-connection_admin_api::behavior_type admin_behavior(self_ptr self);
+/// Relays node administration to the node.
+connection_access_api::behavior_type access_behavior(self_ptr self);
+/// Relays listings and statistics to the node, or to the vhost for the vhost's own.
+connection_listing_api::behavior_type listing_behavior(self_ptr self);
 
 // --- publishing (connection_publish.cpp) -------------------------------------------------------
 

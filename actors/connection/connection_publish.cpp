@@ -4,6 +4,7 @@
 #include "actors/connection/connection_parts.hpp"
 
 #include "actors/queue/queue_arguments.hpp"
+#include "core/clock.hpp"
 #include "core/latency_histogram.hpp"
 #include "core/log.hpp"
 #include "core/names.hpp"
@@ -19,12 +20,10 @@ namespace {
 void send_answers(self_ptr self, channel_state& ch) {
   auto answers = ch.confirms.take_answers();
   if (answers.empty()) return;
-  auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                 std::chrono::steady_clock::now().time_since_epoch())
-                 .count();
+  auto now = steady_ns();
   for (auto& a : answers) {
     publish_confirm_latency().observe(now - a.started_ns, a.outcomes.size());
-    self->state.link->reply(a.request, {}, caf::make_message(std::move(a.outcomes)));
+    self->state.link->reply(a.request, {}, make_answer(std::move(a.outcomes)));
   }
 }
 
@@ -156,7 +155,7 @@ void drain_publishes(self_ptr self, uint16_t id) {
       }
     }
     if (call_req.msgs.empty()) {
-      st.link->reply(call_req.request, {}, caf::make_message(std::vector<publish_outcome>{}));
+      st.link->reply(call_req.request, {}, make_answer(std::vector<publish_outcome>{}));
       continue;
     }
     auto call = ch.confirms.start(call_req.request, call_req.msgs.size());

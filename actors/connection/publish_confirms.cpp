@@ -1,4 +1,5 @@
 #include "actors/connection/publish_confirms.hpp"
+#include "core/clock.hpp"
 
 #include <chrono>
 
@@ -8,9 +9,7 @@
 namespace warren {
 
 publish_confirms::call_ref publish_confirms::start(uint64_t request, size_t count) {
-  auto now = std::chrono::steady_clock::now().time_since_epoch();
-  return std::make_shared<call>(request, count,
-                                std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
+  return std::make_shared<call>(request, count, steady_ns());
 }
 
 uint64_t publish_confirms::add(const call_ref& c, size_t index, bool mandatory) {

@@ -5,6 +5,7 @@
 #include "actors/node/users.hpp"
 
 #include "actors/common/actor_defaults.hpp"
+#include "actors/common/behavior_parts.hpp"
 
 #include "actors/common/broker_error.hpp"
 #include "actors/common/connection_protocol.hpp"
@@ -13,6 +14,7 @@
 #include "actors/node/resource_alarm.hpp"
 #include "actors/storage/persistence_actor.hpp"
 #include "actors/vhost/vhost_actor.hpp"
+#include "core/clock.hpp"
 #include "core/log.hpp"
 #include "core/names.hpp"
 
@@ -158,12 +160,6 @@ void all_connections(self_ptr self, Done done) {
                              stats_atom::value);
       },
       std::move(done));
-}
-
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 // Recreates the vhosts (and everything in them) the metadata store holds.
@@ -413,7 +409,7 @@ caf::typed_response_promise<node_stats_info> node_stats(self_ptr self) {
   all_queues(self, [=](std::vector<queue_info> queues) mutable {
     all_connections(self, [=](std::vector<connection_info> conns) mutable {
       node_stats_info info;
-      info.uptime_ms = static_cast<uint64_t>(now_ms() - self->state.started_ms);
+      info.uptime_ms = static_cast<uint64_t>(steady_ms() - self->state.started_ms);
       info.rss_bytes = resident_bytes();
       info.memory_bytes = self->state.storage.memory->total();
       keep_visible(queues, visible);
@@ -519,26 +515,11 @@ std::string check_login(const node_state& st, const client_hello& hello) {
   return {};
 }
 
-node_actor_type::behavior_type node_actor(node_self self, storage_context storage,
-                                          persistence::metadata_contents contents) {
-  install_actor_defaults(self, "node");
-  self->state.storage = std::move(storage);
-  self->state.started_ms = now_ms();
-  bool fresh = contents.fresh;
-  restore_grants(self, std::move(contents.grants));
-  restore(self, std::move(contents));
-  first_start(self, fresh);
-  self->set_down_handler([=](caf::down_msg& dm) {
-    self->state.connections.erase(dm.source);
-    self->state.connection_vhost.erase(dm.source);
-    self->state.connection_user.erase(dm.source);
-    self->state.connection_grant.erase(dm.source);
-  });
-  self->set_exit_handler([=](caf::exit_msg& msg) {
-    for (auto& [name, vhost] : self->state.vhosts) self->send_exit(vhost, msg.reason);
-    self->quit(msg.reason);
-  });
-  using text = const std::string&;
+namespace {
+
+using text = const std::string&;
+
+node_login_api::behavior_type login_behavior(self_ptr self) {
   return {
       [=](connect_atom, client_hello& hello, caf::actor& conn) {
         return connect(self, hello, conn);
@@ -546,32 +527,13 @@ node_actor_type::behavior_type node_actor(node_self self, storage_context storag
       [=](auth_atom, const client_hello& hello) { return authenticate(self, hello); },
       [=](alarm_atom, const caf::actor& alarm) { self->state.alarm = alarm; },
       [=](cluster_atom, const caf::actor& cluster, text name) { set_cluster(self, cluster, name); },
-      [=](list_atom, nodes_atom) { return list_nodes(self); },
-      [=](forget_atom, text name) { return forget_node(self, name); },
-      [=](placed_atom, text from, std::vector<queue_placement>& ps, bool complete) {
-        placements_arrived(self, from, ps, complete);
-      },
-      [=](removed_atom, text vhost, text queue, text node) {
-        queue_removed(self, vhost, queue, node);
-      },
-      [=](removed_atom, text node) { node_gone(self, node, false); },
-      [=](down_atom, text node) { node_gone(self, node, true); },
-      [=](replicate_atom, text from, text vhost, std::vector<topology_change>& changes) {
-        apply_changes(self, from, vhost, changes);
-      },
-      [=](replicate_atom, text from, access_change& change) { apply_access(self, from, change); },
-      [=](view_atom) { return metadata_of(self); },
-      [=](declare_atom, text vhost, queue_spec& spec) {
-        return declare_for_member(self, vhost, spec);
-      },
-      [=](adopt_atom, metadata_view& view) { adopt_metadata(self, view); },
-      [=](claim_atom, text from, text vhost, const queue_spec& spec) -> caf::result<claim_reply> {
-        auto v = self->state.vhosts.find(vhost);
-        if (v == self->state.vhosts.end()) return claim_reply{};
-        return self->delegate(vhost_handle(v->second), claim_atom::value, from, spec);
-      },
       [=](settings_atom, const connection_settings& settings) { self->state.settings = settings; },
       [=](ready_atom) { return when_ready(self); },
+  };
+}
+
+node_admin_api::behavior_type admin_behavior(self_ptr self) {
+  return {
       [=](declare_atom, user_atom, text name, text password, const std::vector<std::string>& tags) {
         return add_user(self, name, password, tags);
       },
@@ -604,6 +566,31 @@ node_actor_type::behavior_type node_actor(node_self self, storage_context storag
       [=](list_atom, conns_atom) { return list_connections(self); },
       [=](stats_atom) { return node_stats(self); },
   };
+}
+
+}  // namespace
+
+node_actor_type::behavior_type node_actor(node_self self, storage_context storage,
+                                          persistence::metadata_contents contents) {
+  install_actor_defaults(self, "node");
+  self->state.storage = std::move(storage);
+  self->state.started_ms = steady_ms();
+  bool fresh = contents.fresh;
+  restore_grants(self, std::move(contents.grants));
+  restore(self, std::move(contents));
+  first_start(self, fresh);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    self->state.connections.erase(dm.source);
+    self->state.connection_vhost.erase(dm.source);
+    self->state.connection_user.erase(dm.source);
+    self->state.connection_grant.erase(dm.source);
+  });
+  self->set_exit_handler([=](caf::exit_msg& msg) {
+    for (auto& [name, vhost] : self->state.vhosts) self->send_exit(vhost, msg.reason);
+    self->quit(msg.reason);
+  });
+  return join_parts<node_actor_type, node_login_api, node_cluster_api, node_admin_api>(
+      login_behavior(self), cluster_behavior(self), admin_behavior(self));
 }
 
 }  // namespace warren

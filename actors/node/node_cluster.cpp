@@ -257,4 +257,34 @@ void adopt_metadata(self_ptr self, metadata_view& view) {
   }
 }
 
+node_cluster_api::behavior_type cluster_behavior(self_ptr self) {
+  using text = const std::string&;
+  return {
+      [=](list_atom, nodes_atom) { return list_nodes(self); },
+      [=](forget_atom, text name) { return forget_node(self, name); },
+      [=](placed_atom, text from, std::vector<queue_placement>& ps, bool complete) {
+        placements_arrived(self, from, ps, complete);
+      },
+      [=](removed_atom, text vhost, text queue, text node) {
+        queue_removed(self, vhost, queue, node);
+      },
+      [=](removed_atom, text node) { node_gone(self, node, false); },
+      [=](down_atom, text node) { node_gone(self, node, true); },
+      [=](replicate_atom, text from, text vhost, std::vector<topology_change>& changes) {
+        apply_changes(self, from, vhost, changes);
+      },
+      [=](replicate_atom, text from, access_change& change) { apply_access(self, from, change); },
+      [=](view_atom) { return metadata_of(self); },
+      [=](declare_atom, text vhost, queue_spec& spec) {
+        return declare_for_member(self, vhost, spec);
+      },
+      [=](adopt_atom, metadata_view& view) { adopt_metadata(self, view); },
+      [=](claim_atom, text from, text vhost, const queue_spec& spec) -> caf::result<claim_reply> {
+        auto v = self->state.vhosts.find(vhost);
+        if (v == self->state.vhosts.end()) return claim_reply{};
+        return self->delegate(vhost_handle(v->second), claim_atom::value, from, spec);
+      },
+  };
+}
+
 }  // namespace warren::node_parts

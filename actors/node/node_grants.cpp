@@ -10,6 +10,7 @@
 #include "actors/node/users.hpp"
 #include "actors/routing/topic_trie.hpp"
 #include "actors/storage/persistence_actor.hpp"
+#include "core/clock.hpp"
 #include "core/hex.hpp"
 #include "core/log.hpp"
 #include "core/names.hpp"
@@ -23,12 +24,6 @@ namespace {
 
 // A year of seconds times ten: longer-lived grants are refused rather than overflow.
 constexpr int64_t max_ttl_s = int64_t{10} * 366 * 24 * 3600;
-
-int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 persistence::meta_mutation grant_change(const grant_record& g, bool erase) {
   return {persistence::meta_table::grants, persistence::grant_key(g),

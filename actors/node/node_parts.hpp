@@ -83,6 +83,9 @@ std::string grant_login(self_ptr self, client_hello& hello, permission_record& r
 
 // --- the cluster (node_cluster.cpp) -------------------------------------------------------------
 
+/// What the cluster actor tells and asks the node.
+node_cluster_api::behavior_type cluster_behavior(self_ptr self);
+
 caf::result<std::vector<node_info>> list_nodes(self_ptr self);
 caf::result<void> forget_node(self_ptr self, const std::string& name);  // administrators
 /// The cluster actor and this node's name, handed on to every vhost.

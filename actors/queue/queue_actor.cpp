@@ -1,12 +1,14 @@
 #include "actors/queue/queue_actor.hpp"
 
-#include "actors/common/connection_protocol.hpp"
-#include "actors/queue/queue_paging.hpp"
-#include "actors/storage/persistence_actor.hpp"
-
 #include "actors/common/actor_defaults.hpp"
-
+#include "actors/common/behavior_parts.hpp"
 #include "actors/common/broker_error.hpp"
+#include "actors/common/connection_protocol.hpp"
+#include "actors/queue/dead_lettering.hpp"
+#include "actors/queue/queue_paging.hpp"
+#include "actors/queue/queue_views.hpp"
+#include "actors/storage/persistence_actor.hpp"
+#include "core/clock.hpp"
 #include "core/log.hpp"
 #include "core/names.hpp"
 
@@ -34,26 +36,8 @@ connection_broker_api connection_of(const caf::actor& conn) {
   return caf::actor_cast<connection_broker_api>(conn);
 }
 
-int64_t now_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
-}
-
-std::string describe_queue(const queue_state& st) {
-  return "queue " + quote(st.spec.name) + " in vhost " + quote(st.vhost);
-}
-
 bool expired(int64_t expires_at, int64_t now) {
   return expires_at != 0 && expires_at < now;
-}
-
-// Group commit: the first store write of a mailbox run asks for a sync; everything written
-// before that message is processed shares its fdatasync.
-void schedule_sync(self_ptr self) {
-  auto& st = self->state;
-  if (!st.store || st.sync_scheduled) return;
-  st.sync_scheduled = true;
-  self->send(self, sync_atom::value);
 }
 
 // A message left this queue for good (acked, dropped, expired, dead-lettered, purged).
@@ -78,26 +62,6 @@ void write_delivered_marks(self_ptr self) {
   if (st.store) st.store->write_marks();
 }
 
-caf::error unavailable_error(const queue_state& st) {
-  return make_broker_error(reply_code::resource_error,
-                           describe_queue(st) + " is unavailable: " + st.unavailable);
-}
-
-void send_confirms(self_ptr self, std::vector<queue_state::awaiting_confirm>& done,
-                   const std::vector<uint64_t>& failed) {
-  // One confirm message per (origin, channel), acks and nacks together.
-  std::map<std::pair<caf::actor, uint16_t>, std::pair<std::vector<uint64_t>, std::vector<uint64_t>>>
-      out;
-  for (auto& a : done) {
-    auto& slot = out[{a.origin, a.channel}];
-    bool bad = std::find(failed.begin(), failed.end(), a.store_seq) != failed.end();
-    (bad ? slot.second : slot.first).push_back(a.publish_seq);
-  }
-  for (auto& [key, lists] : out)
-    self->send(connection_of(key.first), confirm_atom::value, key.second, std::move(lists.first),
-               std::move(lists.second));
-}
-
 // Compacts one segment per message while the store has one ready, so publishes and acks get
 // their turn in between; candidates still being drained are looked at again a second later.
 void keep_compacting(self_ptr self, bool at_once = false) {
@@ -112,18 +76,15 @@ void keep_compacting(self_ptr self, bool at_once = false) {
 
 void on_sync(self_ptr self) {
   auto& st = self->state;
-  st.sync_scheduled = false;
   if (!st.store) return;
   bool durable = st.fsync != persistence::fsync_policy::never && !st.scratch;
   st.store->sync(durable);
-  auto done = std::move(st.awaiting);
-  st.awaiting.clear();
   const auto& failed = st.store->failed();
   if (!failed.empty()) {
     // Not stored (disk full, I/O error): the publishers get negative confirms, and messages not
     // handed out yet are withdrawn rather than served without the promised durability.
     log(log_level::warn, "queue",
-        describe_queue(st) + ": " + std::to_string(failed.size()) +
+        st.describe() + ": " + std::to_string(failed.size()) +
             " message(s) could not be stored and were refused: " + st.store->last_error());
     std::unordered_set<uint64_t> refused(failed.begin(), failed.end());
     st.ready.remove_if([&](const auto& e) { return refused.count(e.seq) != 0; });
@@ -131,88 +92,8 @@ void on_sync(self_ptr self) {
   forget_failed_pages(st, failed);
   refill_head(st);
   report_memory(st);
-  send_confirms(self, done, failed);
+  send_confirms(self, st.commits.synced(failed));
   keep_compacting(self);
-}
-
-int64_t now_seconds() {
-  using namespace std::chrono;
-  return duration_cast<seconds>(system_clock::now().time_since_epoch()).count();
-}
-
-field_value typed(field_value v, char amqp_type) {
-  v.amqp_type = static_cast<uint8_t>(amqp_type);
-  return v;
-}
-
-const field_value* entry_field(const field_value& entry, const char* key) {
-  return entry.kind == field_value::table ? find_field(entry.items, key) : nullptr;
-}
-
-bool entry_is(const field_value& entry, const char* key, const std::string& text) {
-  const auto* v = entry_field(entry, key);
-  return v != nullptr && v->kind == field_value::text && v->s == text;
-}
-
-// RabbitMQ's x-death: one entry per (queue, reason), most recent first; a repeated death in the
-// same queue for the same reason counts up and moves its entry to the front.
-field_value updated_x_death(const message& m, const std::string& queue, const char* reason) {
-  std::vector<field_value> deaths;
-  if (const auto* old = find_field(m.properties().headers, "x-death");
-      old != nullptr && old->kind == field_value::array)
-    for (const auto& f : old->items) deaths.push_back(f.value);
-  auto same = std::find_if(deaths.begin(), deaths.end(), [&](const field_value& d) {
-    return entry_is(d, "queue", queue) && entry_is(d, "reason", reason);
-  });
-  field_value entry;
-  if (same != deaths.end()) {
-    entry = *same;
-    deaths.erase(same);
-    for (auto& f : entry.items)
-      if (f.key == "count") f.value = typed(field_value::of_int(f.value.i + 1), 'l');
-  } else {
-    std::vector<field> info{
-        {"count", typed(field_value::of_int(1), 'l')},
-        {"reason", field_value::of_text(reason)},
-        {"queue", field_value::of_text(queue)},
-        {"time", typed(field_value::of_int(now_seconds()), 'T')},
-        {"exchange", field_value::of_text(m.exchange)},
-        {"routing-keys", field_value::of_array({field_value::of_text(m.routing_key)})}};
-    if (!m.properties().expiration.empty())
-      info.push_back({"original-expiration", field_value::of_text(m.properties().expiration)});
-    entry = field_value::of_table(std::move(info));
-  }
-  deaths.insert(deaths.begin(), std::move(entry));
-  return field_value::of_array(std::move(deaths));
-}
-
-void set_header(field_table& headers, const std::string& key, field_value v) {
-  for (auto& f : headers)
-    if (f.key == key) {
-      f.value = std::move(v);
-      return;
-    }
-  headers.push_back({key, std::move(v)});
-}
-
-// The copy of `m` that goes to the dead-letter exchange, with RabbitMQ's death headers.
-message_ptr dead_letter_copy(const queue_state& st, const message& m, const char* reason) {
-  auto copy = std::make_shared<message>(m);
-  auto props = m.properties();
-  if (find_field(props.headers, "x-first-death-queue") == nullptr) {
-    props.headers.push_back({"x-first-death-queue", field_value::of_text(st.spec.name)});
-    props.headers.push_back({"x-first-death-reason", field_value::of_text(reason)});
-    props.headers.push_back({"x-first-death-exchange", field_value::of_text(m.exchange)});
-  }
-  set_header(props.headers, "x-death", updated_x_death(m, st.spec.name, reason));
-  props.expiration.clear();  // kept as original-expiration: it must not expire again
-  props.set_to_default &= ~property_flag::expiration;
-  copy->set_properties(std::move(props));
-  copy->exchange = *st.limits.dead_letter_exchange;
-  if (st.limits.dead_letter_routing_key) copy->routing_key = *st.limits.dead_letter_routing_key;
-  copy->mandatory = false;
-  copy->dead_lettered = true;
-  return copy;
 }
 
 // Hands messages to the dead-letter exchange, if the queue has one; otherwise they are dropped.
@@ -221,22 +102,9 @@ void dead_letter(self_ptr self, std::vector<message_ptr> msgs, const char* reaso
   if (msgs.empty() || !st.limits.dead_letter_exchange) return;
   std::vector<message_ptr> out;
   out.reserve(msgs.size());
-  for (auto& m : msgs) out.push_back(dead_letter_copy(st, *m, reason));
+  for (auto& m : msgs) out.push_back(dead_letter_copy(st.spec.name, st.limits, *m, reason));
   send_untyped(self, st.vhost_actor, dead_atom::value, *st.limits.dead_letter_exchange,
                std::move(out));
-}
-
-// RabbitMQ's cycle rule: a dead-lettered message that reaches a queue it already died in is
-// dropped, unless a rejection (a consumer's decision) happened on the way round.
-bool dead_letter_cycle(const message& m, const std::string& queue) {
-  if (!m.dead_lettered) return false;
-  const auto* deaths = find_field(m.properties().headers, "x-death");
-  if (deaths == nullptr || deaths->kind != field_value::array) return false;
-  for (const auto& f : deaths->items) {
-    if (entry_is(f.value, "reason", "rejected")) return false;
-    if (entry_is(f.value, "queue", queue)) return true;
-  }
-  return false;
 }
 
 // Drops expired messages from the head of the ready list (TTL applies at the head, as in
@@ -310,7 +178,7 @@ void dispatch(self_ptr self) {
   auto& st = self->state;
   if (st.consumers.empty() || (st.ready.empty() && st.paged.count == 0)) return report_memory(st);
   read_ahead(st);
-  auto now = now_ms();
+  auto now = steady_ms();
   const auto& all = st.consumers.all();
   std::vector<std::vector<queued_delivery>> out(all.size());
   std::vector<message_ptr> expired_msgs;
@@ -342,17 +210,12 @@ void dispatch(self_ptr self) {
 // The queue lost a consumer: tell the vhost when auto-delete or x-expires now applies.
 void after_consumer_left(self_ptr self) {
   auto& st = self->state;
-  st.last_used_ms = now_ms();
+  st.last_used_ms = steady_ms();
   if (st.consumers.empty() && st.had_consumer && st.spec.auto_delete)
     send_untyped(self, st.vhost_actor, unused_atom::value, st.spec.name,
                  caf::actor_cast<caf::actor>(self));
   else
     schedule_tick(self);
-}
-
-void watch(self_ptr self, const caf::actor& connection) {
-  if (connection && self->state.monitored.insert(connection.address()).second)
-    self->monitor(connection);
 }
 
 // Everything a connection (or one of its channels) held goes back; its consumers go.
@@ -369,7 +232,7 @@ void release(self_ptr self, const caf::actor_addr& connection, std::optional<uin
 void on_tick(self_ptr self) {
   auto& st = self->state;
   st.tick_scheduled = false;
-  auto now = now_ms();
+  auto now = steady_ms();
   expire_head(self, now);
   if (st.limits.expires_ms && st.consumers.empty() &&
       now - st.last_used_ms >= *st.limits.expires_ms) {
@@ -393,18 +256,8 @@ void schedule_tick(self_ptr self) {
   }
   if (next == 0) return;
   st.tick_scheduled = true;
-  auto delay = std::max<int64_t>(next - now_ms(), 1);
+  auto delay = std::max<int64_t>(next - steady_ms(), 1);
   self->delayed_send(self, std::chrono::milliseconds(delay), tick_atom::value);
-}
-
-// An unavailable queue takes nothing: confirmed publishes are nacked.
-void refuse(self_ptr self, publish_batch& batch) {
-  std::vector<uint64_t> nacked;
-  for (const auto& item : batch.items)
-    if (item.seq != 0) nacked.push_back(item.seq);
-  if (batch.origin && !nacked.empty())
-    self->send(connection_of(batch.origin), confirm_atom::value, batch.channel,
-               std::vector<uint64_t>{}, std::move(nacked));
 }
 
 // Whether one more message of `size` body bytes would break x-max-length or x-max-length-bytes.
@@ -415,18 +268,13 @@ bool over_limit(const queue_state& st, size_t size) {
           ready_body_bytes(st) + size > static_cast<uint64_t>(*l.max_length_bytes));
 }
 
-int64_t wall_now_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
 // Stores a message the queue keeps (paged out, or persistent in a durable queue); false when
 // it stays in memory only. Its confirm then waits for the group commit.
 bool store_message(self_ptr self, publish_batch& batch, const publish_item& item, uint64_t seq,
                    int64_t now, std::vector<uint64_t>& acked, std::vector<uint64_t>& nacked) {
   auto& st = self->state;
   const auto& m = *item.msg;
-  int64_t enqueued_at = message_ttl(st.limits, m) ? wall_now_ms() : 0;
+  int64_t enqueued_at = message_ttl(st.limits, m) ? wall_ms() : 0;
   bool paged = should_page_out(st) && page_out(st, seq, m, enqueued_at);
   if (!paged) {
     st.ready.push_back({item.msg, seq, false, expiry_for(st, m, now)});
@@ -440,8 +288,7 @@ bool store_message(self_ptr self, publish_batch& batch, const publish_item& item
     if (paged) forget_failed_pages(st, st.store->failed());
     if (item.seq != 0) (ok ? acked : nacked).push_back(item.seq);
   } else {
-    if (item.seq != 0 && batch.origin)
-      st.awaiting.push_back({batch.origin, batch.channel, item.seq, seq});
+    st.commits.await(batch, item.seq, seq);
     schedule_sync(self);
   }
   return true;
@@ -449,8 +296,9 @@ bool store_message(self_ptr self, publish_batch& batch, const publish_item& item
 
 void enqueue(self_ptr self, publish_batch& batch) {
   auto& st = self->state;
-  if (!st.unavailable.empty()) return refuse(self, batch);
-  auto now = now_ms();
+  // An unavailable queue takes nothing: confirmed publishes are nacked.
+  if (!st.unavailable.empty()) return send_confirms(self, refusal_of(batch));
+  auto now = steady_ms();
   std::vector<uint64_t> acked, nacked;
   std::vector<message_ptr> overflowed;
   size_t cycling = 0;
@@ -489,7 +337,7 @@ void enqueue(self_ptr self, publish_batch& batch) {
                std::move(nacked));
   if (cycling > 0)
     log(log_level::warn, "queue",
-        describe_queue(st) + ": dropped " + std::to_string(cycling) +
+        st.describe() + ": dropped " + std::to_string(cycling) +
             " dead-lettered message(s) that had already died here (a dead-letter cycle)");
   dead_letter(self, std::move(overflowed), "maxlen");
   dispatch(self);
@@ -500,7 +348,7 @@ void enqueue(self_ptr self, publish_batch& batch) {
 // may have reached a consumer before a crash come back marked redelivered.
 void recover(self_ptr self) {
   auto& st = self->state;
-  auto started = now_ms();
+  auto started = steady_ms();
   persistence::recovery_report report;
   persistence::recovered_queue recovered;
   // A queue that may page starts with a quarter of its budget in memory (consumers read the
@@ -509,18 +357,10 @@ void recover(self_ptr self) {
   auto budget = st.storage.queue_memory_budget ? st.storage.queue_memory_budget
                                                : st.storage.node_memory_budget;
   if (st.limits.max_priority == 0 && budget != 0) limit = budget / 4;
-  try {
-    recovered = st.store->recover(report, limit, message_overhead_bytes);
-  } catch (const std::exception& e) {
-    // Whatever failed, the folder is left exactly as it is: a queue that starts empty over
-    // files it could not read would later write over them.
-    st.unavailable = std::string("its files could not be loaded (") + e.what() +
-                     "); they are left untouched until a restart can read them";
-    st.store.reset();
-    log(log_level::error, "queue", describe_queue(st) + " is unavailable: " + e.what());
+  if (!recover_or_unavailable(
+          st, [&] { recovered = st.store->recover(report, limit, message_overhead_bytes); }))
     return;
-  }
-  auto now = now_ms();
+  auto now = steady_ms();
   for (auto& r : recovered.in_memory) st.ready.push_back(entry_from_disk(st, std::move(r)));
   st.paged = {recovered.paged_from, recovered.paged_count, recovered.paged_body_bytes};
   refill_head(st);
@@ -528,48 +368,12 @@ void recover(self_ptr self) {
   st.next_seq = st.store->max_seq();
   if (report.segments > 0)
     log(log_level::info, "queue",
-        describe_queue(st) + ": recovered " + std::to_string(ready_count(st)) +
-            " message(s) from " + std::to_string(report.segments) + " segment(s) in " +
-            std::to_string(now - started) + " ms" +
+        st.describe() + ": recovered " + std::to_string(ready_count(st)) + " message(s) from " +
+            std::to_string(report.segments) + " segment(s) in " + std::to_string(now - started) +
+            " ms" +
             (st.paged.count ? " (" + std::to_string(st.paged.count) + " left on disk)" : "") +
-            (report.transient ? ", " + std::to_string(report.transient) +
-                                    " paged-out transient message(s) discarded"
-                              : "") +
-            (report.undecodable
-                 ? ", " + std::to_string(report.undecodable) + " undecodable record(s) skipped"
-                 : "") +
-            (report.truncated_bytes
-                 ? ", torn tail of " + std::to_string(report.truncated_bytes) + " byte(s) truncated"
-                 : "") +
-            (report.damaged_spans
-                 ? ", " + std::to_string(report.damaged_bytes) + " damaged byte(s) skipped in " +
-                       std::to_string(report.damaged_spans) + " place(s)"
-                 : "") +
-            (report.unsure_marks ? ", marks of " + std::to_string(report.unsure_marks) +
-                                       " segment(s) lost: their messages come back redelivered"
-                                 : "") +
-            (report.ignored_files
-                 ? ", " + std::to_string(report.ignored_files) + " unknown file(s) left alone"
-                 : ""));
+            recovery_findings(report));
   keep_compacting(self);
-}
-
-queue_info info_of(const queue_state& st) {
-  queue_info info;
-  info.vhost = st.vhost;
-  info.spec = st.spec;
-  info.ready = ready_count(st);
-  info.paged_out = st.paged.count;
-  info.memory_bytes = st.memory.queued() + (st.store ? st.store->index_bytes() : 0);
-  info.unacked = st.pending.size();
-  info.consumers = static_cast<uint32_t>(st.consumers.size());
-  info.traffic = st.traffic;
-  info.unavailable = st.unavailable;
-  if (st.store) {
-    info.bytes_on_disk = st.store->bytes_on_disk();
-    info.segments = static_cast<uint32_t>(st.store->segment_count());
-  }
-  return info;
 }
 
 // A consumer joins: exclusivity is checked, it goes behind the consumers of its priority.
@@ -578,15 +382,15 @@ caf::result<void> add_consumer(self_ptr self, consumer_spec& spec) {
   if (!st.unavailable.empty()) return unavailable_error(st);
   if (st.consumers.any_exclusive())
     return make_broker_error(reply_code::access_refused,
-                             describe_queue(st) + " has an exclusive consumer");
+                             st.describe() + " has an exclusive consumer");
   if (spec.exclusive && !st.consumers.empty())
     return make_broker_error(
         reply_code::access_refused,
-        "cannot consume exclusively from " + describe_queue(st) + ": it has other consumers");
+        "cannot consume exclusively from " + st.describe() + ": it has other consumers");
   watch(self, spec.connection);
   st.consumers.add(std::move(spec));
   st.had_consumer = true;
-  st.last_used_ms = now_ms();
+  st.last_used_ms = steady_ms();
   // Answer first, then deliver: the consumer's connection learns it consumes before its first
   // delivery arrives (AMQP clients refuse deliveries for tags they do not know).
   auto rp = self->make_response_promise<void>();
@@ -642,7 +446,7 @@ caf::result<get_reply> get_one(self_ptr self, const caf::actor& conn, uint16_t c
                                bool no_ack) {
   auto& st = self->state;
   if (!st.unavailable.empty()) return unavailable_error(st);
-  st.last_used_ms = now_ms();
+  st.last_used_ms = steady_ms();
   expire_head(self, st.last_used_ms);
   get_reply reply;
   refill_head(st);
@@ -683,73 +487,12 @@ caf::result<uint32_t> purge(self_ptr self) {
 caf::result<uint32_t> delete_queue(self_ptr self, bool if_unused, bool if_empty) {
   auto& st = self->state;
   if (!st.unavailable.empty()) return unavailable_error(st);
-  if (if_unused && !st.consumers.empty())
-    return make_broker_error(
-        reply_code::precondition_failed,
-        describe_queue(st) + " has " + std::to_string(st.consumers.size()) + " consumer(s)");
-  if (if_empty && ready_count(st) != 0)
-    return make_broker_error(
-        reply_code::precondition_failed,
-        describe_queue(st) + " has " + std::to_string(ready_count(st)) + " message(s) ready");
-  for (const auto& c : st.consumers.all())
-    self->send(connection_of(c.spec.connection), cancelled_atom::value, c.spec.channel, c.spec.tag,
-               describe_queue(st) + " was deleted");
+  if (auto refused = delete_precondition(st, st.consumers.size(), ready_count(st), if_unused,
+                                         if_empty, "message(s) ready"))
+    return refused;
   auto n = static_cast<uint32_t>(std::min<uint64_t>(ready_count(st), UINT32_MAX));
-  if (st.store) {
-    try {
-      st.store->destroy();
-    } catch (const std::exception& e) {
-      log(log_level::error, "queue", describe_queue(st) + ": " + e.what());
-    }
-    st.store.reset();
-    std::vector<uint64_t> all;
-    for (const auto& a : st.awaiting) all.push_back(a.store_seq);
-    send_confirms(self, st.awaiting, all);
-    st.awaiting.clear();
-  }
-  self->quit();
+  finish_delete(self, st.consumers.all());
   return n;
-}
-
-std::vector<consumer_info> consumers_of(const queue_state& st) {
-  std::vector<consumer_info> out;
-  for (const auto& c : st.consumers.all())
-    out.push_back({st.vhost, st.spec.name, c.spec.tag, c.spec.channel, c.spec.connection_name,
-                   c.spec.no_ack, c.spec.exclusive, c.spec.prefetch, c.unacked});
-  return out;
-}
-
-lookup_reply lookup(queue_state& st, const message_id& id) {
-  lookup_reply reply;
-  st.ready.for_each([&](const auto& e) {
-    if (!reply.found && e.msg->id == id)
-      reply = {true, st.spec.name, "ready", {0, e.msg, e.redelivered != 0}};
-  });
-  if (reply.found) return reply;
-  if (auto held = st.pending.find_message(id))
-    return {true, st.spec.name, "unacked", {held->first, held->second->msg, true}};
-  if (auto paged = find_paged(st, id))
-    return {true, st.spec.name, "ready", {0, std::move(paged->msg), paged->delivered}};
-  return reply;
-}
-
-// Ready messages in delivery order from position `from`, left where they are: the head from
-// memory, the paged-out tail from disk.
-std::vector<queued_delivery> peek(queue_state& st, uint64_t from, uint32_t count) {
-  std::vector<queued_delivery> out;
-  uint64_t position = 0;
-  st.ready.for_each([&](const ready_list::entry& e) {
-    if (position >= from && out.size() < count)
-      out.push_back({position, e.msg, e.redelivered != 0, -1});
-    ++position;
-  });
-  if (out.size() < count) {
-    uint64_t skip = from > position ? from - position : 0;
-    position = std::max(position, from);
-    for (auto& m : peek_paged(st, skip, count - out.size()))
-      out.push_back({position++, std::move(m.msg), m.delivered, -1});
-  }
-  return out;
 }
 
 void compact(self_ptr self) {
@@ -774,6 +517,29 @@ void open_store(self_ptr self, uint64_t queue_id, const storage_context& storage
   recover(self);
 }
 
+queue_control_api::behavior_type control_behavior(self_ptr self) {
+  return {
+      [=](enqueue_atom, publish_batch& batch) { enqueue(self, batch); },
+      [=](purge_atom) { return purge(self); },
+      [=](delete_atom, bool if_unused, bool if_empty, bool) {
+        return delete_queue(self, if_unused, if_empty);
+      },
+      [=](declare_atom) {
+        self->state.last_used_ms = steady_ms();  // a redeclare counts as use for x-expires
+        return queue_views::info_of(self->state);
+      },
+      [=](stats_atom) { return queue_views::info_of(self->state); },
+      [=](consumers_atom) { return queue_views::consumers_of(self->state); },
+      [=](lookup_atom, const message_id& id) { return queue_views::lookup(self->state, id); },
+      [=](peek_atom, uint64_t from, uint32_t count) {
+        return queue_views::peek(self->state, from, count);
+      },
+      [=](tick_atom) { on_tick(self); },
+      [=](sync_atom) { on_sync(self); },
+      [=](compact_atom) { compact(self); },
+  };
+}
+
 }  // namespace
 
 queue_actor_type::behavior_type queue_actor(queue_actor_type::stateful_pointer<queue_state> self,
@@ -787,50 +553,17 @@ queue_actor_type::behavior_type queue_actor(queue_actor_type::stateful_pointer<q
   st.limits = std::move(limits);
   st.ready = ready_list(st.limits.max_priority);
   st.vhost_actor = std::move(vhost_actor);
-  st.last_used_ms = now_ms();
+  st.last_used_ms = steady_ms();
   open_store(self, queue_id, storage);
   schedule_tick(self);
-  self->set_exit_handler([=](caf::exit_msg& msg) {
-    // Node shutdown: write what is pending (flag edits, a last batch) before going.
-    if (self->state.store) on_sync(self);
-    self->quit(msg.reason);
+  // Node shutdown writes what is pending (flag edits, a last batch) before going.
+  install_queue_handlers(self, on_sync, [](self_ptr self, const caf::actor_addr& conn) {
+    release(self, conn, std::nullopt);
   });
-  self->set_down_handler([=](caf::down_msg& dm) {
-    self->state.monitored.erase(dm.source);
-    release(self, dm.source, std::nullopt);
-  });
-  return {
-      [=](enqueue_atom, publish_batch& batch) { enqueue(self, batch); },
-      [=](consume_atom, consumer_spec& spec) { return add_consumer(self, spec); },
-      [=](cancel_atom, const caf::actor& conn, uint16_t channel, const std::string& tag,
-          bool requeue_unacked) { cancel_consumer(self, conn, channel, tag, requeue_unacked); },
-      [=](credit_atom, const caf::actor& conn, uint16_t channel, const std::string& tag,
-          uint32_t n) { add_credit(self, conn, channel, tag, n); },
-      [=](settle_atom, const caf::actor& conn, const std::vector<uint64_t>& ids, settle_kind kind) {
-        settle(self, conn, ids, kind);
-      },
-      [=](close_atom, const caf::actor& conn, uint16_t channel) {
-        release(self, conn.address(), channel);
-      },
-      [=](get_atom, const caf::actor& conn, uint16_t channel, bool no_ack) {
-        return get_one(self, conn, channel, no_ack);
-      },
-      [=](purge_atom) { return purge(self); },
-      [=](delete_atom, bool if_unused, bool if_empty, bool) {
-        return delete_queue(self, if_unused, if_empty);
-      },
-      [=](declare_atom) {
-        self->state.last_used_ms = now_ms();  // a redeclare counts as use for x-expires
-        return info_of(self->state);
-      },
-      [=](stats_atom) { return info_of(self->state); },
-      [=](consumers_atom) { return consumers_of(self->state); },
-      [=](lookup_atom, const message_id& id) { return lookup(self->state, id); },
-      [=](peek_atom, uint64_t from, uint32_t count) { return peek(self->state, from, count); },
-      [=](tick_atom) { on_tick(self); },
-      [=](sync_atom) { on_sync(self); },
-      [=](compact_atom) { compact(self); },
-  };
+  return join_parts<queue_actor_type, queue_consumer_api, queue_control_api>(
+      consumer_behavior<self_ptr>(
+          self, {add_consumer, cancel_consumer, add_credit, settle, release, get_one}),
+      control_behavior(self));
 }
 
 }  // namespace warren

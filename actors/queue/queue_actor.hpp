@@ -47,6 +47,7 @@
 #include "actors/queue/consumer_set.hpp"
 #include "actors/queue/pending_acks.hpp"
 #include "actors/queue/queue_arguments.hpp"
+#include "actors/queue/queue_core.hpp"
 #include "actors/queue/ready_list.hpp"
 #include "actors/storage/memory_ledger.hpp"
 #include "actors/storage/storage_context.hpp"
@@ -64,14 +65,9 @@
 
 namespace warren {
 
-struct queue_state {
+struct queue_state : queue_core {
   using ready_entry = ready_list::entry;
   using pending_entry = pending_acks<caf::actor>::entry;
-
-  std::string vhost;
-  queue_spec spec;
-  queue_limits limits;
-  caf::actor vhost_actor;
 
   ready_list ready;
   pending_acks<caf::actor> pending;  // handed out, not settled yet
@@ -80,25 +76,11 @@ struct queue_state {
   bool had_consumer = false;
   bool tick_scheduled = false;
   int64_t last_used_ms = 0;
-  std::unordered_set<caf::actor_addr> monitored;
-  traffic_counters traffic;
 
-  // Durable queues keep persistent messages in their segment store; confirms for those wait
-  // for the next group commit.
-  struct awaiting_confirm {
-    caf::actor origin;
-    uint16_t channel;
-    uint64_t publish_seq;
-    uint64_t store_seq;
-  };
-  std::unique_ptr<persistence::segment_store> store;
+  // Durable queues keep persistent messages in their segment store (queue_core::store);
+  // confirms for those wait for the next group commit.
   persistence::fsync_policy fsync = persistence::fsync_policy::batch;
-  std::vector<awaiting_confirm> awaiting;
-  bool sync_scheduled = false;
   bool compact_scheduled = false;
-  // Why the queue's files could not be loaded; while set, the queue refuses all work and never
-  // touches its folder, so nothing there is lost or overwritten.
-  std::string unavailable;
 
   // Paging. Every ready message from paged.from on is in the store only; those before it (and
   // the head of the queue, always) are in `ready`.
@@ -112,8 +94,6 @@ struct queue_state {
   // are gone and leave the count.
   std::vector<std::pair<uint64_t, uint64_t>> paged_unsynced;
   bool scratch = false;  // `store` is a scratch folder of a non-durable queue, not kept
-  storage_context storage;
-  memory_share memory;
 
   static inline const char* name = "queue";
 };

@@ -1,5 +1,6 @@
 #include "actors/queue/queue_arguments.hpp"
 
+#include "core/clock.hpp"
 #include "core/names.hpp"
 
 #include <algorithm>
@@ -164,11 +165,6 @@ std::string check_queue_kind(const queue_limits& limits, const field_table& args
 
 namespace {
 
-int64_t wall_now_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
 std::string stream_offset(const field_value& v, stream_offset_spec& out) {
   if (v.kind == field_value::text) {
     static const std::pair<const char*, stream_offset_spec::kind_t> named[] = {
@@ -182,7 +178,7 @@ std::string stream_offset(const field_value& v, stream_offset_spec& out) {
       }
     // An interval back from now, written as x-max-age is ("1D", "30m"), as RabbitMQ takes it.
     if (int64_t ago = 0; parse_max_age(v.s, ago).empty()) {
-      out = {stream_offset_spec::timestamp, wall_now_ms() - ago};
+      out = {stream_offset_spec::timestamp, wall_ms() - ago};
       return {};
     }
   } else if (v.kind == field_value::integer && v.amqp_type == 'T' && v.i >= 0) {

@@ -1,10 +1,10 @@
 #include "actors/queue/queue_paging.hpp"
 
+#include "core/clock.hpp"
 #include "core/log.hpp"
 #include "core/names.hpp"
 
 #include <algorithm>
-#include <chrono>
 
 namespace warren {
 
@@ -14,20 +14,6 @@ namespace {
 // paged queue costs one read per chunk, not one per message.
 constexpr size_t chunk_messages = 256;
 constexpr uint64_t chunk_bytes = 1 << 20;
-
-int64_t steady_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
-}
-
-int64_t wall_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
-std::string describe(const queue_state& st) {
-  return "queue " + quote(st.spec.name) + " in vhost " + quote(st.vhost);
-}
 
 uint64_t memory_held(const queue_state& st) {
   return st.ready.bytes() + st.ready.heap_bytes() + st.ready.size() * message_overhead_bytes +
@@ -65,7 +51,7 @@ persistence::read_result read_paged(queue_state& st, uint64_t from, size_t count
     st.paged.count -= std::min<uint64_t>(st.paged.count, r.lost);
     st.paged.body_bytes -= std::min(st.paged.body_bytes, r.lost_body_bytes);
     log(log_level::error, "queue",
-        describe(st) + ": " + std::to_string(r.lost) +
+        st.describe() + ": " + std::to_string(r.lost) +
             " paged-out message(s) could not be read back and are lost (see the storage log)");
   }
   return r;
@@ -116,7 +102,7 @@ void page_in(queue_state& st, size_t want) {
   if (r.messages.empty() && r.lost == 0 && st.paged.count > 0) {
     // Nothing left to read: the count was wrong. Said loudly rather than waited on forever.
     log(log_level::error, "queue",
-        describe(st) + ": " + std::to_string(st.paged.count) +
+        st.describe() + ": " + std::to_string(st.paged.count) +
             " paged-out message(s) counted but not found on disk");
     st.paged.count = 0;
   }

@@ -1,6 +1,7 @@
 #include "actors/stream/stream_actor.hpp"
 
 #include "actors/common/actor_defaults.hpp"
+#include "actors/common/behavior_parts.hpp"
 #include "actors/common/broker_error.hpp"
 #include "actors/common/connection_protocol.hpp"
 #include "actors/storage/persistence_actor.hpp"
@@ -18,46 +19,23 @@ namespace {
 
 using namespace stream_parts;
 
-caf::error unavailable_error(const stream_state& st) {
-  return make_broker_error(reply_code::resource_error,
-                           describe(st) + " is unavailable: " + st.unavailable);
-}
-
 caf::error not_for_streams(const stream_state& st, const std::string& what) {
   return make_broker_error(reply_code::precondition_failed,
-                           what + " is not supported on " + describe(st) +
+                           what + " is not supported on " + st.describe() +
                                ": a stream keeps its messages; consume it from an offset");
 }
 
-void refuse(self_ptr self, const publish_batch& batch) {
-  std::vector<uint64_t> nacked;
-  for (const auto& item : batch.items)
-    if (item.seq != 0) nacked.push_back(item.seq);
-  if (batch.origin && !nacked.empty())
-    self->send(caf::actor_cast<connection_broker_api>(batch.origin), confirm_atom::value,
-               batch.channel, std::vector<uint64_t>{}, std::move(nacked));
-}
-
 queue_info info_of(const stream_state& st) {
-  queue_info info;
-  info.vhost = st.vhost;
-  info.spec = st.spec;
-  info.stream = true;
+  auto info = core_info(st, st.consumers.size());
   info.ready = message_count(st);
   info.unacked = st.held.size();
-  info.consumers = static_cast<uint32_t>(st.consumers.size());
-  info.traffic = st.traffic;
-  info.unavailable = st.unavailable;
-  info.memory_bytes = st.memory.queued() + (st.store ? st.store->index_bytes() : 0);
   if (info.ready > 0) {
     info.first_offset = static_cast<int64_t>(first_offset(st));
     info.last_offset = static_cast<int64_t>(st.next_offset) - 1;
   }
   info.groups = groups_of(st);
-  if (st.store) {
-    info.bytes_on_disk = st.store->bytes_on_disk();
-    info.segments = static_cast<uint32_t>(st.store->extents().size());
-  }
+  // Segments holding messages: retention may leave an empty one being appended to.
+  if (st.store) info.segments = static_cast<uint32_t>(st.store->extents().size());
   return info;
 }
 
@@ -84,33 +62,17 @@ void drop_group_records(self_ptr self) {
 caf::result<uint32_t> delete_stream(self_ptr self, bool if_unused, bool if_empty, bool force) {
   auto& st = self->state;
   if (!st.unavailable.empty()) return unavailable_error(st);
-  if (if_unused && !st.consumers.empty())
-    return make_broker_error(
-        reply_code::precondition_failed,
-        describe(st) + " has " + std::to_string(st.consumers.size()) + " consumer(s)");
   auto count = message_count(st);
-  if (if_empty && count != 0)
-    return make_broker_error(reply_code::precondition_failed,
-                             describe(st) + " has " + std::to_string(count) + " message(s)");
+  if (auto refused =
+          delete_precondition(st, st.consumers.size(), count, if_unused, if_empty, "message(s)"))
+    return refused;
   if (auto lagging = lagging_groups(st); !force && !lagging.empty())
     return make_broker_error(reply_code::precondition_failed,
-                             describe(st) + " has consumer groups that have not reached its end: " +
-                                 lagging + "; delete it with force to drop them");
-  for (const auto& c : st.consumers)
-    self->send(caf::actor_cast<connection_broker_api>(c.spec.connection), cancelled_atom::value,
-               c.spec.channel, c.spec.tag, describe(st) + " was deleted");
+                             st.describe() +
+                                 " has consumer groups that have not reached its end: " + lagging +
+                                 "; delete it with force to drop them");
   drop_group_records(self);
-  try {
-    st.store->destroy();
-  } catch (const std::exception& e) {
-    log(log_level::error, "stream", describe(st) + ": " + e.what());
-  }
-  st.store.reset();
-  for (const auto& a : st.awaiting)  // not stored now: refused
-    self->send(caf::actor_cast<connection_broker_api>(a.origin), confirm_atom::value, a.channel,
-               std::vector<uint64_t>{}, std::vector<uint64_t>{a.publish_seq});
-  st.awaiting.clear();
-  self->quit();
+  finish_delete(self, st.consumers);
   return static_cast<uint32_t>(std::min<uint64_t>(count, UINT32_MAX));
 }
 
@@ -150,8 +112,9 @@ caf::result<stream_reply> commit_command(self_ptr self, const stream_command& cm
   auto last = static_cast<int64_t>(st.next_offset) - 1;
   if (cmd.offset < 0 || cmd.offset > last)
     return make_broker_error(reply_code::precondition_failed,
-                             "offset " + std::to_string(cmd.offset) + " is not in " + describe(st) +
-                                 " (its last offset is " + std::to_string(last) + ")");
+                             "offset " + std::to_string(cmd.offset) + " is not in " +
+                                 st.describe() + " (its last offset is " + std::to_string(last) +
+                                 ")");
   auto rp = self->make_response_promise<stream_reply>();
   auto group = cmd.group;
   commit(self, group, cmd.offset, [=](const caf::error& err) mutable {
@@ -220,50 +183,21 @@ void open(self_ptr self) {
   report_memory(st);
 }
 
-}  // namespace
+// Streams keep what their consumers read: a cancel has nothing to requeue.
+void cancel_keeping_reads(self_ptr self, const caf::actor& conn, uint16_t channel,
+                          const std::string& tag, bool) {
+  cancel_consumer(self, conn, channel, tag);
+}
 
-stream_actor_type::behavior_type stream_actor(
-    stream_actor_type::stateful_pointer<stream_state> self, std::string vhost, queue_spec spec,
-    queue_limits limits, caf::actor vhost_actor, uint64_t queue_id, storage_context storage,
-    std::map<std::string, int64_t> committed) {
-  install_actor_defaults(self, "stream");
-  auto& st = self->state;
-  st.vhost = std::move(vhost);
-  st.spec = std::move(spec);
-  st.limits = std::move(limits);
-  st.vhost_actor = std::move(vhost_actor);
-  st.queue_id = queue_id;
-  st.storage = std::move(storage);
-  for (const auto& [group, offset] : committed) st.groups.emplace(group, stream_group(offset));
-  open(self);
-  self->delayed_send(self, std::chrono::seconds(1), tick_atom::value);
-  self->set_exit_handler([=](caf::exit_msg& msg) {
-    if (self->state.store) on_sync(self);  // a last batch goes out before the node stops
-    self->quit(msg.reason);
-  });
-  self->set_down_handler([=](caf::down_msg& dm) {
-    self->state.monitored.erase(dm.source);
-    release(self, dm.source, std::nullopt);
-  });
+caf::result<get_reply> refuse_get(self_ptr self, const caf::actor&, uint16_t, bool) {
+  return not_for_streams(self->state, "basic.get");
+}
+
+queue_control_api::behavior_type control_behavior(self_ptr self) {
   return {
       [=](enqueue_atom, publish_batch& batch) {
-        if (!self->state.unavailable.empty()) return refuse(self, batch);
+        if (!self->state.unavailable.empty()) return send_confirms(self, refusal_of(batch));
         append(self, batch);
-      },
-      [=](consume_atom, consumer_spec& spec) { return add_consumer(self, spec); },
-      [=](cancel_atom, const caf::actor& conn, uint16_t channel, const std::string& tag, bool) {
-        cancel_consumer(self, conn, channel, tag);
-      },
-      [=](credit_atom, const caf::actor& conn, uint16_t channel, const std::string& tag,
-          uint32_t n) { add_credit(self, conn, channel, tag, n); },
-      [=](settle_atom, const caf::actor& conn, const std::vector<uint64_t>& ids, settle_kind kind) {
-        settle(self, conn, ids, kind);
-      },
-      [=](close_atom, const caf::actor& conn, uint16_t channel) {
-        release(self, conn.address(), channel);
-      },
-      [=](get_atom, const caf::actor&, uint16_t, bool) -> caf::result<get_reply> {
-        return not_for_streams(self->state, "basic.get");
       },
       [=](purge_atom) -> caf::result<uint32_t> {
         return not_for_streams(self->state, "purge (retention removes old segments)");
@@ -276,12 +210,45 @@ stream_actor_type::behavior_type stream_actor(
       [=](consumers_atom) { return consumers_of(self->state); },
       [=](lookup_atom, const message_id& id) { return lookup(self->state, id); },
       [=](peek_atom, uint64_t from, uint32_t count) { return peek(self->state, from, count); },
-      [=](stream_atom, const stream_command& cmd) { return on_command(self, cmd); },
       [=](tick_atom) { on_tick(self); },
       [=](sync_atom) { on_sync(self); },
       [=](compact_atom) {},
+  };
+}
+
+stream_own_api::behavior_type own_behavior(self_ptr self) {
+  return {
+      [=](stream_atom, const stream_command& cmd) { return on_command(self, cmd); },
       [=](flushed_atom) { dispatch(self); },
   };
+}
+
+}  // namespace
+
+stream_actor_type::behavior_type stream_actor(
+    stream_actor_type::stateful_pointer<stream_state> self, std::string vhost, queue_spec spec,
+    queue_limits limits, caf::actor vhost_actor, uint64_t queue_id, storage_context storage,
+    std::map<std::string, int64_t> committed) {
+  install_actor_defaults(self, "stream");
+  auto& st = self->state;
+  st.vhost = std::move(vhost);
+  st.spec = std::move(spec);
+  st.limits = std::move(limits);
+  st.vhost_actor = std::move(vhost_actor);
+  st.stream = true;
+  st.queue_id = queue_id;
+  st.storage = std::move(storage);
+  for (const auto& [group, offset] : committed) st.groups.emplace(group, stream_group(offset));
+  open(self);
+  self->delayed_send(self, std::chrono::seconds(1), tick_atom::value);
+  // A last batch goes out before the node stops.
+  install_queue_handlers(self, on_sync, [](self_ptr self, const caf::actor_addr& conn) {
+    release(self, conn, std::nullopt);
+  });
+  return join_parts<stream_actor_type, queue_consumer_api, queue_control_api, stream_own_api>(
+      consumer_behavior<self_ptr>(
+          self, {add_consumer, cancel_keeping_reads, add_credit, settle, release, refuse_get}),
+      control_behavior(self), own_behavior(self));
 }
 
 }  // namespace warren

@@ -25,6 +25,7 @@
 
 #include "actors/common/queue_protocol.hpp"
 #include "actors/queue/queue_arguments.hpp"
+#include "actors/queue/queue_core.hpp"
 #include "actors/storage/memory_ledger.hpp"
 #include "actors/storage/storage_context.hpp"
 #include "actors/stream/stream_group.hpp"
@@ -41,11 +42,12 @@
 
 namespace warren {
 
-using stream_actor_type =
-    queue_actor_type::extend<caf::replies_to<stream_atom, stream_command>::with<stream_reply>,
-                             caf::reacts_to<flushed_atom>>;
+using stream_own_api =
+    caf::typed_actor<caf::replies_to<stream_atom, stream_command>::with<stream_reply>,
+                     caf::reacts_to<flushed_atom>>;
+using stream_actor_type = queue_actor_type::extend_with<stream_own_api>;
 
-struct stream_state {
+struct stream_state : queue_core {
   struct consumer {
     uint64_t key = 0;
     consumer_spec spec;
@@ -59,32 +61,18 @@ struct stream_state {
     caf::actor connection;
     uint16_t channel;
   };
-  struct awaiting_confirm {
-    caf::actor origin;
-    uint16_t channel;
-    uint64_t publish_seq;
-    uint64_t offset;
-  };
   struct cached {
     uint64_t offset;
     message_ptr msg;
   };
 
-  std::string vhost;
-  queue_spec spec;
-  queue_limits limits;
-  caf::actor vhost_actor;
   uint64_t queue_id = 0;
-  storage_context storage;
-  std::unique_ptr<persistence::segment_store> store;
-  std::string unavailable;  // why the stream's files could not be loaded
 
   uint64_t next_offset = 0;      // the offset the next message gets
   uint64_t durable_end = 0;      // offsets below it are synced: consumers may read them
   std::vector<cached> unsynced;  // appended since the last sync
   std::deque<cached> tail;       // the newest synced messages, read from memory
   uint64_t tail_bytes = 0;
-  std::vector<awaiting_confirm> awaiting;
   std::map<uint64_t, int64_t> segment_times;  // first seq of a segment -> its first enqueue time
 
   std::vector<consumer> consumers;
@@ -92,10 +80,6 @@ struct stream_state {
   std::unordered_map<uint64_t, in_flight> held;  // by delivery id
   uint64_t next_delivery_id = 0;
   std::map<std::string, stream_group> groups;
-  std::unordered_set<caf::actor_addr> monitored;
-  traffic_counters traffic;
-  memory_share memory;
-  bool sync_scheduled = false;
   bool dispatch_scheduled = false;
   // Group listings wait for the commits asked for before them, so that they show what is stored.
   uint32_t commits_in_flight = 0;

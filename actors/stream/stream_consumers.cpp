@@ -109,13 +109,9 @@ void schedule_dispatch(self_ptr self) {
   self->send(self, flushed_atom::value);
 }
 
-void watch(self_ptr self, const caf::actor& conn) {
-  if (conn && self->state.monitored.insert(conn.address()).second) self->monitor(conn);
-}
-
 caf::error refuse(const stream_state& st, const std::string& why) {
   return make_broker_error(reply_code::precondition_failed,
-                           "cannot consume from " + describe(st) + ": " + why);
+                           "cannot consume from " + st.describe() + ": " + why);
 }
 
 // A consumer's first message: its own cursor, or (the first of its group) the group's.
@@ -166,9 +162,7 @@ void send_batches(self_ptr self, out_map& out) {
 
 caf::result<void> add_consumer(self_ptr self, consumer_spec& spec) {
   auto& st = self->state;
-  if (!st.unavailable.empty())
-    return make_broker_error(reply_code::resource_error,
-                             describe(st) + " is unavailable: " + st.unavailable);
+  if (!st.unavailable.empty()) return unavailable_error(st);
   if (spec.no_ack) return refuse(st, "a stream consumer must acknowledge (no automatic acks)");
   if (spec.prefetch == 0)
     return refuse(st,
@@ -176,7 +170,7 @@ caf::result<void> add_consumer(self_ptr self, consumer_spec& spec) {
   for (const auto& c : st.consumers)
     if (c.spec.exclusive || spec.exclusive)
       return make_broker_error(reply_code::access_refused,
-                               describe(st) + " has an exclusive consumer, or other consumers");
+                               st.describe() + " has an exclusive consumer, or other consumers");
   watch(self, spec.connection);
   stream_state::consumer c;
   c.key = ++st.next_consumer_key;
@@ -280,13 +274,13 @@ void commit(self_ptr self, const std::string& group, int64_t offset,
   auto& g = st.groups.try_emplace(group).first->second;
   g.set_committed(offset);
   g.acks_since_commit = 0;
-  g.last_commit_ms = wall_now_ms();
+  g.last_commit_ms = wall_ms();
   ++st.commits_in_flight;
   persistence::stored_stream_offset record{st.queue_id, group, offset, g.last_commit_ms};
   std::vector<persistence::meta_mutation> batch{{persistence::meta_table::streams,
                                                  persistence::stream_offset_key(st.queue_id, group),
                                                  persistence::encode_stream_offset(record), false}};
-  auto what = "group " + quote(group) + " of " + describe(st);
+  auto what = "group " + quote(group) + " of " + st.describe();
   // Listings show the offset once it is stored: what they say survives a crash.
   persist(self, st.storage.persistence, std::move(batch), [=](const caf::error& err) {
     auto& st = self->state;
@@ -304,7 +298,7 @@ void commit(self_ptr self, const std::string& group, int64_t offset,
 
 void auto_commit(self_ptr self, bool timer) {
   auto& st = self->state;
-  auto now = wall_now_ms();
+  auto now = wall_ms();
   for (auto& [name, g] : st.groups) {
     if (g.acks_since_commit == 0) continue;
     bool due = g.acks_since_commit >= st.storage.stream_commit_acks ||

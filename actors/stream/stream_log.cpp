@@ -53,26 +53,6 @@ uint64_t seek_time(stream_state& st, int64_t ms) {
   return st.durable_end;
 }
 
-void send_confirms(self_ptr self, std::vector<stream_state::awaiting_confirm>& done,
-                   const std::unordered_set<uint64_t>& failed) {
-  std::map<std::pair<caf::actor, uint16_t>, std::pair<std::vector<uint64_t>, std::vector<uint64_t>>>
-      out;
-  for (auto& a : done) {
-    auto& lists = out[{a.origin, a.channel}];
-    (failed.count(a.offset) ? lists.second : lists.first).push_back(a.publish_seq);
-  }
-  for (auto& [key, lists] : out)
-    self->send(caf::actor_cast<connection_broker_api>(key.first), confirm_atom::value, key.second,
-               std::move(lists.first), std::move(lists.second));
-}
-
-void schedule_sync(self_ptr self) {
-  auto& st = self->state;
-  if (st.sync_scheduled) return;
-  st.sync_scheduled = true;
-  self->send(self, sync_atom::value);
-}
-
 // Synced messages join the tail cache; the oldest leave it past its size.
 void keep_in_tail(stream_state& st, const std::unordered_set<uint64_t>& failed) {
   for (auto& c : st.unsynced) {
@@ -87,29 +67,7 @@ void keep_in_tail(stream_state& st, const std::unordered_set<uint64_t>& failed) 
   }
 }
 
-std::string recovery_summary(const persistence::recovery_report& r) {
-  std::string out;
-  if (r.undecodable) out += ", " + std::to_string(r.undecodable) + " undecodable record(s) skipped";
-  if (r.truncated_bytes)
-    out += ", torn tail of " + std::to_string(r.truncated_bytes) + " byte(s) truncated";
-  if (r.damaged_spans)
-    out += ", " + std::to_string(r.damaged_bytes) + " damaged byte(s) skipped in " +
-           std::to_string(r.damaged_spans) + " place(s)";
-  if (r.ignored_files)
-    out += ", " + std::to_string(r.ignored_files) + " unknown file(s) left alone";
-  return out;
-}
-
 }  // namespace
-
-std::string describe(const stream_state& st) {
-  return "stream " + quote(st.spec.name) + " in vhost " + quote(st.vhost);
-}
-
-int64_t wall_now_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
 
 read_run read(stream_state& st, uint64_t from, size_t max_count, uint64_t max_bytes) {
   read_run out;
@@ -168,14 +126,13 @@ uint64_t resolve(stream_state& st, const stream_offset_spec& spec) {
 
 void append(self_ptr self, publish_batch& batch) {
   auto& st = self->state;
-  auto now = wall_now_ms();
+  auto now = wall_ms();
   for (auto& item : batch.items) {
     auto offset = st.next_offset++;
     st.store->append(seq_of(offset), *item.msg, now);
     st.unsynced.push_back({offset, item.msg});
     st.traffic.count_in(item.msg->body.size());
-    if (item.seq != 0 && batch.origin)
-      st.awaiting.push_back({batch.origin, batch.channel, item.seq, offset});
+    st.commits.await(batch, item.seq, seq_of(offset));
   }
   if (st.storage.fsync == persistence::fsync_policy::always)
     on_sync(self);
@@ -185,20 +142,17 @@ void append(self_ptr self, publish_batch& batch) {
 
 void on_sync(self_ptr self) {
   auto& st = self->state;
-  st.sync_scheduled = false;
   if (!st.store) return;
   st.store->sync(st.storage.fsync != persistence::fsync_policy::never);
   std::unordered_set<uint64_t> failed;
   for (auto seq : st.store->failed()) failed.insert(seq - 1);
   if (!failed.empty())
     log(log_level::warn, "stream",
-        describe(st) + ": " + std::to_string(failed.size()) +
+        st.describe() + ": " + std::to_string(failed.size()) +
             " message(s) could not be stored and were refused: " + st.store->last_error());
   keep_in_tail(st, failed);
   st.durable_end = st.next_offset;
-  auto done = std::move(st.awaiting);
-  st.awaiting.clear();
-  send_confirms(self, done, failed);
+  send_confirms(self, st.commits.synced(st.store->failed()));
   if (st.limits.max_length_bytes) apply_retention(self);
   dispatch(self);
   report_memory(st);
@@ -207,7 +161,7 @@ void on_sync(self_ptr self) {
 void apply_retention(self_ptr self) {
   auto& st = self->state;
   if (!st.store || (!st.limits.max_length_bytes && !st.limits.max_age_ms)) return;
-  auto now = wall_now_ms();
+  auto now = wall_ms();
   size_t dropped = 0;
   for (;;) {
     auto extents = st.store->extents();
@@ -231,29 +185,22 @@ void apply_retention(self_ptr self) {
   }
   skip_to_head(st);
   log(log_level::info, "stream",
-      describe(st) + ": retention removed " + std::to_string(dropped) +
+      st.describe() + ": retention removed " + std::to_string(dropped) +
           " segment(s); the first offset is now " + std::to_string(first));
 }
 
 void recover(self_ptr self) {
   auto& st = self->state;
   persistence::recovery_report report;
-  try {
-    st.store->recover(report, 0, message_overhead_bytes);
-  } catch (const std::exception& e) {
-    st.unavailable = std::string("its files could not be loaded (") + e.what() +
-                     "); they are left untouched until a restart can read them";
-    st.store.reset();
-    log(log_level::error, "stream", describe(st) + " is unavailable: " + e.what());
+  if (!recover_or_unavailable(st, [&] { st.store->recover(report, 0, message_overhead_bytes); }))
     return;
-  }
   st.next_offset = st.store->max_seq();
   st.durable_end = st.next_offset;
   if (report.segments > 0)
     log(log_level::info, "stream",
-        describe(st) + ": offsets " + std::to_string(first_offset(st)) + " to " +
+        st.describe() + ": offsets " + std::to_string(first_offset(st)) + " to " +
             std::to_string(st.next_offset) + " (exclusive) in " + std::to_string(report.segments) +
-            " segment(s)" + recovery_summary(report));
+            " segment(s)" + recovery_findings(report));
 }
 
 void report_memory(stream_state& st) {

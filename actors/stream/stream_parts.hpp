@@ -3,15 +3,13 @@
 #pragma once
 
 #include "actors/stream/stream_actor.hpp"
+#include "core/clock.hpp"
 
 #include <optional>
 
 namespace warren::stream_parts {
 
 using self_ptr = stream_actor_type::stateful_pointer<stream_state>;
-
-std::string describe(const stream_state& st);
-int64_t wall_now_ms();
 
 // --- the log (stream_log.cpp) ------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ kj::Promise<void> session::read_loop() {
           finish("the client closed the socket");
           return kj::READY_NOW;
         }
-        last_read_ms_ = now_ms();
+        last_read_ms_ = steady_ms();
         input_.append(read_buffer_, n);
         process_input();
         return read_loop();
@@ -225,7 +225,7 @@ void session::on_open(reader& r) {
   });
   request(
       0, connection_open,
-      [this](caf::message&) {
+      [this](request_answer&) {
         auto w = method_payload(connection_open_ok);
         w.short_string("");
         send_method(0, std::move(w));
@@ -242,7 +242,7 @@ void session::on_update_secret(reader& r) {
   secret_in_flight_ = true;
   request(
       0, connection_update_secret,
-      [this](caf::message&) {
+      [this](request_answer&) {
         secret_in_flight_ = false;
         send_method(0, method_payload(connection_update_secret_ok));
         maybe_resume_reading();
@@ -304,7 +304,7 @@ void session::flush_output() {
   // Draining: the write side is shut, and a write now would fail (TLS refuses it outright).
   if (writing_ || output_.empty() || phase_ == phase::done || draining_) return;
   writing_ = true;
-  last_write_ms_ = now_ms();
+  last_write_ms_ = steady_ms();
   auto flushed = std::move(unflushed_);
   unflushed_.clear();
   auto pieces = output_.start_write();
@@ -386,7 +386,7 @@ kj::Promise<void> session::heartbeat_loop() {
   return config_.timer->afterDelay(half * kj::MILLISECONDS)
       .then([this, half]() -> kj::Promise<void> {
         if (phase_ == phase::done) return kj::READY_NOW;
-        auto now = now_ms();
+        auto now = steady_ms();
         if (now - last_read_ms_ > 2 * int64_t{heartbeat_} * 1000) {
           log(log_level::info, "amqp",
               "dropping " + peer_ + ": nothing received for " + std::to_string(2 * heartbeat_) +
@@ -402,7 +402,18 @@ kj::Promise<void> session::heartbeat_loop() {
       });
 }
 
-void session::complete(uint64_t request, caf::error error, caf::message result) {
+// An answer of another type than its request's is a bug of ours (wrong_answer): INTERNAL_ERROR
+// closes the connection, as AMQP closes it for an internal error, and the loop goes on.
+void session::run_done(const pending_request& p, request_answer& answer) {
+  if (!p.done) return;
+  try {
+    p.done(answer);
+  } catch (const wrong_answer& e) {
+    connection_error(e.failure.code, e.failure.text, p.method);
+  }
+}
+
+void session::complete(uint64_t request, caf::error error, request_answer answer) {
   auto i = pending_.find(request);
   if (i == pending_.end()) return;
   auto p = std::move(i->second);
@@ -411,7 +422,7 @@ void session::complete(uint64_t request, caf::error error, caf::message result) 
   release_credit(p.credit);
   if (p.method == channel_close) {
     // The client's close is answered whatever the broker said: its side is gone either way.
-    if (p.done) p.done(result);
+    run_done(p, answer);
     flush_output();
     return;
   }
@@ -420,14 +431,14 @@ void session::complete(uint64_t request, caf::error error, caf::message result) 
     if (c != channels_.end() && c->second.publishes_in_flight > 0 &&
         --c->second.publishes_in_flight == 0 && !c->second.held.empty()) {
       // Answer this call first, then what waited for it.
-      if (!error && p.done) p.done(result);
+      if (!error) run_done(p, answer);
       release_held(p.channel);
       if (!error) return;
       p.done = nullptr;
     }
   }
   if (!error) {
-    if (p.done) p.done(result);
+    run_done(p, answer);
     flush_output();
     return;
   }
@@ -464,8 +475,8 @@ void amqp_link::on_loop(F f) {
   });
 }
 
-void amqp_link::reply(uint64_t request, caf::error error, caf::message result) {
-  on_loop([=](session& s) mutable { s.complete(request, std::move(error), std::move(result)); });
+void amqp_link::reply(uint64_t request, caf::error error, request_answer answer) {
+  on_loop([=](session& s) mutable { s.complete(request, std::move(error), std::move(answer)); });
 }
 void amqp_link::deliver(uint16_t channel, const std::string& tag, std::vector<delivery> batch) {
   on_loop([=](session& s) mutable {

@@ -7,6 +7,7 @@
 #include "actors/common/client_link.hpp"
 #include "actors/common/connection_protocol.hpp"
 #include "actors/storage/memory_ledger.hpp"
+#include "core/clock.hpp"
 #include "net/amqp/amqp_session.hpp"
 #include "net/amqp/frame.hpp"
 #include "net/amqp/methods.hpp"
@@ -35,12 +36,6 @@ constexpr uint64_t max_tx_bytes = uint64_t{64} << 20;
 /// After sending connection.close, how long to wait for close-ok before dropping the socket.
 constexpr int64_t close_grace_seconds = 2;
 
-inline int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 class session;
 
 // The connection actor's way back, as in rpc_session: posted onto the loop, where the session
@@ -50,7 +45,7 @@ class amqp_link final : public client_link {
   amqp_link(std::shared_ptr<transport::loop_bridge> bridge, std::weak_ptr<session> s)
       : bridge_(std::move(bridge)), session_(std::move(s)) {}
 
-  void reply(uint64_t request, caf::error error, caf::message result) override;
+  void reply(uint64_t request, caf::error error, request_answer answer) override;
   void deliver(uint16_t channel, const std::string& tag, std::vector<delivery> batch) override;
   void consumer_cancelled(uint16_t channel, const std::string& tag,
                           const std::string& reason) override;
@@ -110,7 +105,7 @@ class session : public std::enable_shared_from_this<session>,
   }
 
   // --- from the connection actor (kj thread) ----------------------------------------------
-  void complete(uint64_t request, caf::error error, caf::message result);
+  void complete(uint64_t request, caf::error error, request_answer answer);
   void deliver(uint16_t channel, const std::string& tag, std::vector<delivery> batch);
   void consumer_cancelled(uint16_t channel, const std::string& tag);
   void connection_closed(const broker_failure& reason);
@@ -169,10 +164,12 @@ class session : public std::enable_shared_from_this<session>,
     uint64_t tx_counted = 0;  // what this channel's transaction adds to tx_held_
     std::vector<tx_settle> tx_settles;
   };
+  // What runs on a request's answer (request_answer.hpp says what each request answers).
+  using answer_handler = std::function<void(request_answer&)>;
   struct pending_request {
     uint16_t channel;
     method_id method;
-    std::function<void(caf::message&)> done;
+    answer_handler done;
     size_t credit = 0;  // published messages this request answers for
   };
 
@@ -240,7 +237,7 @@ class session : public std::enable_shared_from_this<session>,
   // read, for handlers that serve several.
   using method_handler = void (session::*)(uint16_t id, channel& ch, method_id m, reader& r);
   static const std::vector<std::pair<method_id, method_handler>>& channel_methods();
-  std::function<void(caf::message&)> answer_with(uint16_t id, method_id ok, bool no_wait);
+  answer_handler answer_with(uint16_t id, method_id ok, bool no_wait);
   void on_basic_publish(uint16_t id, channel& ch, method_id m, reader& r);
   void on_basic_ack(uint16_t id, channel& ch, method_id m, reader& r);
   void on_basic_nack_or_reject(uint16_t id, channel& ch, method_id m, reader& r);
@@ -266,16 +263,19 @@ class session : public std::enable_shared_from_this<session>,
 
   // Sends one ack / nack / reject to the connection actor; `done` runs on its answer.
   void send_settle(uint16_t id, method_id m, uint64_t tag, bool multiple, settle_kind kind,
-                   std::function<void(caf::message&)> done);
+                   answer_handler done);
 
   // --- requests to the connection actor -----------------------------------------------------
   template <class Send>
-  void request(uint16_t channel, method_id method, std::function<void(caf::message&)> done,
-               Send&& send, size_t credit = 0) {
+  void request(uint16_t channel, method_id method, answer_handler done, Send&& send,
+               size_t credit = 0) {
     auto r = ++next_request_;
     pending_.emplace(r, pending_request{channel, method, std::move(done), credit});
     send(r);
   }
+
+  // Runs `p`'s continuation on its answer.
+  void run_done(const pending_request& p, request_answer& answer);
 
   // --- errors -------------------------------------------------------------------------------
   void channel_error(uint16_t id, reply_code code, const std::string& text, method_id method);
@@ -353,8 +353,8 @@ class session : public std::enable_shared_from_this<session>,
   bool drain_after_flush_ = false;  // the client closed: drain its input before the socket goes
   bool draining_ = false;
   bool secret_in_flight_ = false;  // an update-secret waits for the node's answer
-  int64_t last_read_ms_ = now_ms();
-  int64_t last_write_ms_ = now_ms();
+  int64_t last_read_ms_ = steady_ms();
+  int64_t last_write_ms_ = steady_ms();
   kj::Own<kj::PromiseFulfiller<void>> finished_;
   kj::ForkedPromise<void> finished_promise_ = nullptr;
   kj::TaskSet tasks_;

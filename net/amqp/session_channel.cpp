@@ -105,7 +105,7 @@ void session::open_channel(uint16_t id) {
   channels_[id].serial = ++channel_opens_;
   request(
       id, channel_open,
-      [this, id](caf::message&) {
+      [this, id](request_answer&) {
         auto w = method_payload(channel_open_ok);
         w.long_string("");
         send_method(id, std::move(w));
@@ -198,9 +198,9 @@ void session::on_channel_method(uint16_t id, channel& ch, method_id m, reader& r
                        "unexpected " + method_name(m) + " on channel " + std::to_string(id));
 }
 
-std::function<void(caf::message&)> session::answer_with(uint16_t id, method_id ok, bool no_wait) {
+session::answer_handler session::answer_with(uint16_t id, method_id ok, bool no_wait) {
   if (no_wait) return nullptr;
-  return [this, id, ok](caf::message&) { send_method(id, method_payload(ok)); };
+  return [this, id, ok](request_answer&) { send_method(id, method_payload(ok)); };
 }
 
 void session::on_basic_publish(uint16_t, channel& ch, method_id, reader& r) {
@@ -252,7 +252,7 @@ void session::on_basic_nack_or_reject(uint16_t id, channel& ch, method_id m, rea
 }
 
 void session::send_settle(uint16_t id, method_id m, uint64_t tag, bool multiple, settle_kind kind,
-                          std::function<void(caf::message&)> done) {
+                          answer_handler done) {
   request(id, m, std::move(done), [&](uint64_t q) { conn_.settle(q, id, tag, multiple, kind); });
 }
 
@@ -264,7 +264,7 @@ void session::on_channel_close(uint16_t id, channel& ch, method_id m, reader& r)
   ch.client_closing = true;  // nothing more is taken on it
   request(
       id, m,
-      [this, id, serial = ch.serial](caf::message&) {
+      [this, id, serial = ch.serial](request_answer&) {
         auto c = channels_.find(id);
         // Already answered (our own close crossed it), or this is a newer channel by that number.
         if (c == channels_.end() || c->second.serial != serial || !c->second.client_closing) return;
@@ -336,10 +336,10 @@ void session::on_queue_declare(uint16_t id, channel&, method_id m, reader& r) {
   spec.exclusive = a.exclusive;
   spec.auto_delete = a.auto_delete;
   spec.arguments = to_fields(a.arguments);
-  std::function<void(caf::message&)> done;
+  answer_handler done;
   if (!a.no_wait)
-    done = [this, id](caf::message& msg) {
-      const auto& info = msg.get_as<queue_info>(0);
+    done = [this, id](request_answer& answer) {
+      const auto& info = answer_as<queue_info>(answer);
       auto w = method_payload(queue_declare_ok);
       w.short_string(info.spec.name);
       w.long_uint(static_cast<uint32_t>(info.ready));
@@ -352,12 +352,12 @@ void session::on_queue_declare(uint16_t id, channel&, method_id m, reader& r) {
 
 void session::on_queue_purge_or_delete(uint16_t id, channel&, method_id m, reader& r) {
   auto a = m == queue_purge ? args::read_queue_purge(r) : args::read_queue_delete(r);
-  std::function<void(caf::message&)> done;
+  answer_handler done;
   auto ok = m == queue_purge ? queue_purge_ok : queue_delete_ok;
   if (!a.no_wait)
-    done = [this, id, ok](caf::message& msg) {
+    done = [this, id, ok](request_answer& answer) {
       auto w = method_payload(ok);
-      w.long_uint(msg.get_as<uint32_t>(0));
+      w.long_uint(answer_as<uint32_t>(answer));
       send_method(id, std::move(w));
     };
   request(id, m, std::move(done), [&](uint64_t q) {
@@ -389,10 +389,10 @@ void session::on_basic_consume(uint16_t id, channel&, method_id m, reader& r) {
   auto problem = parse_consumer_arguments(fields, c.priority);
   if (problem.empty()) problem = parse_stream_arguments(fields, c.offset, c.group);
   if (!problem.empty()) return channel_error(id, reply_code::precondition_failed, problem, m);
-  std::function<void(caf::message&)> done = [this, id, no_wait = a.no_wait](caf::message& msg) {
+  answer_handler done = [this, id, no_wait = a.no_wait](request_answer& answer) {
     if (no_wait) return;
     auto w = method_payload(basic_consume_ok);
-    w.short_string(msg.get_as<std::string>(0));
+    w.short_string(answer_as<std::string>(answer));
     send_method(id, std::move(w));
   };
   request(id, m, std::move(done), [&](uint64_t q) { conn_.consume(q, id, std::move(c)); });
@@ -400,9 +400,9 @@ void session::on_basic_consume(uint16_t id, channel&, method_id m, reader& r) {
 
 void session::on_basic_cancel(uint16_t id, channel&, method_id m, reader& r) {
   auto a = args::read_cancel(r);
-  std::function<void(caf::message&)> done;
+  answer_handler done;
   if (!a.no_wait)
-    done = [this, id, tag = a.tag](caf::message&) {
+    done = [this, id, tag = a.tag](request_answer&) {
       auto w = method_payload(basic_cancel_ok);
       w.short_string(tag);
       send_method(id, std::move(w));
@@ -412,13 +412,13 @@ void session::on_basic_cancel(uint16_t id, channel&, method_id m, reader& r) {
 
 void session::on_basic_get(uint16_t id, channel&, method_id m, reader& r) {
   auto a = args::read_get(r);
-  auto answer = [this, id](caf::message& msg) {
-    if (msg.empty()) {
+  auto answer = [this, id](request_answer& got) {
+    if (std::holds_alternative<std::monostate>(got)) {
       auto w = method_payload(basic_get_empty);
       w.short_string("");
       return send_method(id, std::move(w));
     }
-    const auto& d = msg.get_as<delivery>(0);
+    const auto& d = answer_as<delivery>(got);
     auto w = method_payload(basic_get_ok);
     w.longlong_uint(d.tag);
     w.bits({d.redelivered});
@@ -433,7 +433,7 @@ void session::on_basic_get(uint16_t id, channel&, method_id m, reader& r) {
 
 void session::on_basic_recover(uint16_t id, channel&, method_id m, reader& r) {
   args::read_flag(r);  // requeue: unacked messages always go back to their queues
-  std::function<void(caf::message&)> done;
+  answer_handler done;
   if (m == basic_recover) done = answer_with(id, basic_recover_ok, false);
   request(id, m, std::move(done), [&](uint64_t q) { conn_.recover(q, id); });
 }

@@ -121,8 +121,8 @@ void session::send_publishes(uint16_t id, channel& ch,
   ++ch.publishes_in_flight;
   request(
       id, basic_publish,
-      [this, id, call, after = std::move(after)](caf::message& m) {
-        call->outcomes = m.get_as<std::vector<publish_outcome>>(0);
+      [this, id, call, after = std::move(after)](request_answer& answer) {
+        call->outcomes = std::move(answer_as<std::vector<publish_outcome>>(answer));
         call->answered = true;
         published_answered(id, *call);
         if (after) after(call->outcomes);

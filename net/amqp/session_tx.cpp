@@ -53,7 +53,7 @@ void session::on_tx_commit(uint16_t id, channel& ch, method_id m, reader&) {
   }
   for (const auto& s : settles)
     send_settle(id, s.method, s.tag, s.multiple, s.kind,
-                [part_done](caf::message&) { part_done(); });
+                [part_done](request_answer&) { part_done(); });
   part_done();
 }
 

@@ -29,7 +29,7 @@ kj::Promise<void> channel_ops::cancel(const std::string& tag) {
   auto session = session_;
   auto id = id_;
   return ask([&](uint64_t r) { conn().cancel(r, id_, tag, true); })
-      .then([session, id, tag](caf::message) { session->remove_consumer(id, tag); });
+      .then([session, id, tag](request_answer) { session->remove_consumer(id, tag); });
 }
 
 kj::Promise<void> channel_ops::settle(uint64_t tag, bool multiple, settle_kind kind) {
@@ -43,12 +43,12 @@ kj::Promise<void> channel_ops::ack_each(capnp::List<uint64_t>::Reader list) {
   return ask([&](uint64_t r) { conn().ack_each(r, id_, std::move(tags)); }).ignoreResult();
 }
 
-void channel_ops::write_get(const caf::message& m, rpc::Channel::GetResult::Builder out) {
-  if (m.empty()) {
+void channel_ops::write_get(const request_answer& answer, rpc::Channel::GetResult::Builder out) {
+  if (std::holds_alternative<std::monostate>(answer)) {
     out.setEmpty();
     return;
   }
-  write_delivery(m.get_as<delivery>(0), {}, out.initDelivery());
+  write_delivery(answer_as<delivery>(answer), {}, out.initDelivery());
 }
 
 void write_publish_result(const message_id& id, publish_outcome outcome,

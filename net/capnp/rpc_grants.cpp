@@ -18,7 +18,7 @@ kj::Promise<void> open_grant_channel(std::shared_ptr<rpc_session> session, uint1
   auto opened = session->request([&](uint64_t r) { session->conn().open_channel(r, id); });
   if (kind != grant_kind::publisher) return opened.ignoreResult();
   return opened
-      .then([session, id](caf::message) {
+      .then([session, id](request_answer) {
         return session->request([&](uint64_t r) { session->conn().confirm_select(r, id); });
       })
       .ignoreResult();
@@ -72,13 +72,42 @@ class grant_channel {
   kj::Maybe<kj::ForkedPromise<void>> reopening_;
 };
 
-class publisher_impl final : public rpc::Publisher::Server {
+// What the capabilities of both kinds of grant hold, and how they answer save and info alike:
+// the hidden channel, the grant, and the token that restores the capability. `Server` is the
+// capability's generated server class.
+template <class Server>
+class grant_capability : public Server {
+ public:
+  grant_capability(std::shared_ptr<rpc_session> session, uint16_t channel, grant_kind kind,
+                   grant_record grant, std::string token)
+      : channel_(std::move(session), channel, kind),
+        grant_(std::move(grant)),
+        token_(std::move(token)) {}
+
+ protected:
+  kj::Promise<void> save(typename Server::SaveContext ctx) override {
+    ctx.getResults().setToken(token_bytes(token_));
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> info(typename Server::InfoContext ctx) override {
+    write_grant(grant_, ctx.getResults().initGrant());
+    return kj::READY_NOW;
+  }
+
+  grant_channel channel_;
+  grant_record grant_;
+
+ private:
+  std::string token_;
+};
+
+class publisher_impl final : public grant_capability<rpc::Publisher::Server> {
  public:
   publisher_impl(std::shared_ptr<rpc_session> session, uint16_t channel, grant_record grant,
                  std::string token)
-      : channel_(std::move(session), channel, grant_kind::publisher),
-        grant_(std::move(grant)),
-        token_(std::move(token)) {
+      : grant_capability(std::move(session), channel, grant_kind::publisher, std::move(grant),
+                         std::move(token)) {
     if (!grant_.key_pattern.empty()) keys_.insert(grant_.key_pattern, 0);
   }
 
@@ -86,9 +115,7 @@ class publisher_impl final : public rpc::Publisher::Server {
   kj::Promise<void> publish(PublishContext ctx) override {
     std::vector<message_ptr> msgs{read_granted(ctx.getParams().getMessage(), 0)};
     return channel_.with([ctx, msgs = std::move(msgs)](channel_ops& ops) mutable {
-      return ops.publish(std::move(msgs), [ctx](const auto& ids, const auto& outcomes) mutable {
-        write_publish_result(ids.at(0), outcomes.at(0), ctx.getResults().initResult());
-      });
+      return ops.publish_one(std::move(msgs), ctx);
     });
   }
 
@@ -98,22 +125,8 @@ class publisher_impl final : public rpc::Publisher::Server {
     msgs.reserve(in.size());
     for (unsigned i = 0; i < in.size(); ++i) msgs.push_back(read_granted(in[i], i));
     return channel_.with([ctx, msgs = std::move(msgs)](channel_ops& ops) mutable {
-      return ops.publish(std::move(msgs), [ctx](const auto& ids, const auto& outcomes) mutable {
-        auto list = ctx.getResults().initResults(static_cast<unsigned>(ids.size()));
-        for (unsigned i = 0; i < ids.size(); ++i)
-          write_publish_result(ids[i], outcomes.at(i), list[i]);
-      });
+      return ops.publish_batch(std::move(msgs), ctx);
     });
-  }
-
-  kj::Promise<void> save(SaveContext ctx) override {
-    ctx.getResults().setToken(token_bytes(token_));
-    return kj::READY_NOW;
-  }
-
-  kj::Promise<void> info(InfoContext ctx) override {
-    write_grant(grant_, ctx.getResults().initGrant());
-    return kj::READY_NOW;
   }
 
  private:
@@ -142,29 +155,20 @@ class publisher_impl final : public rpc::Publisher::Server {
     return read_outbound(in, grant_.target);
   }
 
-  grant_channel channel_;
-  grant_record grant_;
-  std::string token_;
   topic_trie keys_;  // the grant's pattern, when it has one
 };
 
-class queue_consumer_impl final : public rpc::QueueConsumer::Server {
+class queue_consumer_impl final : public grant_capability<rpc::QueueConsumer::Server> {
  public:
   queue_consumer_impl(std::shared_ptr<rpc_session> session, uint16_t channel, grant_record grant,
                       std::string token)
-      : channel_(std::move(session), channel, grant_kind::consumer),
-        grant_(std::move(grant)),
-        token_(std::move(token)) {}
+      : grant_capability(std::move(session), channel, grant_kind::consumer, std::move(grant),
+                         std::move(token)) {}
 
  protected:
   kj::Promise<void> consume(ConsumeContext ctx) override {
     auto p = ctx.getParams();
-    consume_request c;
-    c.queue = grant_.target;
-    c.tag = text(p.getConsumerTag());
-    c.no_ack = p.getNoAck();
-    c.prefetch = p.getPrefetch();
-    c.priority = p.getPriority();
+    auto c = channel_ops::queue_request(grant_.target, p);
     auto window = channel_ops::read_window(p.getWindow(), c);
     return subscribe(std::move(c), p.getConsumer(), window, ctx);
   }
@@ -212,41 +216,26 @@ class queue_consumer_impl final : public rpc::QueueConsumer::Server {
     return channel_.with([ctx](channel_ops& ops) mutable { return ops.reject(ctx); });
   }
 
-  kj::Promise<void> save(SaveContext ctx) override {
-    ctx.getResults().setToken(token_bytes(token_));
-    return kj::READY_NOW;
-  }
-
-  kj::Promise<void> info(InfoContext ctx) override {
-    write_grant(grant_, ctx.getResults().initGrant());
-    return kj::READY_NOW;
-  }
-
  private:
   template <class Context>
   kj::Promise<void> subscribe(consume_request c, rpc::Consumer::Client consumer,
                               rpc_session::delivery_window window, Context ctx) {
     return channel_.with(
         [c = std::move(c), consumer = kj::mv(consumer), window, ctx](channel_ops& ops) mutable {
-          return ops.consume(
-              std::move(c), kj::mv(consumer), window,
-              [ctx](const std::string& tag) mutable { ctx.getResults().setConsumerTag(tag); });
+          return ops.consume(std::move(c), kj::mv(consumer), window, ctx);
         });
   }
-
-  grant_channel channel_;
-  grant_record grant_;
-  std::string token_;
 };
 
 }  // namespace
 
 kj::Promise<opened_grant> open_grant(std::shared_ptr<rpc_session> session, std::string token) {
   return session->request([&](uint64_t r) { session->conn().open(r); })
-      .then([session](caf::message m) {
-        if (!m.match_elements<grant_record>())  // a login by token always names its grant
+      .then([session](request_answer answer) {
+        const auto* named = std::get_if<grant_record>(&answer);
+        if (named == nullptr)  // a login by token always names its grant
           throw_failure({reply_code::internal_error, "the node did not say what the grant is"});
-        auto grant = m.get_as<grant_record>(0);
+        auto grant = *named;
         auto channel = session->allocate_channel();
         return open_grant_channel(session, channel, grant.kind).then([grant, channel] {
           return std::make_pair(grant, channel);

@@ -1,5 +1,7 @@
 // rpc_server: the Cap'n Proto front door. Listens on a TCP address (its own listener_thread and
-// kj event loop) and serves the `Broker` bootstrap capability to every client.
+// kj event loop) and serves the `Broker` bootstrap capability to every client. Broker's login
+// (connect, or restore by a grant's token) is here; what it hands out is in rpc_connection,
+// rpc_channel and rpc_grants.
 //
 // start() returns once the socket listens (with the port, useful when 0 was asked for) or throws
 // std::runtime_error naming the address that could not be used. stop() may be called from any

@@ -4,6 +4,7 @@
 #include "core/log.hpp"
 #include "core/names.hpp"
 #include "net/capnp/wire_convert.hpp"
+#include "transport/remote_error.hpp"
 
 #include <caf/send.hpp>
 
@@ -21,9 +22,9 @@ class rpc_link final : public client_link {
   rpc_link(std::shared_ptr<transport::loop_bridge> bridge, std::weak_ptr<rpc_session> session)
       : bridge_(std::move(bridge)), session_(std::move(session)) {}
 
-  void reply(uint64_t request, caf::error error, caf::message result) override {
+  void reply(uint64_t request, caf::error error, request_answer answer) override {
     on_loop(
-        [=](rpc_session& s) mutable { s.complete(request, std::move(error), std::move(result)); });
+        [=](rpc_session& s) mutable { s.complete(request, std::move(error), std::move(answer)); });
   }
   void deliver(uint16_t channel, const std::string& tag, std::vector<delivery> batch) override {
     on_loop([=](rpc_session& s) mutable { s.deliver(channel, tag, std::move(batch)); });
@@ -105,15 +106,8 @@ void rpc_session::remove_consumer(uint16_t channel, const std::string& tag) {
   consumers_.erase({channel, tag});
 }
 
-void rpc_session::complete(uint64_t request, caf::error error, caf::message result) {
-  auto i = pending_.find(request);
-  if (i == pending_.end()) return;
-  auto fulfiller = kj::mv(i->second);
-  pending_.erase(i);
-  if (error)
-    fulfiller->reject(to_exception(describe(error)));
-  else
-    fulfiller->fulfill(kj::mv(result));
+void rpc_session::complete(uint64_t request, caf::error error, request_answer answer) {
+  answers_.complete(request, std::move(error), std::move(answer));
 }
 
 void rpc_session::deliver(uint16_t channel, const std::string& tag, std::vector<delivery> batch) {
@@ -158,10 +152,7 @@ void rpc_session::call_returned(const consumer_key& key, uint32_t deliveries) {
 void rpc_session::call_failed(const consumer_key& key, const kj::Exception& e) {
   auto c = consumers_.find(key);
   if (c == consumers_.end() || e.getType() == kj::Exception::Type::DISCONNECTED) return;
-  std::string why = e.getDescription().cStr();
-  const std::string remote = "remote exception: ";
-  if (why.rfind(remote, 0) == 0) why.erase(0, remote.size());
-  auto reason = "deliver failed: " + why;
+  auto reason = "deliver failed: " + transport::remote_description(e);
   log(log_level::warn, "rpc",
       "consumer " + quote(key.second) + " on channel " + std::to_string(key.first) + " of " +
           quote(client_name_) + " cancelled, its unacked messages requeued: " + reason);
@@ -201,9 +192,7 @@ void rpc_session::actor_gone(broker_failure reason) {
   if (gone_) return;
   gone_ = true;
   gone_reason_ = std::move(reason);
-  auto pending = kj::mv(pending_);
-  pending_.clear();
-  for (auto& [id, fulfiller] : pending) fulfiller->reject(to_exception(gone_reason_));
+  answers_.reject_all(gone_reason_);
   // Consumers still registered learn why (a revoked grant: the broker said so before it
   // closed the channels).
   std::vector<consumer_key> keys;

@@ -13,6 +13,7 @@
 #include "actors/common/client_link.hpp"
 #include "actors/common/connection_protocol.hpp"
 #include "broker.capnp.h"
+#include "net/capnp/pending_answers.hpp"
 #include "transport/loop_bridge.hpp"
 
 #include <kj/async.h>
@@ -22,7 +23,6 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <unordered_map>
 
 namespace warren::net {
 
@@ -49,13 +49,11 @@ class rpc_session : public std::enable_shared_from_this<rpc_session>,
   /// carries the id. The promise resolves with the actor's answer, or rejects with the broker
   /// error ("NOT_FOUND: ...").
   template <class Send>
-  kj::Promise<caf::message> request(Send&& send) {
+  kj::Promise<request_answer> request(Send&& send) {
     if (gone_) return to_exception(gone_reason_);
-    auto id = ++next_request_;
-    auto pair = kj::newPromiseAndFulfiller<caf::message>();
-    pending_.emplace(id, kj::mv(pair.fulfiller));
-    send(id);
-    return kj::mv(pair.promise);
+    auto pending = answers_.open();
+    send(pending.id);
+    return kj::mv(pending.answer);
   }
 
   uint16_t allocate_channel() {
@@ -80,7 +78,7 @@ class rpc_session : public std::enable_shared_from_this<rpc_session>,
   void mark_broker_closed(uint16_t channel) { broker_closed_.insert(channel); }
 
   // --- called on the kj thread through rpc_link -------------------------------------------
-  void complete(uint64_t request, caf::error error, caf::message result);
+  void complete(uint64_t request, caf::error error, request_answer answer);
   void deliver(uint16_t channel, const std::string& tag, std::vector<delivery> batch);
   void consumer_cancelled(uint16_t channel, const std::string& tag, const std::string& reason);
   void channel_closed(uint16_t channel, const broker_failure& reason);
@@ -109,9 +107,8 @@ class rpc_session : public std::enable_shared_from_this<rpc_session>,
   std::shared_ptr<transport::loop_bridge> bridge_;
   client_hello origin_;  // who connected, without credentials: for sessions opened by token
   connection_ref conn_;
-  uint64_t next_request_ = 0;
+  pending_answers<request_answer> answers_;  // of conn_
   uint16_t next_channel_ = 0;
-  std::unordered_map<uint64_t, kj::Own<kj::PromiseFulfiller<caf::message>>> pending_;
   std::map<consumer_key, consumer_pipe> consumers_;
   std::set<uint16_t> broker_closed_;  // channels the broker closed (bounded by channel ids)
   std::string client_name_;           // for the log

@@ -1,4 +1,5 @@
 #include "net/http/api_context.hpp"
+#include "core/clock.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -10,12 +11,6 @@ namespace {
 
 std::string queue_key(const queue_info& q) {
   return q.vhost + '\n' + q.spec.name;
-}
-
-int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 constexpr size_t history_points = 600;  // ten minutes of one reading a second
@@ -82,19 +77,19 @@ kj::Promise<session_ptr> open_session(api_env& env, const api_request& req,
   auto s = rpc_session::create(env.system, env.node, env.bridge, std::move(hello));
   auto channel = s->allocate_channel();
   return s->request([s](uint64_t id) { s->conn().open(id); })
-      .then([s, channel](caf::message) {
+      .then([s, channel](request_answer) {
         return s->request([s, channel](uint64_t id) { s->conn().open_channel(id, channel); });
       })
-      .then([s](caf::message) { return s; });
+      .then([s](request_answer) { return s; });
 }
 
-kj::Promise<caf::message> call(const session_ptr& s, session_call send) {
+kj::Promise<request_answer> call(const session_ptr& s, session_call send) {
   return s->request([s, send = std::move(send)](uint64_t id) { send(s->conn(), id, 1); })
-      .then([s](caf::message answer) { return answer; });
+      .then([s](request_answer answer) { return answer; });
 }
 
-kj::Promise<caf::message> as_user(api_env& env, const api_request& req, const std::string& vhost,
-                                  session_call send) {
+kj::Promise<request_answer> as_user(api_env& env, const api_request& req, const std::string& vhost,
+                                    session_call send) {
   return open_session(env, req, vhost).then([send = std::move(send)](session_ptr s) mutable {
     return call(s, std::move(send));
   });

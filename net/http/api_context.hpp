@@ -88,12 +88,12 @@ kj::Promise<session_ptr> open_session(api_env& env, const api_request& req,
                                       const std::string& vhost);
 
 /// One request on a session's channel 1: resolves with the answer.
-kj::Promise<caf::message> call(const session_ptr& s, session_call send);
+kj::Promise<request_answer> call(const session_ptr& s, session_call send);
 
 /// Logs in as the request's user to `vhost`, sends what `send` sends, and resolves with the
 /// answer.
-kj::Promise<caf::message> as_user(api_env& env, const api_request& req, const std::string& vhost,
-                                  session_call send);
+kj::Promise<request_answer> as_user(api_env& env, const api_request& req, const std::string& vhost,
+                                    session_call send);
 
 /// The node's statistics (every vhost), also fed to the rate tracker.
 kj::Promise<node_stats_info> node_stats(api_env& env);

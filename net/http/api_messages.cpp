@@ -84,9 +84,9 @@ kj::Promise<void> take(session_ptr s, std::string queue, taken got, uint32_t lef
   if (left == 0) return kj::READY_NOW;
   return call(s,
               [queue](connection_ref& c, uint64_t id, uint16_t ch) { c.get(id, ch, queue, false); })
-      .then([s, queue, got, left](caf::message m) -> kj::Promise<void> {
-        if (m.empty()) return kj::READY_NOW;
-        got->push_back(m.get_as<delivery>(0));
+      .then([s, queue, got, left](request_answer answer) -> kj::Promise<void> {
+        if (std::holds_alternative<std::monostate>(answer)) return kj::READY_NOW;
+        got->push_back(std::move(answer_as<delivery>(answer)));
         return take(s, queue, got, left - 1);
       });
 }
@@ -104,8 +104,8 @@ kj::Promise<http_reply> publish(api_env& env, const api_request& req) {
   std::vector<message_ptr> batch{m};
   return as_user(env, req, req.path[1],
                  [batch](connection_ref& c, uint64_t id, uint16_t ch) { c.publish(id, ch, batch); })
-      .then([](caf::message m) {
-        auto outcomes = m.get_as<std::vector<publish_outcome>>(0);
+      .then([](request_answer answer) {
+        const auto& outcomes = answer_as<std::vector<publish_outcome>>(answer);
         bool routed = !outcomes.empty() && outcomes[0] == publish_outcome::routed;
         return json_reply({{"routed", routed}});
       });
@@ -120,13 +120,13 @@ kj::Promise<http_reply> get_messages(api_env& env, const api_request& req) {
   auto got = std::make_shared<std::vector<delivery>>();
   return open_session(env, req, req.path[1]).then([=](session_ptr s) {
     return take(s, queue, got, count)
-        .then([s, got, kind]() -> kj::Promise<caf::message> {
-          if (got->empty()) return caf::message();
+        .then([s, got, kind]() -> kj::Promise<request_answer> {
+          if (got->empty()) return request_answer();
           return call(s, [kind](connection_ref& c, uint64_t id, uint16_t ch) {
             c.settle(id, ch, 0, true, kind);
           });
         })
-        .then([got, base64](caf::message) {
+        .then([got, base64](request_answer) {
           json out = json::array();
           for (const auto& d : *got) out.push_back(message_json(d, d.message_count, base64));
           return json_reply(out);
@@ -145,9 +145,9 @@ kj::Promise<http_reply> peek(api_env& env, const api_request& req) {
                  [=](connection_ref& c, uint64_t id, uint16_t ch) {
                    c.peek(id, ch, queue, from, static_cast<uint32_t>(count));
                  })
-      .then([base64](caf::message m) {
+      .then([base64](request_answer answer) {
         json out = json::array();
-        for (const auto& d : m.get_as<std::vector<delivery>>(0)) {
+        for (const auto& d : answer_as<std::vector<delivery>>(answer)) {
           auto row = message_json(d, 0, base64);
           row.erase("message_count");
           row["position"] = d.tag;
@@ -161,7 +161,7 @@ kj::Promise<http_reply> purge(api_env& env, const api_request& req) {
   auto queue = req.path[2];
   return as_user(env, req, req.path[1],
                  [queue](connection_ref& c, uint64_t id, uint16_t ch) { c.purge(id, ch, queue); })
-      .then([](caf::message) { return no_content(); });
+      .then([](request_answer) { return no_content(); });
 }
 
 }  // namespace warren::net::http

@@ -156,16 +156,16 @@ kj::Promise<json> vhost_rows(api_env& env, const api_request& req, const std::st
                    else
                      c.list_consumers(id);
                  })
-      .then([what](caf::message m) {
+      .then([what](request_answer answer) {
         json rows = json::array();
         if (what == "exchanges")
-          for (const auto& e : m.get_as<std::vector<exchange_info>>(0))
+          for (const auto& e : answer_as<std::vector<exchange_info>>(answer))
             rows.push_back(exchange_json(e));
         else if (what == "bindings")
-          for (const auto& b : m.get_as<std::vector<binding_info>>(0))
+          for (const auto& b : answer_as<std::vector<binding_info>>(answer))
             rows.push_back(binding_json(b));
         else
-          for (const auto& c : m.get_as<std::vector<consumer_info>>(0))
+          for (const auto& c : answer_as<std::vector<consumer_info>>(answer))
             rows.push_back(consumer_json(c));
         return rows;
       });
@@ -235,9 +235,9 @@ kj::Promise<http_reply> get_queue_bindings(api_env& env, const api_request& req)
   auto queue = req.path[2];
   return as_user(env, req, req.path[1],
                  [](connection_ref& c, uint64_t id, uint16_t) { c.list_bindings(id); })
-      .then([queue](caf::message m) {
+      .then([queue](request_answer answer) {
         json out = json::array();
-        for (const auto& b : m.get_as<std::vector<binding_info>>(0))
+        for (const auto& b : answer_as<std::vector<binding_info>>(answer))
           if (!b.spec.to_exchange && b.spec.destination == queue) out.push_back(binding_json(b));
         return json_reply(out);
       });
@@ -254,19 +254,19 @@ kj::Promise<http_reply> get_admin_listing(api_env& env, const api_request& req) 
                    else
                      c.export_definitions(id);
                  })
-      .then([req](caf::message m) {
+      .then([req](request_answer answer) {
         const auto& what = req.path[0];
         if (what == "definitions") {
-          auto j = definitions_to_json(m.get_as<definitions>(0));
+          auto j = definitions_to_json(answer_as<definitions>(answer));
           j["rabbit_version"] = "3.10.8";
           return json_reply(j);
         }
         json out = json::array();
         if (what == "users") {
-          for (const auto& u : m.get_as<std::vector<user_record>>(0))
+          for (const auto& u : answer_as<std::vector<user_record>>(answer))
             if (req.path.size() < 2 || u.name == req.path[1]) out.push_back(user_json(u));
         } else {
-          for (const auto& p : m.get_as<std::vector<permission_record>>(0))
+          for (const auto& p : answer_as<std::vector<permission_record>>(answer))
             if (req.path.size() < 3 || (p.vhost == req.path[1] && p.user == req.path[2]))
               out.push_back(permission_json(p));
         }

@@ -56,8 +56,8 @@ std::vector<std::string> tags_of(const json& body) {
   return out;
 }
 
-kj::Promise<http_reply> done(kj::Promise<caf::message> p, unsigned status) {
-  return p.then([status](caf::message) {
+kj::Promise<http_reply> done(kj::Promise<request_answer> p, unsigned status) {
+  return p.then([status](request_answer) {
     http_reply r = no_content();
     r.status = status;
     return r;
@@ -187,7 +187,7 @@ kj::Promise<http_reply> post_binding(api_env& env, const api_request& req) {
   auto key = b.key.empty() ? std::string("~") : b.key;
   return as_user(env, req, req.path[1],
                  [b](connection_ref& c, uint64_t id, uint16_t ch) { c.bind(id, ch, b); })
-      .then([key](caf::message) {
+      .then([key](request_answer) {
         http_reply r = no_content();
         r.status = 201;
         r.headers.push_back({"Location", key});

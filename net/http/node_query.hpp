@@ -8,6 +8,7 @@
 
 #include "actors/common/broker_error.hpp"
 #include "actors/common/node_protocol.hpp"
+#include "net/capnp/pending_answers.hpp"
 #include "transport/loop_bridge.hpp"
 
 #include <kj/async.h>
@@ -17,7 +18,6 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <unordered_map>
 
 namespace warren::net::http {
 
@@ -31,14 +31,13 @@ class node_query : public std::enable_shared_from_this<node_query> {
   /// or rejects with the broker's error ("NOT_FOUND: ...").
   template <class... Rs, class... Ts>
   kj::Promise<caf::message> ask(Ts... xs) {
-    auto id = ++next_;
-    auto pair = kj::newPromiseAndFulfiller<caf::message>();
-    pending_.emplace(id, kj::mv(pair.fulfiller));
+    auto request = answers_.open();
+    auto id = request.id;
     std::weak_ptr<node_query> weak = shared_from_this();
     auto bridge = bridge_;
     auto back = [weak, bridge, id](caf::error err, caf::message result) {
       bridge->post([weak, id, err, result]() mutable {
-        if (auto q = weak.lock()) q->complete(id, std::move(err), std::move(result));
+        if (auto q = weak.lock()) q->answers_.complete(id, std::move(err), std::move(result));
       });
     };
     system_.spawn([node = node_, back, xs...](caf::event_based_actor* self) {
@@ -46,17 +45,14 @@ class node_query : public std::enable_shared_from_this<node_query> {
           .then([=](Rs&... rs) { back({}, caf::make_message(std::move(rs)...)); },
                 [=](caf::error& err) { back(err, {}); });
     });
-    return kj::mv(pair.promise);
+    return kj::mv(request.answer);
   }
 
  private:
-  void complete(uint64_t id, caf::error err, caf::message result);
-
   caf::actor_system& system_;
   caf::actor node_;
   std::shared_ptr<transport::loop_bridge> bridge_;
-  uint64_t next_ = 0;
-  std::unordered_map<uint64_t, kj::Own<kj::PromiseFulfiller<caf::message>>> pending_;
+  net::pending_answers<caf::message> answers_;
 };
 
 }  // namespace warren::net::http

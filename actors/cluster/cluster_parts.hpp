@@ -1,0 +1,37 @@
+// What the cluster actor's files share: cluster_actor.cpp (the behaviour, placements, the
+// metadata views and replicated changes) and cluster_join.cpp (joining and being joined).
+#pragma once
+
+#include "actors/cluster/cluster_actor.hpp"
+#include "core/log.hpp"
+
+#include <chrono>
+#include <string>
+
+namespace warren::cluster_parts {
+
+/// How long a peer has to answer a request before it counts as unreachable.
+constexpr auto peer_timeout = std::chrono::seconds(5);
+
+inline void note(log_level level, const std::string& text) {
+  log(level, "cluster", text);
+}
+
+inline std::string describe_member(const cluster_member& m) {
+  return m.name + " at " + m.address;
+}
+
+// --- cluster_actor.cpp ---------------------------------------------------------------------------
+
+/// Sends member `name` our whole metadata view, then what was held back for it meanwhile.
+void send_view(cluster_self self, const std::string& name);
+
+// --- cluster_join.cpp ----------------------------------------------------------------------------
+
+/// Joins the --join addresses not reached yet and the members that are down; runs every second.
+void reconnect(cluster_self self);
+/// Answers a join request: the peer proved the secret (else ACCESS_REFUSED naming why).
+caf::result<join_reply> accept_join(cluster_self self, const join_request& req,
+                                    const caf::actor& peer);
+
+}  // namespace warren::cluster_parts

@@ -1,0 +1,262 @@
+// The vhost's exchanges and the bindings between exchanges and queues: declaring, deleting,
+// binding and unbinding them, checking both ends of a binding, and the built-in exchanges. The
+// routing itself is done by the exchange actors (actors/routing); this file keeps the registry
+// they are built from, apart from the queues (vhost_queues.cpp) and the cluster
+// (vhost_cluster.cpp).
+#include "actors/vhost/vhost_parts.hpp"
+
+#include "actors/common/broker_error.hpp"
+#include "actors/routing/exchange_actor.hpp"
+#include "actors/routing/headers_match.hpp"
+#include "actors/routing/topic_trie.hpp"
+#include "actors/vhost/equivalence.hpp"
+#include "actors/vhost/topology_view.hpp"
+#include "core/names.hpp"
+
+namespace warren::vhost_parts {
+
+using namespace vhost_records;
+
+namespace {
+
+// Checks both ends of a binding; on success `target` is its destination.
+caf::error check_binding(self_ptr self, binding_spec& b, const caf::actor& requester,
+                         binding_target& target) {
+  auto& st = self->state;
+  if (b.exchange.empty() || (b.to_exchange && b.destination.empty()))
+    return make_broker_error(reply_code::access_refused,
+                             "operation not permitted on the default exchange");
+  if (auto problem = check_key("binding key", b.key); !problem.empty()) return invalid(problem);
+  auto e = st.exchanges.find(b.exchange);
+  if (e == st.exchanges.end()) return no_exchange(st, b.exchange);
+  if (b.to_exchange) {
+    auto d = st.exchanges.find(b.destination);
+    if (d == st.exchanges.end()) return no_exchange(st, b.destination);
+    target = {d->second.id, d->second.actor};
+  } else {
+    auto q = st.queues.find(b.destination);
+    if (q != st.queues.end()) {
+      if (auto err = check_owner(st, q->second, requester)) return err;
+      target = {q->second.id, q->second.actor};
+    } else if (const auto* r = st.remote.find(b.destination); r != nullptr) {
+      if (!r->queue) return node_down(st, *r);
+      target = {r->id, r->queue};
+    } else {
+      return no_queue(st, b.destination);
+    }
+  }
+  if (e->second.spec.type == exchange_type::topic) {
+    if (auto problem = check_topic_binding_key(b.key); !problem.empty()) return invalid(problem);
+  }
+  if (e->second.spec.type == exchange_type::headers) {
+    if (auto problem = check_headers_binding(b.arguments); !problem.empty())
+      return invalid(problem);
+  }
+  return {};
+}
+
+}  // namespace
+
+bool binding_stored(const vhost_state& st, const binding_spec& b) {
+  auto e = st.exchanges.find(b.exchange);
+  if (b.exchange.empty() || e == st.exchanges.end() || !e->second.spec.durable) return false;
+  if (b.to_exchange) {
+    auto d = st.exchanges.find(b.destination);
+    return d != st.exchanges.end() && d->second.spec.durable;
+  }
+  auto q = st.queues.find(b.destination);
+  return q != st.queues.end() && stored(q->second.spec);
+}
+
+std::string binding_key(const binding_spec& b) {
+  return binding_identity(b);
+}
+
+bool leads_to(const binding_spec& b, const std::string& name, bool exchange) {
+  return b.to_exchange == exchange && b.destination == name;
+}
+
+void add_exchange(self_ptr self, exchange_spec spec, bool builtin) {
+  auto& st = self->state;
+  auto actor = caf::actor_cast<caf::actor>(
+      self->spawn(exchange_actor, spec, caf::actor_cast<caf::actor>(self)));
+  auto name = spec.name;
+  st.exchanges[name] = {std::move(spec), std::move(actor), builtin,
+                        exchange_id_bit | ++st.next_exchange_id};
+}
+
+void drop_binding(self_ptr self, const binding_spec& b, changes& out) {
+  auto& st = self->state;
+  if (binding_stored(st, b)) erase_binding(st.vhost, b, out);
+  st.bindings.erase(binding_key(b));
+  auto e = st.exchanges.find(b.exchange);
+  if (e == st.exchanges.end() || !e->second.spec.auto_delete) return;
+  for (const auto& [key, other] : st.bindings)
+    if (other.exchange == b.exchange) return;
+  remove_exchange(self, b.exchange, out);
+}
+
+void remove_exchange(self_ptr self, const std::string& name, changes& out) {
+  auto& st = self->state;
+  auto e = st.exchanges.find(name);
+  if (e == st.exchanges.end()) return;
+  auto id = e->second.id;
+  for (auto i = st.bindings.begin(); i != st.bindings.end();) {
+    const auto& b = i->second;
+    bool to_it = leads_to(b, name, true);
+    if (b.exchange != name && !to_it) {
+      ++i;
+      continue;
+    }
+    if (to_it)
+      if (auto source = st.exchanges.find(b.exchange); source != st.exchanges.end())
+        self->send(exchange_handle(source->second.actor), unbind_q_atom::value, id);
+    if (binding_stored(st, b)) erase_binding(st.vhost, b, out);
+    i = st.bindings.erase(i);
+  }
+  if (e->second.spec.durable) erase_exchange(st.vhost, name, out);
+  self->send_exit(e->second.actor, caf::exit_reason::user_shutdown);
+  st.exchanges.erase(e);
+}
+
+caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool passive,
+                                   bool from_peer) {
+  auto& st = self->state;
+  if (spec.name.empty()) {
+    if (passive) return caf::unit;
+    return make_broker_error(reply_code::access_refused,
+                             "operation not permitted on the default exchange");
+  }
+  if (auto problem = check_name("exchange name", spec.name); !problem.empty())
+    return invalid(problem);
+  if (const auto* ae = find_field(spec.arguments, "alternate-exchange");
+      ae != nullptr && ae->kind != field_value::text)
+    return invalid("argument 'alternate-exchange' of exchange " + quote(spec.name) + in_vhost(st) +
+                   " must be an exchange name, got " + quote(to_string(*ae)));
+  auto existing = st.exchanges.find(spec.name);
+  if (passive) {
+    if (existing == st.exchanges.end()) return no_exchange(st, spec.name);
+    return caf::unit;
+  }
+  if (existing == st.exchanges.end()) {
+    if (is_reserved_name(spec.name))
+      return make_broker_error(reply_code::access_refused, "exchange name " + quote(spec.name) +
+                                                               " uses the reserved prefix 'amq.'");
+    add_exchange(self, spec, false);
+    if (!from_peer) replicate(self, {topology_change::declare_exchange, spec, {}, {}});
+    if (!spec.durable) return caf::unit;
+    changes batch;
+    put_exchange(st.vhost, spec, batch);
+    auto rp = self->make_response_promise<void>();
+    reply_after(self, std::move(batch), rp);
+    return rp;
+  }
+  if (auto m = exchange_mismatch(st.vhost, existing->second.spec, spec); !m.empty())
+    return invalid(m);
+  return caf::unit;
+}
+
+caf::result<void> delete_exchange(self_ptr self, const std::string& name, bool if_unused,
+                                  bool from_peer) {
+  auto& st = self->state;
+  if (name.empty() || is_reserved_name(name))
+    return make_broker_error(
+        reply_code::access_refused,
+        "exchange " + quote(name) + " belongs to the server and cannot be deleted");
+  // Deleting what is not there is not an error (as in RabbitMQ): deletes are idempotent.
+  if (st.exchanges.count(name) == 0) return caf::unit;
+  if (if_unused) {
+    for (const auto& [key, b] : st.bindings)
+      if (b.exchange == name)
+        return invalid("exchange " + quote(name) + in_vhost(st) + " is in use (it has bindings)");
+  }
+  changes batch;
+  remove_exchange(self, name, batch);
+  if (!from_peer) replicate(self, {topology_change::delete_exchange, {}, name, {}});
+  auto rp = self->make_response_promise<void>();
+  reply_after(self, std::move(batch), rp);
+  return rp;
+}
+
+caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& requester,
+                       bool from_peer) {
+  auto& st = self->state;
+  if (!b.to_exchange && claim_pending(st, b.destination))
+    return from_peer ? park_void(self, b.destination, replicate_atom::value, bind_atom::value, b)
+                     : park_void(self, b.destination, bind_atom::value, b, requester);
+  binding_target target;
+  if (auto err = check_binding(self, b, requester, target)) return err;
+  auto key = binding_key(b);
+  if (st.bindings.count(key) != 0) return caf::unit;
+  st.bindings[key] = b;
+  changes batch;
+  if (binding_stored(st, b)) put_binding(st.vhost, b, batch);
+  auto rp = self->make_response_promise<void>();
+  if (!from_peer && replicated(st, b)) replicate(self, {topology_change::bind, {}, {}, b});
+  self->request(exchange_handle(st.exchanges[b.exchange].actor), caf::infinite, bind_atom::value,
+                target.id, target.actor, b.key, b.arguments)
+      .then([=](bool) mutable { reply_after(self, batch, rp); },
+            [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
+caf::result<void> unbind(self_ptr self, binding_spec& b, const caf::actor& requester,
+                         bool from_peer) {
+  auto& st = self->state;
+  if (!b.to_exchange && claim_pending(st, b.destination))
+    return from_peer ? park_void(self, b.destination, replicate_atom::value, unbind_atom::value, b)
+                     : park_void(self, b.destination, unbind_atom::value, b, requester);
+  binding_target target;
+  if (auto err = check_binding(self, b, requester, target)) return err;
+  auto key = binding_key(b);
+  if (st.bindings.count(key) == 0) return caf::unit;  // unbinding twice is a no-op too
+  auto rp = self->make_response_promise<void>();
+  auto exchange = st.exchanges[b.exchange].actor;
+  if (!from_peer && replicated(st, b)) replicate(self, {topology_change::unbind, {}, {}, b});
+  changes batch;
+  drop_binding(self, b, batch);  // may delete an auto-delete exchange
+  self->request(exchange_handle(exchange), caf::infinite, unbind_atom::value, target.id, b.key,
+                b.arguments)
+      .then([=](bool) mutable { reply_after(self, batch, rp); },
+            [=](caf::error&) mutable { reply_after(self, batch, rp); });
+  return rp;
+}
+
+caf::result<caf::actor, bool> find_exchange(self_ptr self, const std::string& name) {
+  auto& st = self->state;
+  auto e = st.exchanges.find(name);
+  if (e == st.exchanges.end()) return no_exchange(st, name);
+  return {e->second.actor, e->second.spec.internal};
+}
+
+void dead_letter(self_ptr self, const std::string& exchange, std::vector<message_ptr>& msgs) {
+  auto& st = self->state;
+  auto e = st.exchanges.find(exchange);
+  if (e == st.exchanges.end()) return;
+  publish_batch batch;
+  for (auto& m : msgs) batch.items.push_back({std::move(m), 0});
+  caf::anon_send(exchange_handle(e->second.actor), publish_atom::value, std::move(batch));
+}
+
+std::vector<exchange_info> list_exchanges(const vhost_state& st) {
+  std::vector<exchange_info> out;
+  for (const auto& [name, e] : st.exchanges) out.push_back({st.vhost, e.spec});
+  return out;
+}
+
+std::vector<binding_info> list_bindings(const vhost_state& st) {
+  std::vector<binding_info> out;
+  for (const auto& [key, b] : st.bindings) out.push_back({st.vhost, b});
+  return out;
+}
+
+void add_builtin_exchanges(self_ptr self) {
+  add_exchange(self, {"", exchange_type::direct, true, false, false, {}}, true);
+  add_exchange(self, {"amq.direct", exchange_type::direct, true, false, false, {}}, true);
+  add_exchange(self, {"amq.fanout", exchange_type::fanout, true, false, false, {}}, true);
+  add_exchange(self, {"amq.topic", exchange_type::topic, true, false, false, {}}, true);
+  add_exchange(self, {"amq.headers", exchange_type::headers, true, false, false, {}}, true);
+  add_exchange(self, {"amq.match", exchange_type::headers, true, false, false, {}}, true);
+}
+
+}  // namespace warren::vhost_parts

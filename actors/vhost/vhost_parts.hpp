@@ -1,0 +1,201 @@
+// The vhost actor's parts (vhost_actor.hpp), shared by its files and by nothing else: exchanges
+// and bindings (vhost_bindings.cpp), queues (vhost_queues.cpp), the cluster (vhost_cluster.cpp:
+// our queues announced, other nodes' queues reached, queue name claims, replicated changes), and
+// the actor with its start-up and shutdown (vhost_actor.cpp).
+#pragma once
+
+#include "actors/queue/queue_arguments.hpp"
+#include "actors/storage/persistence_actor.hpp"
+#include "actors/vhost/vhost_actor.hpp"
+#include "actors/vhost/vhost_records.hpp"
+
+#include <caf/typed_response_promise.hpp>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace warren::vhost_parts {
+
+using self_ptr = vhost_actor_type::stateful_pointer<vhost_state>;
+using vhost_records::changes;
+
+// --- errors and metadata commits (vhost_actor.cpp) ---------------------------------------------
+
+std::string in_vhost(const vhost_state& st);
+caf::error no_exchange(const vhost_state& st, const std::string& name);
+caf::error no_queue(const vhost_state& st, const std::string& name);
+caf::error invalid(const std::string& problem);
+
+template <class Done>
+void persist(self_ptr self, changes batch, Done done) {
+  warren::persist(self, self->state.storage.persistence, std::move(batch), std::move(done));
+}
+
+/// For changes nobody waits for (auto-delete, expiry): a failure is logged.
+void persist_quietly(self_ptr self, changes batch);
+
+/// Answers a declare-like request once its metadata is committed.
+template <class Promise, class Value>
+void reply_after(self_ptr self, changes batch, Promise rp, Value value) {
+  persist(self, std::move(batch), [=](const caf::error& err) mutable {
+    if (err)
+      rp.deliver(err);
+    else
+      rp.deliver(value);
+  });
+}
+
+inline void reply_after(self_ptr self, changes batch, caf::typed_response_promise<void> rp) {
+  persist(self, std::move(batch), [=](const caf::error& err) mutable {
+    if (err)
+      rp.deliver(err);
+    else
+      deliver_unit(rp);
+  });
+}
+
+// --- exchanges and bindings (vhost_bindings.cpp) -----------------------------------------------
+
+/// Bindings survive a restart between a durable exchange and a durable exchange or a stored
+/// queue.
+bool binding_stored(const vhost_state& st, const binding_spec& b);
+std::string binding_key(const binding_spec& b);
+/// Whether `b` leads to the queue (or, with to_exchange, the exchange) named `name`.
+bool leads_to(const binding_spec& b, const std::string& name, bool exchange);
+
+/// The destination of a binding: its target id and actor in the source exchange's table.
+struct binding_target {
+  uint64_t id = 0;
+  caf::actor actor;
+};
+
+void add_exchange(self_ptr self, exchange_spec spec, bool builtin);
+void add_builtin_exchanges(self_ptr self);
+/// Removes an exchange with every binding from or to it.
+void remove_exchange(self_ptr self, const std::string& name, changes& out);
+/// Forgets the binding and, for an auto-delete exchange left without bindings, the exchange.
+void drop_binding(self_ptr self, const binding_spec& b, changes& out);
+
+// `from_peer`: a change made on another member, applied here without being sent on.
+caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool passive,
+                                   bool from_peer = false);
+caf::result<void> delete_exchange(self_ptr self, const std::string& name, bool if_unused,
+                                  bool from_peer = false);
+caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& requester,
+                       bool from_peer = false);
+caf::result<void> unbind(self_ptr self, binding_spec& b, const caf::actor& requester,
+                         bool from_peer = false);
+
+caf::result<caf::actor, bool> find_exchange(self_ptr self, const std::string& name);
+/// Dead letters from a queue go through their exchange; a missing one drops them, as RabbitMQ.
+void dead_letter(self_ptr self, const std::string& exchange, std::vector<message_ptr>& msgs);
+std::vector<exchange_info> list_exchanges(const vhost_state& st);
+std::vector<binding_info> list_bindings(const vhost_state& st);
+
+// --- queues (vhost_queues.cpp) -----------------------------------------------------------------
+
+/// Fails with RESOURCE_LOCKED when `q` is exclusive to another connection.
+caf::error check_owner(const vhost_state& st, const vhost_state::queue_entry& q,
+                       const caf::actor& requester);
+
+/// Starts a queue's actor (recovering its messages, when durable) and binds it to the default
+/// exchange by its own name, as every queue is.
+void start_queue(self_ptr self, const queue_spec& spec, const queue_limits& limits, uint64_t id,
+                 std::map<std::string, int64_t> committed = {});
+/// Starts a new queue of this node and answers `rp` once its record is stored.
+void create_queue(self_ptr self, const queue_spec& spec, const queue_limits& limits,
+                  const caf::actor& requester, caf::typed_response_promise<queue_info> rp);
+/// Removes a queue that has already stopped (or is stopping) from the registry.
+void forget_queue(self_ptr self, const std::string& name, changes& out);
+/// Deletes a queue unconditionally (exclusive owner gone, auto-delete, x-expires).
+void delete_queue_now(self_ptr self, const std::string& name);
+
+caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool passive,
+                                      const caf::actor& requester);
+caf::result<uint32_t> delete_queue(self_ptr self, const std::string& name, bool if_unused,
+                                   bool if_empty, bool force, const caf::actor& requester);
+caf::result<uint32_t> purge(self_ptr self, const std::string& name, const caf::actor& requester);
+caf::result<stream_reply> stream_request(self_ptr self, const stream_command& cmd,
+                                         const caf::actor& requester);
+caf::result<caf::actor> find_queue(self_ptr self, const std::string& name,
+                                   const caf::actor& requester);
+/// A queue that should go (auto-delete, x-expires), unless it was replaced meanwhile.
+void queue_unused(self_ptr self, const std::string& name, const caf::actor& queue);
+
+caf::typed_response_promise<std::vector<queue_info>> list_queues(self_ptr self);
+caf::typed_response_promise<std::vector<consumer_info>> list_consumers(self_ptr self);
+caf::typed_response_promise<lookup_reply> lookup(self_ptr self, const message_id& id);
+/// Answered once every queue has recovered (queues recover before their first message).
+caf::typed_response_promise<void> when_ready(self_ptr self);
+
+// --- the cluster (vhost_cluster.cpp) -----------------------------------------------------------
+
+/// How long a member's queue may take to answer a listing.
+constexpr auto remote_timeout = std::chrono::seconds(10);
+
+caf::error node_down(const vhost_state& st, const remote_queues::entry& e);
+
+/// Sends a change made here to the other members (not one applied from them).
+void replicate(self_ptr self, topology_change change);
+/// Bindings to exclusive queues stay with them; the default exchange's are implicit.
+bool replicated(const vhost_state& st, const binding_spec& b);
+/// Tells the cluster where a queue of ours lives (exclusive queues stay with their connection).
+void announce(self_ptr self, const vhost_state::queue_entry& q);
+void unannounce(self_ptr self, const vhost_state::queue_entry& q);
+
+void set_cluster(self_ptr self, const caf::actor& cluster, const std::string& node_name);
+void remote_placed(self_ptr self, const queue_placement& p);
+/// Everything `node` has in this vhost, sent as it (re)joins.
+void remote_placed_all(self_ptr self, const std::string& node,
+                       const std::vector<queue_placement>& placements);
+void remote_removed(self_ptr self, const std::string& name, const std::string& node);
+void remote_node_gone(self_ptr self, const std::string& node, bool down);
+
+/// Our exchanges and bindings as the members share them (a member's metadata_view carries them).
+vhost_topology topology(const vhost_state& st);
+/// Takes a member's exchanges and bindings in place of ours.
+void adopt_topology(self_ptr self, const vhost_topology& theirs);
+/// A binding made on a member; one to a queue not placed here yet waits for its placement.
+caf::result<void> bind_from_peer(self_ptr self, binding_spec& b);
+caf::result<void> unbind_from_peer(self_ptr self, binding_spec& b);
+
+bool claim_pending(const vhost_state& st, const std::string& queue);
+
+// A request naming a queue whose claim is pending waits for it: it goes to this vhost again once
+// the claim is settled (the queue created here, or found elsewhere), and its answer to the asker.
+// So a client (or a definitions import) that binds or consumes right after declaring finds the
+// queue, as on a single node.
+template <class T, class... Ts>
+caf::result<T> park(self_ptr self, const std::string& name, Ts... xs) {
+  auto rp = self->make_response_promise<T>();
+  self->state.claims[name].parked.push_back([=]() mutable {
+    self->request(vhost_handle(caf::actor_cast<caf::actor>(self)), caf::infinite, xs...)
+        .then([=](T& answer) mutable { rp.deliver(std::move(answer)); },
+              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+  });
+  return rp;
+}
+
+template <class... Ts>
+caf::result<void> park_void(self_ptr self, const std::string& name, Ts... xs) {
+  auto rp = self->make_response_promise<void>();
+  self->state.claims[name].parked.push_back([=]() mutable {
+    self->request(vhost_handle(caf::actor_cast<caf::actor>(self)), caf::infinite, xs...)
+        .then([=]() mutable { deliver_unit(rp); },
+              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+  });
+  return rp;
+}
+
+/// A queue name is ordered across the cluster before a queue of that name is created.
+void claim_then_create(self_ptr self, const queue_spec& spec, const queue_limits& limits,
+                       const caf::actor& requester, caf::typed_response_promise<queue_info> rp);
+/// Another member is about to create queue `spec.name`: what we know of that name.
+claim_reply answer_claim(self_ptr self, const std::string& from, const queue_spec& spec);
+/// A new queue asked for on another node (--node): that node's vhost of this name declares it.
+caf::result<queue_info> declare_elsewhere(self_ptr self, queue_spec spec);
+
+}  // namespace warren::vhost_parts
