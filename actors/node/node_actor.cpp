@@ -73,23 +73,6 @@ namespace {
 
 using namespace node_parts;
 
-void spawn_vhost(self_ptr self, const std::string& name, vhost_recovery recovered) {
-  auto vhost = caf::actor_cast<caf::actor>(
-      self->spawn(vhost_actor, name, self->state.storage, std::move(recovered)));
-  if (auto l = self->state.limits_of.find(name); l != self->state.limits_of.end())
-    self->send(vhost_handle(vhost), settings_atom::value, l->second);
-  if (self->state.cluster)
-    self->send(vhost_handle(vhost), cluster_atom::value, self->state.cluster,
-               self->state.node_name);
-  self->state.vhosts[name] = vhost;
-}
-
-persistence::meta_mutation vhost_record(const std::string& name, bool erase,
-                                        const vhost_limits& limits = {}) {
-  return {persistence::meta_table::vhosts, persistence::vhost_key(name),
-          erase ? std::string() : persistence::encode_vhost(name, limits), erase};
-}
-
 // The vhosts whose statistics the asker may see: every one for users tagged administrator or
 // monitoring (RabbitMQ's rule) and for the node's own actors, else those the user has
 // permissions in.
@@ -225,32 +208,6 @@ std::vector<persistence::meta_mutation> apply_definitions(self_ptr self, const d
   return batch;
 }
 
-// Stops the vhost (its queues' messages and its records go), then forgets its permissions.
-void drop_vhost(self_ptr self, const std::string& name, std::function<void(caf::error)> done) {
-  auto v = self->state.vhosts.find(name);
-  if (v == self->state.vhosts.end()) {
-    done(caf::error{});
-    return;
-  }
-  auto vhost = v->second;
-  self->state.vhosts.erase(v);
-  self->state.limits_of.erase(name);
-  auto finish = [=](const caf::error& err) mutable {
-    if (err) {
-      done(err);
-      return;
-    }
-    std::vector<persistence::meta_mutation> batch{vhost_record(name, true)};
-    forget_permissions(self->state, batch, [&](const auto& key) { return key.second == name; });
-    persist(self, std::move(batch), [=](const caf::error& err) mutable {
-      if (!err) log(log_level::info, "node", "vhost " + quote(name) + " deleted");
-      done(err);
-    });
-  };
-  self->request(vhost_handle(vhost), caf::infinite, shutdown_atom::value)
-      .then([=]() mutable { finish(caf::error{}); }, [=](caf::error& err) mutable { finish(err); });
-}
-
 }  // namespace node_parts
 
 namespace {
@@ -324,66 +281,6 @@ caf::result<caf::actor, connection_settings, permission_record, grant_record> co
       "connection " + quote(hello.client_name) + " from " + hello.peer + " to vhost " +
           quote(hello.vhost));
   return {v->second, st.settings, rights, grant};
-}
-
-caf::result<void> add_vhost(self_ptr self, const std::string& name) {
-  if (auto err = require_admin(self, "adding a vhost")) return err;
-  if (auto problem = check_name("vhost name", name); !problem.empty())
-    return make_broker_error(reply_code::precondition_failed, problem);
-  if (self->state.vhosts.count(name) != 0) return caf::unit;
-  spawn_vhost(self, name, {});
-  log(log_level::info, "node", "vhost " + quote(name) + " added");
-  // Its creator may use it, as with RabbitMQ's management interface.
-  permission_record all{requester(self), name, ".*", ".*", ".*"};
-  self->state.permissions[{all.user, name}] = all;
-  access_change shared;
-  shared.put.vhosts.push_back({name, {}});
-  shared.put.permissions.push_back(all);
-  share_access(self, std::move(shared));
-  return store(self, {vhost_record(name, false), permission_change(all, false)});
-}
-
-caf::result<void> delete_vhost(self_ptr self, const std::string& name) {
-  if (auto err = require_admin(self, "deleting a vhost")) return err;
-  if (self->state.vhosts.count(name) == 0)
-    return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
-  auto rp = self->make_response_promise<void>();
-  drop_vhost(self, name, [=](const caf::error& err) mutable {
-    if (err) {
-      rp.deliver(err);
-      return;
-    }
-    share_access(self, vhost_deleted(name));
-    deliver_unit(rp);
-  });
-  return rp;
-}
-
-caf::result<void> set_vhost_limits(self_ptr self, const std::string& name,
-                                   const vhost_limits& limits) {
-  if (auto err = require_admin(self, "setting vhost limits")) return err;
-  auto v = self->state.vhosts.find(name);
-  if (v == self->state.vhosts.end())
-    return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
-  self->state.limits_of[name] = limits;
-  self->send(vhost_handle(v->second), settings_atom::value, limits);
-  access_change shared;
-  shared.put.vhosts.push_back({name, limits});
-  share_access(self, std::move(shared));
-  return store(self, {vhost_record(name, false, limits)});
-}
-
-caf::result<vhost_limits> vhost_limits_of(self_ptr self, const std::string& name) {
-  if (self->state.vhosts.count(name) == 0)
-    return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
-  auto l = self->state.limits_of.find(name);
-  return l == self->state.limits_of.end() ? vhost_limits{} : l->second;
-}
-
-std::vector<std::string> vhost_names(const node_state& st) {
-  std::vector<std::string> names;
-  for (const auto& [name, vhost] : st.vhosts) names.push_back(name);
-  return names;
 }
 
 caf::typed_response_promise<std::vector<queue_info>> list_queues(self_ptr self) {

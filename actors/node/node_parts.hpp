@@ -4,6 +4,7 @@
 #pragma once
 
 #include "actors/node/node_actor.hpp"
+#include "actors/vhost/vhost_actor.hpp"
 #include "persistence/metadata_codec.hpp"
 
 #include <caf/error.hpp>
@@ -44,8 +45,22 @@ void forget_permissions(node_state& st, std::vector<persistence::meta_mutation>&
 /// Puts `defs`' users, vhosts (with their limits) and permissions into the node's state; returns
 /// the records to store (node_actor.cpp).
 std::vector<persistence::meta_mutation> apply_definitions(self_ptr self, const definitions& defs);
+
+// --- vhosts (node_vhosts.cpp) -------------------------------------------------------------------
+
+/// Starts the actor of vhost `name`, handing it its limits and the cluster.
+void spawn_vhost(self_ptr self, const std::string& name, vhost_recovery recovered);
+/// Vhost `name`'s LMDB record (with its limits), or its erasure.
+persistence::meta_mutation vhost_record(const std::string& name, bool erase,
+                                        const vhost_limits& limits = {});
 /// Stops vhost `name` and drops its records and permissions; `done` once they are stored.
 void drop_vhost(self_ptr self, const std::string& name, std::function<void(caf::error)> done);
+caf::result<void> add_vhost(self_ptr self, const std::string& name);  // administrators
+caf::result<void> delete_vhost(self_ptr self, const std::string& name);
+caf::result<void> set_vhost_limits(self_ptr self, const std::string& name,
+                                   const vhost_limits& limits);
+caf::result<vhost_limits> vhost_limits_of(self_ptr self, const std::string& name);
+std::vector<std::string> vhost_names(const node_state& st);
 
 // --- users and permissions (node_users.cpp), each for administrators --------------------------
 
