@@ -193,8 +193,9 @@ using cluster_metadata_api = caf::typed_actor<
     // a member's whole view, sent as it comes up (catching up on what one of us missed)
     caf::reacts_to<replicate_atom, metadata_view>>;
 
-/// The cluster actor's whole interface. A peer checks it as a set of signatures when it connects
-/// (CAF's middleman compares the sets), so the order of the parts does not matter on the wire.
+/// The cluster actor's whole interface. How it is cut into parts changes nothing on the link: a
+/// peer sends messages, and the cluster actor is published and reached untyped (warren-node,
+/// cluster_join.cpp), so no signature list is compared.
 using cluster_actor_type = cluster_membership_api::extend_with<cluster_metadata_api>;
 
 /// The typed view of a cluster actor held as caf::actor.

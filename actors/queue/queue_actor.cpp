@@ -76,7 +76,7 @@ void keep_compacting(self_ptr self, bool at_once = false) {
 
 void on_sync(self_ptr self) {
   auto& st = self->state;
-  if (!st.store) return;
+  if (!st.store) return send_confirms(self, st.commits.refuse_all());
   bool durable = st.fsync != persistence::fsync_policy::never && !st.scratch;
   st.store->sync(durable);
   const auto& failed = st.store->failed();

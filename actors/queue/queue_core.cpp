@@ -57,6 +57,7 @@ std::vector<group_commit::confirms> group_commit::synced(const std::vector<uint6
 }
 
 std::vector<group_commit::confirms> group_commit::refuse_all() {
+  sync_requested_ = false;
   confirm_grouping out;
   for (const auto& w : waiting_) out.add(w.origin, w.channel, w.publish_seq, false);
   waiting_.clear();

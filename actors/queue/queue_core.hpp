@@ -51,7 +51,8 @@ class group_commit {
   bool request_sync();
   /// The sync ran: everything held is answered, acked unless its record is in `failed`.
   std::vector<confirms> synced(const std::vector<uint64_t>& failed);
-  /// The store went (delete): nothing held was stored, so all of it is nacked.
+  /// The store went (delete), or a sync found none: nothing held was stored, so all of it is
+  /// nacked, and the next write asks for a sync again.
   std::vector<confirms> refuse_all();
   bool empty() const { return waiting_.empty(); }
 

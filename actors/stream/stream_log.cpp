@@ -142,7 +142,7 @@ void append(self_ptr self, publish_batch& batch) {
 
 void on_sync(self_ptr self) {
   auto& st = self->state;
-  if (!st.store) return;
+  if (!st.store) return send_confirms(self, st.commits.refuse_all());
   st.store->sync(st.storage.fsync != persistence::fsync_policy::never);
   std::unordered_set<uint64_t> failed;
   for (auto seq : st.store->failed()) failed.insert(seq - 1);

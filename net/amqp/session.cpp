@@ -475,11 +475,15 @@ void amqp_link::on_loop(F f) {
   });
 }
 
+// The answer and the batch are moved into the posted work, never copied: a publish call's
+// outcomes, a listing or a batch of deliveries is copied by value once already.
 void amqp_link::reply(uint64_t request, caf::error error, request_answer answer) {
-  on_loop([=](session& s) mutable { s.complete(request, std::move(error), std::move(answer)); });
+  on_loop([request, error = std::move(error), answer = std::move(answer)](session& s) mutable {
+    s.complete(request, std::move(error), std::move(answer));
+  });
 }
 void amqp_link::deliver(uint16_t channel, const std::string& tag, std::vector<delivery> batch) {
-  on_loop([=](session& s) mutable {
+  on_loop([channel, tag, batch = std::move(batch)](session& s) mutable {
     s.deliver(channel, tag, std::move(batch));
     s.flush_output();
   });

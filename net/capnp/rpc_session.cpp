@@ -22,12 +22,17 @@ class rpc_link final : public client_link {
   rpc_link(std::shared_ptr<transport::loop_bridge> bridge, std::weak_ptr<rpc_session> session)
       : bridge_(std::move(bridge)), session_(std::move(session)) {}
 
+  // Moved into the posted work, never copied (a publish call's outcomes, a listing, a batch).
   void reply(uint64_t request, caf::error error, request_answer answer) override {
     on_loop(
-        [=](rpc_session& s) mutable { s.complete(request, std::move(error), std::move(answer)); });
+        [request, error = std::move(error), answer = std::move(answer)](rpc_session& s) mutable {
+          s.complete(request, std::move(error), std::move(answer));
+        });
   }
   void deliver(uint16_t channel, const std::string& tag, std::vector<delivery> batch) override {
-    on_loop([=](rpc_session& s) mutable { s.deliver(channel, tag, std::move(batch)); });
+    on_loop([channel, tag, batch = std::move(batch)](rpc_session& s) mutable {
+      s.deliver(channel, tag, std::move(batch));
+    });
   }
   void consumer_cancelled(uint16_t channel, const std::string& tag,
                           const std::string& reason) override {
