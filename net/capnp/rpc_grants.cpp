@@ -1,7 +1,9 @@
 #include "net/capnp/rpc_grants.hpp"
 
+#include "actors/common/broker_error.hpp"
 #include "actors/routing/topic_trie.hpp"
 #include "core/names.hpp"
+#include "core/reply_code.hpp"
 #include "net/capnp/rpc_channel_ops.hpp"
 
 namespace warren::net {
@@ -10,6 +12,16 @@ namespace {
 
 kj::ArrayPtr<const kj::byte> token_bytes(const std::string& token) {
   return kj::arrayPtr(reinterpret_cast<const kj::byte*>(token.data()), token.size());
+}
+
+// Whether a call's failure is a refusal that closed its channel ("CODE: text", CODE one that
+// closes an AMQP channel).
+bool closes_channel(const kj::Exception& e) {
+  std::string description = e.getDescription().cStr();
+  reply_code code;
+  auto end = description.find(": ");
+  return end != std::string::npos && parse_reply_code_name(description.substr(0, end), code) &&
+         is_channel_error(code);
 }
 
 // Opens channel `id` of a grant's session, in confirm mode for a publisher.
@@ -37,7 +49,16 @@ class grant_channel {
   /// while one of its calls runs.
   template <class Use>
   kj::Promise<void> with(Use use) {
-    return ready().then([this, use = kj::mv(use)]() mutable { return use(ops_); });
+    return ready().then([this, use = kj::mv(use)]() mutable {
+      auto id = ops_.id();
+      return use(ops_).catch_([this, id](kj::Exception&& e) -> kj::Promise<void> {
+        // A refusal that closes the channel: the connection actor says so too (channel_closed),
+        // but its notice may reach this loop after the client has read the failure and called
+        // again, which would then meet the closed channel (CHANNEL_ERROR).
+        if (closes_channel(e)) ops_.session()->mark_broker_closed(id);
+        return kj::mv(e);
+      });
+    });
   }
 
  private:
