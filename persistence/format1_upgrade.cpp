@@ -10,6 +10,7 @@
 
 #include <capnp/serialize.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -124,6 +125,46 @@ void rename_or_throw(const std::string& from, const std::string& to) {
   if (ec) throw std::runtime_error("cannot rename " + from + " to " + to + ": " + ec.message());
 }
 
+// Reads every segment of a format-1 folder; returns the bytes that could not be read.
+size_t read_v1_folder(const std::string& folder, const std::string& label,
+                      std::map<uint64_t, v1_message>& messages) {
+  std::vector<std::string> segments;
+  for (const auto& e : fs::directory_iterator(folder))
+    if (e.path().extension() == ".seg") segments.push_back(e.path().string());
+  std::sort(segments.begin(), segments.end());
+  size_t damaged = 0;
+  for (const auto& path : segments) damaged += read_v1_segment(path, label, messages);
+  return damaged;
+}
+
+// The originals an upgrade moved aside and a crash left under the temporary name: before its
+// last rename (damaged originals become <folder>.format1-damaged) or before their removal. They
+// go once the metadata records the upgrade, but only when they read clean: the next start
+// cannot know which of the two the crash interrupted, so it looks again, and damaged originals
+// are kept as the README promises.
+void settle_originals(const std::string& folder, const std::string& label) {
+  auto aside = folder + ".format1", kept = folder + ".format1-damaged";
+  std::error_code ec;
+  if (!fs::is_directory(aside, ec)) return;
+  std::map<uint64_t, v1_message> ignored;
+  if (read_v1_folder(aside, label, ignored) == 0) {
+    fs::remove_all(aside, ec);
+    return;
+  }
+  if (fs::exists(kept, ec)) {  // never over another copy: both stay for whoever looks
+    log(log_level::warn, "storage",
+        "queue " + label + ": damaged format-1 originals kept in " + aside + " (" + kept +
+            " exists already)");
+    return;
+  }
+  rename_or_throw(aside, kept);
+  sync_directory(fs::path(folder).parent_path().string());
+}
+
+std::string queue_label(const stored_queue& q) {
+  return "'" + q.spec.name + "' (vhost '" + q.vhost + "')";
+}
+
 }  // namespace
 
 bool holds_format2(const std::string& folder) {
@@ -147,18 +188,17 @@ format1_report upgrade_format1_folder(const std::string& folder, const std::stri
   fs::remove_all(fresh, ec);
   if (!fs::is_directory(folder, ec) || holds_format2(folder)) return report;
   std::map<uint64_t, v1_message> messages;
-  std::vector<std::string> segments;
-  for (const auto& e : fs::directory_iterator(folder))
-    if (e.path().extension() == ".seg") segments.push_back(e.path().string());
-  std::sort(segments.begin(), segments.end());
-  for (const auto& path : segments) report.damaged_bytes += read_v1_segment(path, label, messages);
+  report.damaged_bytes = read_v1_folder(folder, label, messages);
   report.messages = messages.size();
   fs::create_directories(fresh);  // also when nothing is carried over
   write_v2(fresh, label, messages);
   rename_or_throw(folder, aside);
   rename_or_throw(fresh, folder);
   sync_directory(fs::path(folder).parent_path().string());
-  if (report.damaged_bytes > 0) rename_or_throw(aside, folder + ".format1-damaged");
+  if (report.damaged_bytes > 0) {
+    rename_or_throw(aside, folder + ".format1-damaged");
+    sync_directory(fs::path(folder).parent_path().string());
+  }
   return report;
 }
 
@@ -170,7 +210,7 @@ void upgrade_data_dir(const data_dir& dir, lmdb_store& metadata,
             std::to_string(metadata.found_version()) + " to " +
             std::to_string(lmdb_store::format_version));
     for (const auto& q : queues) {
-      auto label = "'" + q.spec.name + "' (vhost '" + q.vhost + "')";
+      auto label = queue_label(q);
       auto report = upgrade_format1_folder(dir.queue_path(q.id), label);
       log(log_level::info, "storage",
           "queue " + label + ": " + std::to_string(report.messages) + " message(s) carried over" +
@@ -183,10 +223,7 @@ void upgrade_data_dir(const data_dir& dir, lmdb_store& metadata,
     metadata.write_format_version();
   }
   // The old copies of an upgrade the metadata now records.
-  for (const auto& q : queues) {
-    std::error_code ec;
-    fs::remove_all(dir.queue_path(q.id) + ".format1", ec);
-  }
+  for (const auto& q : queues) settle_originals(dir.queue_path(q.id), queue_label(q));
 }
 
 }  // namespace warren::persistence

@@ -9,7 +9,9 @@
 // replacement is put back and converted again, a leftover .upgrade is discarded, a folder
 // already in format 2 is skipped. The metadata is stamped with format 2 only after every
 // folder is converted; then the .format1 copies are removed, except those in which damage was
-// found, which are kept as <folder>.format1-damaged for whoever wants to look into them.
+// found, which are kept as <folder>.format1-damaged for whoever wants to look into them. A
+// .format1 copy a crash left behind is read again before it goes: the crash may have come
+// before damaged originals were renamed to be kept.
 #pragma once
 
 #include "persistence/data_dir.hpp"

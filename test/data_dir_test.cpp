@@ -177,6 +177,73 @@ BOOST_AUTO_TEST_CASE(an_upgrade_cut_short_by_a_crash_is_finished_by_the_next_sta
   expect_format1_messages_upgraded(dir.path());
 }
 
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A format-1 data dir like make_format1_dir's whose segment ends in 40 bytes no record can be
+// read from; returns the segment's bytes.
+std::string make_damaged_format1_dir(const std::string& data_dir) {
+  auto folder = make_format1_dir(data_dir);
+  auto segment = folder + "/00000000000000000001.seg";
+  std::ofstream(segment, std::ios::binary | std::ios::app) << std::string(40, '\x7f');
+  return file_bytes(segment);
+}
+
+// The originals of a folder in which the upgrade found damage are kept, byte for byte, beside
+// the upgraded queue, whose messages are all there once.
+void expect_damaged_originals_kept(const std::string& data_dir, const std::string& original) {
+  auto folder = data_dir + "/queues/1";
+  {
+    node_process node({}, data_dir);
+    auto bodies = std::vector<std::string>{};
+    for (const auto& d : drain(*connect_to(node), "q")) bodies.push_back(d.body);
+    BOOST_TEST(bodies == (std::vector<std::string>{"v1-1", "v1-3", "v1-4", "v1-5"}),
+               boost::test_tools::per_element());
+  }
+  BOOST_TEST(format_version_of(data_dir) == 2u);
+  BOOST_TEST(!fs::exists(folder + ".format1"));
+  auto kept = folder + ".format1-damaged/00000000000000000001.seg";
+  BOOST_TEST(fs::exists(kept));
+  BOOST_TEST((file_bytes(kept) == original), "the kept segment differs from the original");
+}
+
+BOOST_AUTO_TEST_CASE(damaged_originals_are_kept_after_an_upgrade) {
+  temp_dir dir;
+  auto original = make_damaged_format1_dir(dir.path());
+  expect_damaged_originals_kept(dir.path(), original);
+}
+
+// A crash between the last two renames of an upgrade: the new folder is in place, the damaged
+// originals still carry their temporary name (.format1), the metadata is not stamped yet. The
+// next start must keep them, not take them for a clean copy to remove. (Built as the crash
+// leaves it: renames are atomic, so these are the only states a crash there can leave.)
+BOOST_AUTO_TEST_CASE(damaged_originals_survive_a_crash_between_the_last_two_renames) {
+  temp_dir dir;
+  auto original = make_damaged_format1_dir(dir.path());
+  auto folder = dir.path() + "/queues/1";
+  { node_process node({}, dir.path()); }  // a whole upgrade, to get the new folder
+  BOOST_REQUIRE(fs::exists(folder + ".format1-damaged"));
+  fs::rename(folder + ".format1-damaged", folder + ".format1");
+  stamp_format_version(dir.path(), 1);
+  expect_damaged_originals_kept(dir.path(), original);
+}
+
+// The same crash with clean originals: the copy goes once the metadata is stamped.
+BOOST_AUTO_TEST_CASE(clean_originals_left_by_a_crash_are_removed) {
+  temp_dir dir;
+  auto folder = make_format1_dir(dir.path());
+  { node_process node({}, dir.path()); }
+  fs::create_directories(folder + ".format1");
+  std::ofstream(folder + ".format1/00000000000000000001.seg", std::ios::binary)
+      << format1_record(1, "v1-1", 1);
+  stamp_format_version(dir.path(), 1);
+  { node_process node({}, dir.path()); }
+  BOOST_TEST(!fs::exists(folder + ".format1"));
+  BOOST_TEST(!fs::exists(folder + ".format1-damaged"));
+}
+
 BOOST_AUTO_TEST_CASE(an_older_format_without_queue_files_is_upgraded_in_place) {
   temp_dir dir;
   {
