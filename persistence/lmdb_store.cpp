@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace warren::persistence {
@@ -12,7 +13,6 @@ constexpr const char* names[] = {"meta",     "vhosts",  "exchanges",   "queues",
                                  "bindings", "users",   "permissions", "members",
                                  "cluster",  "streams", "grants"};
 constexpr int table_count = sizeof(names) / sizeof(names[0]);
-constexpr size_t map_size = size_t{1} << 30;  // address space only; the file grows as needed
 
 void check(int rc, const std::string& what) {
   if (rc != MDB_SUCCESS) throw std::runtime_error("LMDB: " + what + ": " + mdb_strerror(rc));
@@ -41,10 +41,11 @@ struct txn_guard {
 
 }  // namespace
 
-lmdb_store::lmdb_store(const std::string& env_dir, const std::string& refuse_fresh) {
+lmdb_store::lmdb_store(const std::string& env_dir, const std::string& refuse_fresh,
+                       size_t map_bytes) {
   check(mdb_env_create(&env_), "create environment");
   mdb_env_set_maxdbs(env_, table_count);
-  mdb_env_set_mapsize(env_, map_size);
+  mdb_env_set_mapsize(env_, map_bytes);
   int rc = mdb_env_open(env_, env_dir.c_str(), 0, 0644);
   if (rc != MDB_SUCCESS) {
     mdb_env_close(env_);
@@ -124,22 +125,45 @@ lmdb_store::~lmdb_store() {
   if (env_ != nullptr) mdb_env_close(env_);
 }
 
-void lmdb_store::apply(const std::vector<meta_mutation>& batch) {
-  if (batch.empty()) return;
+// Writes the batch in one transaction; returns LMDB's code of the first failure (the
+// transaction is then aborted).
+int lmdb_store::write(const std::vector<meta_mutation>& batch) {
   txn_guard t;
-  check(mdb_txn_begin(env_, nullptr, 0, &t.txn), "begin write");
+  if (int rc = mdb_txn_begin(env_, nullptr, 0, &t.txn); rc != MDB_SUCCESS) return rc;
   for (const auto& m : batch) {
     auto dbi = dbis_[1 + static_cast<int>(m.table)];
     MDB_val key = val(m.key);
+    int rc = MDB_SUCCESS;
     if (m.erase) {
-      int rc = mdb_del(t.txn, dbi, &key, nullptr);
-      if (rc != MDB_NOTFOUND) check(rc, "delete");
+      rc = mdb_del(t.txn, dbi, &key, nullptr);
+      if (rc == MDB_NOTFOUND) rc = MDB_SUCCESS;
     } else {
       MDB_val value = val(m.value);
-      check(mdb_put(t.txn, dbi, &key, &value, 0), "put");
+      rc = mdb_put(t.txn, dbi, &key, &value, 0);
     }
+    if (rc != MDB_SUCCESS) return rc;
   }
-  t.commit("commit");
+  int rc = mdb_txn_commit(t.txn);
+  t.txn = nullptr;
+  return rc;
+}
+
+// The map is address space, not disk: a full one is doubled and the batch written again (the
+// persistence actor is the only writer, so no transaction is open here). Past max_map_bytes
+// the write fails with a clear error instead; a full disk fails the commit itself (ENOSPC).
+void lmdb_store::apply(const std::vector<meta_mutation>& batch) {
+  if (batch.empty()) return;
+  for (;;) {
+    int rc = write(batch);
+    if (rc == MDB_SUCCESS) return;
+    if (rc != MDB_MAP_FULL) check(rc, "write");
+    MDB_envinfo info{};
+    check(mdb_env_info(env_, &info), "read environment info");
+    if (info.me_mapsize >= max_map_bytes)
+      throw std::runtime_error("LMDB: the metadata store is full at its largest map (" +
+                               std::to_string(info.me_mapsize >> 20) + " MiB)");
+    check(mdb_env_set_mapsize(env_, std::min(info.me_mapsize * 2, max_map_bytes)), "grow the map");
+  }
 }
 
 metadata_contents lmdb_store::load() {

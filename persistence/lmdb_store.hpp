@@ -70,9 +70,16 @@ class lmdb_store {
   /// 2: segment files with file headers, checksummed frames and separate mark files.
   static constexpr uint32_t format_version = 2;
 
+  /// The map LMDB starts with: address space only, the file grows as pages are used. A full
+  /// map is doubled, up to max_map_bytes.
+  static constexpr size_t default_map_bytes = size_t{1} << 30;
+  static constexpr size_t max_map_bytes = size_t{1} << 40;
+
   /// With a non-empty `refuse_fresh`, a directory without metadata is refused with that text
-  /// instead of being started as a new one.
-  explicit lmdb_store(const std::string& env_dir, const std::string& refuse_fresh = {});
+  /// instead of being started as a new one. `map_bytes` is the map to start with (at least
+  /// what the file holds).
+  explicit lmdb_store(const std::string& env_dir, const std::string& refuse_fresh = {},
+                      size_t map_bytes = default_map_bytes);
 
   /// The format version the directory had when opened (format_version for a new one). An older
   /// one (1) stays so until write_format_version(), after its queue folders are upgraded.
@@ -83,7 +90,8 @@ class lmdb_store {
   lmdb_store(const lmdb_store&) = delete;
   lmdb_store& operator=(const lmdb_store&) = delete;
 
-  /// Writes the batch in one transaction; throws std::runtime_error if it could not commit.
+  /// Writes the batch in one transaction, growing a full map; throws std::runtime_error if it
+  /// could not commit.
   void apply(const std::vector<meta_mutation>& batch);
 
   metadata_contents load();
@@ -95,6 +103,7 @@ class lmdb_store {
   bool fresh_ = false;
   uint32_t found_version_ = format_version;
 
+  int write(const std::vector<meta_mutation>& batch);
   void check_not_truncated(const std::string& env_dir);
   void check_format_version(MDB_txn* txn, const std::string& env_dir,
                             const std::string& refuse_fresh);
