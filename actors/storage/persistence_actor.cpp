@@ -6,6 +6,55 @@
 
 namespace warren {
 
+namespace {
+
+using self_ptr = persistence_actor_type::stateful_pointer<persistence_state>;
+
+void schedule_retry(self_ptr self) {
+  if (self->state.retry_scheduled) return;
+  self->state.retry_scheduled = true;
+  self->delayed_send(self, std::chrono::seconds(1), flush_atom::value);
+}
+
+// Commits what is unwritten and what arrived since, in one transaction; answers the waiting.
+void flush(self_ptr self) {
+  auto& st = self->state;
+  st.flush_scheduled = false;
+  st.retry_scheduled = false;
+  auto waiting = std::move(st.waiting);
+  auto retried = st.unwritten.size();
+  auto batch = std::move(st.unwritten);
+  batch.insert(batch.end(), std::make_move_iterator(st.batch.begin()),
+               std::make_move_iterator(st.batch.end()));
+  st.waiting.clear();
+  st.batch.clear();
+  st.unwritten.clear();
+  caf::error failure;
+  try {
+    st.store->apply(batch);
+    if (retried != 0)
+      log(log_level::info, "persistence",
+          std::to_string(retried) + " change(s) kept from a failed commit are stored now");
+  } catch (const std::exception& e) {
+    if (!waiting.empty())  // a retry alone fails quietly: its failure was logged already
+      log(log_level::error, "persistence",
+          std::string(e.what()) + " (" + std::to_string(batch.size()) +
+              " change(s) kept, to be written again)");
+    failure = make_broker_error(reply_code::internal_error,
+                                std::string("metadata could not be stored: ") + e.what());
+    st.unwritten = std::move(batch);
+    schedule_retry(self);
+  }
+  for (auto& rp : waiting) {
+    if (failure)
+      rp.deliver(failure);
+    else
+      rp.deliver(caf::unit);
+  }
+}
+
+}  // namespace
+
 persistence_actor_type::behavior_type persistence_actor(
     persistence_actor_type::stateful_pointer<persistence_state> self,
     std::shared_ptr<persistence::lmdb_store> store) {
@@ -22,28 +71,7 @@ persistence_actor_type::behavior_type persistence_actor(
           self->send(self, flush_atom::value);
         }
       },
-      [=](flush_atom) {
-        auto& st = self->state;
-        st.flush_scheduled = false;
-        auto waiting = std::move(st.waiting);
-        auto batch = std::move(st.batch);
-        st.waiting.clear();
-        st.batch.clear();
-        caf::error failure;
-        try {
-          st.store->apply(batch);
-        } catch (const std::exception& e) {
-          log(log_level::error, "persistence", e.what());
-          failure = make_broker_error(reply_code::internal_error,
-                                      std::string("metadata could not be stored: ") + e.what());
-        }
-        for (auto& rp : waiting) {
-          if (failure)
-            rp.deliver(failure);
-          else
-            rp.deliver(caf::unit);
-        }
-      },
+      [=](flush_atom) { flush(self); },
   };
 }
 

@@ -5,6 +5,12 @@
 //
 // Group commit: requests are collected and the actor sends itself a flush message; everything
 // that arrived before the flush is processed goes into one write transaction (one fsync).
+//
+// A failed commit (an I/O error, a full disk) is answered with the error, so nothing is
+// acknowledged that is not stored. LMDB syncs the data before it writes the meta page that makes
+// a transaction count, so a failed sync leaves the last committed state whole, and writing
+// later is safe. The failed changes are kept and written first with the next commit, or by a
+// retry a second later: deletes have already happened in memory, and the disk must follow.
 #pragma once
 
 #include "actors/common/protocol.hpp"
@@ -35,6 +41,10 @@ struct persistence_state {
   std::vector<persistence::meta_mutation> batch;
   std::vector<caf::response_promise> waiting;
   bool flush_scheduled = false;
+  // Changes of failed commits, in order: memory already holds them (or has taken them back
+  // with a later change), so they go first into every later commit until one succeeds.
+  std::vector<persistence::meta_mutation> unwritten;
+  bool retry_scheduled = false;
 
   static inline const char* name = "persistence";
 };

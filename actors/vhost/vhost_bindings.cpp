@@ -148,7 +148,14 @@ caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool pass
     changes batch;
     put_exchange(st.vhost, spec, batch);
     auto rp = self->make_response_promise<void>();
-    reply_after(self, std::move(batch), rp);
+    auto created = st.exchanges[spec.name].actor;
+    reply_after_or_undo(self, std::move(batch), rp, [self, name = spec.name, created] {
+      auto e = self->state.exchanges.find(name);
+      if (e == self->state.exchanges.end() || e->second.actor != created) return;
+      changes unstored;  // erases of what was never stored, in case a later change was
+      remove_exchange(self, name, unstored);
+      persist_quietly(self, std::move(unstored));
+    });
     return rp;
   }
   if (auto m = exchange_mismatch(st.vhost, existing->second.spec, spec); !m.empty())
@@ -178,6 +185,33 @@ caf::result<void> delete_exchange(self_ptr self, const std::string& name, bool i
   return rp;
 }
 
+namespace {
+
+// The id the source exchange knows the binding's destination by, if it is still there.
+std::optional<uint64_t> destination_id(const vhost_state& st, const binding_spec& b) {
+  if (b.to_exchange) {
+    auto d = st.exchanges.find(b.destination);
+    return d == st.exchanges.end() ? std::nullopt : std::optional<uint64_t>(d->second.id);
+  }
+  if (auto q = st.queues.find(b.destination); q != st.queues.end()) return q->second.id;
+  if (const auto* r = st.remote.find(b.destination)) return r->id;
+  return std::nullopt;
+}
+
+// A binding whose record could not be stored goes again (see reply_after_or_undo).
+void undo_bind(self_ptr self, const binding_spec& b) {
+  auto& st = self->state;
+  auto e = st.exchanges.find(b.exchange);
+  if (st.bindings.count(binding_key(b)) == 0 || e == st.exchanges.end()) return;
+  if (auto id = destination_id(st, b))
+    caf::anon_send(exchange_handle(e->second.actor), unbind_atom::value, *id, b.key, b.arguments);
+  changes unstored;  // erases of what was never stored, in case a later change was
+  drop_binding(self, b, unstored);
+  persist_quietly(self, std::move(unstored));
+}
+
+}  // namespace
+
 caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& requester,
                        bool from_peer) {
   auto& st = self->state;
@@ -195,8 +229,9 @@ caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& request
   if (!from_peer && replicated(st, b)) replicate(self, {topology_change::bind, {}, {}, b});
   self->request(exchange_handle(st.exchanges[b.exchange].actor), caf::infinite, bind_atom::value,
                 target.id, target.actor, b.key, b.arguments)
-      .then([=](bool) mutable { reply_after(self, batch, rp); },
-            [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      .then(
+          [=](bool) mutable { reply_after_or_undo(self, batch, rp, [=] { undo_bind(self, b); }); },
+          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
   return rp;
 }
 

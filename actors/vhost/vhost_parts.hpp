@@ -57,6 +57,19 @@ inline void reply_after(self_ptr self, changes batch, caf::typed_response_promis
   });
 }
 
+/// Answers a create (declare, bind) once its metadata is committed. When the commit failed,
+/// `undo` takes the change back first, so that memory says what the disk says: a retry then
+/// stores it again, instead of finding it done and answering at once with nothing stored.
+template <class Undo>
+void reply_after_or_undo(self_ptr self, changes batch, caf::typed_response_promise<void> rp,
+                         Undo undo) {
+  persist(self, std::move(batch), [=](const caf::error& err) mutable {
+    if (!err) return deliver_unit(rp);
+    undo();
+    rp.deliver(err);
+  });
+}
+
 // --- exchanges and bindings (vhost_bindings.cpp) -----------------------------------------------
 
 /// Bindings survive a restart between a durable exchange and a durable exchange or a stored

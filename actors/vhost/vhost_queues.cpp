@@ -77,6 +77,18 @@ void start_queue(self_ptr self, const queue_spec& spec, const queue_limits& limi
   st.queues[spec.name] = std::move(entry);
 }
 
+// A queue whose record could not be stored goes again, files and all (it has none worth
+// keeping: nothing it took was confirmed before its declare was answered).
+void undo_create_queue(self_ptr self, const std::string& name, uint64_t id) {
+  auto& st = self->state;
+  auto q = st.queues.find(name);
+  if (q == st.queues.end() || q->second.id != id) return;
+  caf::anon_send(queue_handle(q->second.actor), delete_atom::value, false, false, true);
+  changes unstored;  // erases of what was never stored, in case a later change was
+  forget_queue(self, name, unstored);
+  persist_quietly(self, std::move(unstored));
+}
+
 void create_queue(self_ptr self, const queue_spec& spec, const queue_limits& limits,
                   const caf::actor& requester, caf::typed_response_promise<queue_info> rp) {
   auto& st = self->state;
@@ -91,7 +103,13 @@ void create_queue(self_ptr self, const queue_spec& spec, const queue_limits& lim
   queue_info fresh;
   fresh.vhost = st.vhost;
   fresh.spec = spec;
-  reply_after(self, std::move(batch), rp, std::move(fresh));
+  persist(self, std::move(batch), [=](const caf::error& err) mutable {
+    if (err) undo_create_queue(self, spec.name, id);  // see reply_after_or_undo
+    if (err)
+      rp.deliver(err);
+    else
+      rp.deliver(fresh);
+  });
 }
 
 void forget_queue(self_ptr self, const std::string& name, changes& out) {
