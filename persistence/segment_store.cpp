@@ -314,6 +314,12 @@ void segment_store::sync_written(bool durable) {
     unsynced_.clear();
     return;
   }
+  if (!sync_failure_.empty()) {
+    // An earlier sync failed: a sync that succeeds now proves nothing about those pages.
+    failing_.insert(failing_.end(), batch_seqs_.begin(), batch_seqs_.end());
+    unsynced_.clear();
+    return;
+  }
   try {
     for (auto first : unsynced_) {
       if (segments_.count(first) == 0) continue;
@@ -327,8 +333,9 @@ void segment_store::sync_written(bool durable) {
     dir_dirty_ = false;
   } catch (const std::exception& e) {
     last_error_ = e.what();
-    log(log_level::error, "storage", "queue " + label_ + ": " + last_error_);
-    // Whether those bytes are on disk is unknown: the batch must not be confirmed.
+    sync_failure_ = last_error_;
+    // Whether those bytes are on disk is unknown: the batch must not be confirmed. Its owner
+    // reads sync_failure() and logs it once, with what it does about it.
     failing_.insert(failing_.end(), batch_seqs_.begin(), batch_seqs_.end());
   }
   unsynced_.clear();

@@ -149,6 +149,11 @@ class segment_store {
   /// Sequence numbers the last sync() could not store (to nack); replaced by the next sync().
   const std::vector<uint64_t>& failed() const { return failed_; }
   const std::string& last_error() const { return last_error_; }
+  /// Why an fdatasync (of a segment or of the folder) failed, or empty while none has. After
+  /// such a failure the kernel may have dropped the pages it could not write and marked them
+  /// clean, so a later sync could succeed without them (PostgreSQL's "fsyncgate"): nothing this
+  /// store holds may be confirmed again until a restart reads back what is really on disk.
+  const std::string& sync_failure() const { return sync_failure_; }
 
   void remove(uint64_t seq);
   void mark_delivered(uint64_t seq);
@@ -296,6 +301,7 @@ class segment_store {
   std::vector<uint64_t> failing_;     // of this batch, known not to be stored
   std::vector<uint64_t> failed_;      // the last sync's failures
   std::string last_error_;
+  std::string sync_failure_;
 };
 
 }  // namespace warren::persistence

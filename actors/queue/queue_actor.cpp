@@ -74,6 +74,20 @@ void keep_compacting(self_ptr self, bool at_once = false) {
     self->delayed_send(self, std::chrono::seconds(1), compact_atom::value);
 }
 
+// A sync failed (segment_store::sync_failure): what waits for a confirm is nacked, consumers
+// are cancelled, and the queue takes and serves nothing until a restart reads its files back.
+// Deliveries still unacked stay with their channels; their messages are in the files.
+void sync_failed(self_ptr self) {
+  auto& st = self->state;
+  mark_sync_failed(st, st.store->sync_failure());
+  send_confirms(self, st.commits.refuse_all());
+  auto consumers = st.consumers.all();
+  tell_cancelled(self, consumers, st.describe() + " is unavailable: " + st.unavailable);
+  for (const auto& c : consumers)
+    st.consumers.remove(c.spec.connection, c.spec.channel, c.spec.tag);
+  report_memory(st);
+}
+
 void on_sync(self_ptr self) {
   auto& st = self->state;
   if (!st.store) return send_confirms(self, st.commits.refuse_all());
@@ -93,6 +107,7 @@ void on_sync(self_ptr self) {
   refill_head(st);
   report_memory(st);
   send_confirms(self, st.commits.synced(failed));
+  if (!st.store->sync_failure().empty()) return sync_failed(self);
   keep_compacting(self);
 }
 
@@ -286,7 +301,9 @@ bool store_message(self_ptr self, publish_batch& batch, const publish_item& item
     st.store->sync(true);
     bool ok = st.store->failed().empty();
     if (paged) forget_failed_pages(st, st.store->failed());
+    if (!ok && !paged) st.ready.remove_if([&](const auto& e) { return e.seq == seq; });
     if (item.seq != 0) (ok ? acked : nacked).push_back(item.seq);
+    if (!st.store->sync_failure().empty()) sync_failed(self);
   } else {
     st.commits.await(batch, item.seq, seq);
     schedule_sync(self);
@@ -303,6 +320,10 @@ void enqueue(self_ptr self, publish_batch& batch) {
   std::vector<message_ptr> overflowed;
   size_t cycling = 0;
   for (auto& item : batch.items) {
+    if (!st.unavailable.empty()) {  // a sync failed on the way (fsync=always)
+      if (item.seq != 0) nacked.push_back(item.seq);
+      continue;
+    }
     if (dead_letter_cycle(*item.msg, st.spec.name)) {
       ++cycling;
       continue;

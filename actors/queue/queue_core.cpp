@@ -81,13 +81,27 @@ caf::error unavailable_error(const queue_core& q) {
                            q.describe() + " is unavailable: " + q.unavailable);
 }
 
+namespace {
+
+void become_unavailable(queue_core& q, std::string reason) {
+  q.unavailable = std::move(reason);
+  q.store.reset();
+  log(log_level::error, q.kind(), q.describe() + " is unavailable: " + q.unavailable);
+}
+
+}  // namespace
+
 void mark_unavailable(queue_core& q, const std::string& why) {
   // Whatever failed, the folder is left exactly as it is: a queue that starts empty over files
   // it could not read would later write over them.
-  q.unavailable = "its files could not be loaded (" + why +
-                  "); they are left untouched until a restart can read them";
-  q.store.reset();
-  log(log_level::error, q.kind(), q.describe() + " is unavailable: " + why);
+  become_unavailable(q, "its files could not be loaded (" + why +
+                            "); they are left untouched until a restart can read them");
+}
+
+void mark_sync_failed(queue_core& q, const std::string& why) {
+  become_unavailable(q, "syncing its files failed (" + why +
+                            "); it takes and serves nothing until a restart reads back what "
+                            "is on disk");
 }
 
 std::string recovery_findings(const persistence::recovery_report& r) {

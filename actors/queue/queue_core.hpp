@@ -100,6 +100,10 @@ caf::error unavailable_error(const queue_core& q);
 /// and logs it once.
 void mark_unavailable(queue_core& q, const std::string& why);
 
+/// Marks the queue unavailable because a sync of its files failed (`why`; see
+/// segment_store::sync_failure), drops its store and logs it once.
+void mark_sync_failed(queue_core& q, const std::string& why);
+
 /// Opens q.store's files by calling `recover` (which reads them); if that throws, the store is
 /// dropped, q.unavailable says why and the failure is logged. False when unavailable.
 template <class Recover>
@@ -151,14 +155,20 @@ void watch(Self* self, const caf::actor& connection) {
     self->monitor(connection);
 }
 
+/// Tells each consumer's connection that the queue cancelled it, and why.
+template <class Self, class Consumers>
+void tell_cancelled(Self* self, const Consumers& consumers, const std::string& why) {
+  for (const auto& c : consumers)
+    self->send(caf::actor_cast<connection_broker_api>(c.spec.connection), cancelled_atom::value,
+               c.spec.channel, c.spec.tag, why);
+}
+
 /// The delete sequence: each consumer is told, the files go, publishes still waiting for a sync
 /// are nacked (they are not stored now), and the actor quits.
 template <class Self, class Consumers>
 void finish_delete(Self* self, const Consumers& consumers) {
   auto& q = self->state;
-  for (const auto& c : consumers)
-    self->send(caf::actor_cast<connection_broker_api>(c.spec.connection), cancelled_atom::value,
-               c.spec.channel, c.spec.tag, q.describe() + " was deleted");
+  tell_cancelled(self, consumers, q.describe() + " was deleted");
   destroy_store(q);
   send_confirms(self, q.commits.refuse_all());
   self->quit();

@@ -140,6 +140,19 @@ void append(self_ptr self, publish_batch& batch) {
     schedule_sync(self);
 }
 
+// A sync failed (segment_store::sync_failure): what waits for a confirm is nacked, consumers
+// are cancelled, and the stream takes and serves nothing until a restart reads its files back.
+void sync_failed(self_ptr self) {
+  auto& st = self->state;
+  mark_sync_failed(st, st.store->sync_failure());
+  send_confirms(self, st.commits.refuse_all());
+  auto consumers = st.consumers;
+  tell_cancelled(self, consumers, st.describe() + " is unavailable: " + st.unavailable);
+  for (const auto& c : consumers)
+    cancel_consumer(self, c.spec.connection, c.spec.channel, c.spec.tag);
+  report_memory(st);
+}
+
 void on_sync(self_ptr self) {
   auto& st = self->state;
   if (!st.store) return send_confirms(self, st.commits.refuse_all());
@@ -150,6 +163,7 @@ void on_sync(self_ptr self) {
     log(log_level::warn, "stream",
         st.describe() + ": " + std::to_string(failed.size()) +
             " message(s) could not be stored and were refused: " + st.store->last_error());
+  if (!st.store->sync_failure().empty()) return sync_failed(self);
   keep_in_tail(st, failed);
   st.durable_end = st.next_offset;
   send_confirms(self, st.commits.synced(st.store->failed()));
