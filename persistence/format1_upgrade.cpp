@@ -204,7 +204,7 @@ format1_report upgrade_format1_folder(const std::string& folder, const std::stri
 
 void upgrade_data_dir(const data_dir& dir, lmdb_store& metadata,
                       const std::vector<stored_queue>& queues) {
-  if (metadata.found_version() < lmdb_store::format_version) {
+  if (metadata.found_version() < 2) {  // format 2's folders are format 3's
     log(log_level::info, "storage",
         "upgrading data dir " + dir.path() + " from format " +
             std::to_string(metadata.found_version()) + " to " +

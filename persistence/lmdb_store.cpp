@@ -1,5 +1,8 @@
 #include "persistence/lmdb_store.hpp"
 
+#include "persistence/data_dir.hpp"
+#include "persistence/record_seal.hpp"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -16,6 +19,16 @@ constexpr int table_count = sizeof(names) / sizeof(names[0]);
 
 void check(int rc, const std::string& what) {
   if (rc != MDB_SUCCESS) throw std::runtime_error("LMDB: " + what + ": " + mdb_strerror(rc));
+}
+
+// A stored value without its seal; one that fails it is reported, never decoded.
+std::string_view unsealed(int table, std::string_view key, std::string_view stored) {
+  if (auto value = unseal(static_cast<uint8_t>(table), key, stored)) return *value;
+  throw std::runtime_error(std::string("metadata record damaged: table '") + names[table] +
+                           "', key '" + printable_key(key) +
+                           "' fails its checksum; the node does not start on metadata it "
+                           "would have to guess at (restore DATA_DIR/meta from a backup; the "
+                           "queue folders are untouched)");
 }
 
 MDB_val val(const std::string& s) {
@@ -59,7 +72,10 @@ lmdb_store::lmdb_store(const std::string& env_dir, const std::string& refuse_fre
     for (int i = 0; i < table_count; ++i)
       check(mdb_dbi_open(t.txn, names[i], MDB_CREATE, &dbis_[i]), names[i]);
     check_format_version(t.txn, env_dir, refuse_fresh);
+    seal_unsealed_values(t.txn);
     t.commit("initialize");
+    // LMDB never syncs its folder: without this, a power cut could take back the new data.mdb.
+    if (fresh_) sync_directory(env_dir);
   } catch (...) {
     mdb_env_close(env_);
     env_ = nullptr;
@@ -85,6 +101,15 @@ void lmdb_store::check_not_truncated(const std::string& env_dir) {
                              "; restore it from a backup (the queue folders are untouched)");
 }
 
+bool lmdb_store::holds_no_records(MDB_txn* txn) {
+  for (int table = 1; table < table_count; ++table) {
+    MDB_stat stat{};
+    check(mdb_stat(txn, dbis_[table], &stat), std::string("count ") + names[table]);
+    if (stat.ms_entries != 0) return false;
+  }
+  return true;
+}
+
 void lmdb_store::check_format_version(MDB_txn* txn, const std::string& env_dir,
                                       const std::string& refuse_fresh) {
   const std::string version_key = "format-version";
@@ -97,6 +122,12 @@ void lmdb_store::check_format_version(MDB_txn* txn, const std::string& env_dir,
   } else {
     check(rc, "read format version");
     found = decode_format_version(view(data));
+    // A first start stores its format version here, and vhost '/' and its user later (through
+    // the persistence actor). Cut short in between, it holds no record at all: start over.
+    if (holds_no_records(txn)) {
+      if (!refuse_fresh.empty()) throw std::runtime_error(refuse_fresh);
+      fresh_ = true;
+    }
   }
   if (found > format_version || found < 1)
     throw std::runtime_error("data dir metadata in " + env_dir + " has format version " +
@@ -108,6 +139,42 @@ void lmdb_store::check_format_version(MDB_txn* txn, const std::string& env_dir,
   auto bytes = encode_format_version(format_version);
   MDB_val value = val(bytes);
   check(mdb_put(txn, dbis_[0], &key, &value, 0), "write format version");
+}
+
+// Seals the values of a directory written before format 3, in the transaction that opens it:
+// all of them or, after a crash, none. A marker says they are sealed, since a format-1
+// directory keeps its version until its queue folders are upgraded.
+void lmdb_store::seal_unsealed_values(MDB_txn* txn) {
+  const std::string marker = "values-sealed";
+  MDB_val key = val(marker), data;
+  int rc = mdb_get(txn, dbis_[0], &key, &data);
+  if (rc == MDB_SUCCESS) return;
+  if (rc != MDB_NOTFOUND) check(rc, "read " + marker);
+  for (int table = 1; table < table_count; ++table) {
+    std::vector<std::pair<std::string, std::string>> records;
+    MDB_cursor* cursor = nullptr;
+    check(mdb_cursor_open(txn, dbis_[table], &cursor), "cursor");
+    MDB_val k, v;
+    for (rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST); rc == MDB_SUCCESS;
+         rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT))
+      records.emplace_back(std::string(view(k)), std::string(view(v)));
+    mdb_cursor_close(cursor);
+    if (rc != MDB_NOTFOUND) check(rc, std::string("read ") + names[table]);
+    for (const auto& [name, value] : records) {
+      auto sealed = seal(static_cast<uint8_t>(table), name, value);
+      MDB_val sk = val(name), sv = val(sealed);
+      check(mdb_put(txn, dbis_[table], &sk, &sv, 0), std::string("seal ") + names[table]);
+    }
+  }
+  const std::string yes_text = "1";
+  MDB_val yes = val(yes_text);
+  check(mdb_put(txn, dbis_[0], &key, &yes, 0), "write " + marker);
+  if (found_version_ != 2) return;  // a new directory has 3; format 1 is stamped after upgrading
+  const std::string version_name = "format-version";
+  auto bytes = encode_format_version(format_version);
+  MDB_val version_key = val(version_name), version = val(bytes);
+  check(mdb_put(txn, dbis_[0], &version_key, &version, 0), "write format version");
+  found_version_ = format_version;
 }
 
 void lmdb_store::write_format_version() {
@@ -138,7 +205,8 @@ int lmdb_store::write(const std::vector<meta_mutation>& batch) {
       rc = mdb_del(t.txn, dbi, &key, nullptr);
       if (rc == MDB_NOTFOUND) rc = MDB_SUCCESS;
     } else {
-      MDB_val value = val(m.value);
+      auto sealed = seal(static_cast<uint8_t>(1 + static_cast<int>(m.table)), m.key, m.value);
+      MDB_val value = val(sealed);
       rc = mdb_put(t.txn, dbi, &key, &value, 0);
     }
     if (rc != MDB_SUCCESS) return rc;
@@ -178,7 +246,7 @@ metadata_contents lmdb_store::load() {
     int rc = mdb_cursor_get(cursor, &key, &data, MDB_FIRST);
     try {
       while (rc == MDB_SUCCESS) {
-        auto bytes = view(data);
+        auto bytes = unsealed(table, view(key), view(data));
         switch (table) {
           case 1: {
             auto v = decode_vhost(bytes);

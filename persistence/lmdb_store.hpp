@@ -68,7 +68,9 @@ struct metadata_contents {
 class lmdb_store {
  public:
   /// 2: segment files with file headers, checksummed frames and separate mark files.
-  static constexpr uint32_t format_version = 2;
+  /// 3: format 2, and every metadata value sealed with a checksum (record_seal.hpp). The queue
+  /// folders are as in format 2; a format-2 directory is sealed in place when opened.
+  static constexpr uint32_t format_version = 3;
 
   /// The map LMDB starts with: address space only, the file grows as pages are used. A full
   /// map is doubled, up to max_map_bytes.
@@ -91,9 +93,11 @@ class lmdb_store {
   lmdb_store& operator=(const lmdb_store&) = delete;
 
   /// Writes the batch in one transaction, growing a full map; throws std::runtime_error if it
-  /// could not commit.
+  /// could not commit. Values are sealed with their checksum on the way.
   void apply(const std::vector<meta_mutation>& batch);
 
+  /// Reads everything. A value whose seal does not match throws std::runtime_error naming its
+  /// table and key: the node does not start on metadata it would have to guess at.
   metadata_contents load();
 
  private:
@@ -107,6 +111,8 @@ class lmdb_store {
   void check_not_truncated(const std::string& env_dir);
   void check_format_version(MDB_txn* txn, const std::string& env_dir,
                             const std::string& refuse_fresh);
+  void seal_unsealed_values(MDB_txn* txn);
+  bool holds_no_records(MDB_txn* txn);
 };
 
 }  // namespace warren::persistence

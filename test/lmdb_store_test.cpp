@@ -1,12 +1,18 @@
 // The metadata store against real LMDB files in a temporary directory: a map that fills up is
 // grown and the batch written again, so that metadata is never refused for want of address
-// space, and what was written reads back, also after reopening with a smaller map.
+// space, and what was written reads back, also after reopening with a smaller map. Every value
+// is sealed with a checksum: a damaged one is reported with its table and key, and a format-2
+// directory (values unsealed) is sealed when opened.
 #include <boost/test/unit_test.hpp>
 
 #include "persistence/lmdb_store.hpp"
 #include "persistence/metadata_codec.hpp"
 #include "subprocess.hpp"
 
+#include <lmdb.h>
+
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -35,7 +41,80 @@ void add_users(lmdb_store& store, int first, int count) {
   store.apply(batch);
 }
 
+// Flips a bit in every copy of `text` in the LMDB data file (older copies in free pages too).
+size_t flip_every(const std::string& dir, const std::string& text) {
+  auto file = dir + "/data.mdb";
+  std::string bytes;
+  {
+    std::ifstream in(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  size_t n = 0;
+  for (auto at = bytes.find(text); at != std::string::npos; at = bytes.find(text, at + 1), ++n)
+    bytes[at + text.size() / 2] ^= 0x01;
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+  return n;
+}
+
+// A directory as format 2 left it: values without seals, stamped 2.
+void write_format2(const std::string& dir, const std::string& user) {
+  MDB_env* env = nullptr;
+  mdb_env_create(&env);
+  mdb_env_set_maxdbs(env, 16);
+  BOOST_REQUIRE(mdb_env_open(env, dir.c_str(), 0, 0644) == 0);
+  MDB_txn* txn = nullptr;
+  mdb_txn_begin(env, nullptr, 0, &txn);
+  MDB_dbi meta, users;
+  mdb_dbi_open(txn, "meta", MDB_CREATE, &meta);
+  mdb_dbi_open(txn, "users", MDB_CREATE, &users);
+  std::string vk = "format-version", vv = warren::persistence::encode_format_version(2);
+  std::string uk = warren::persistence::user_key(user);
+  std::string uv = warren::persistence::encode_user({user, "hash", {}});
+  MDB_val k1{vk.size(), vk.data()}, v1{vv.size(), vv.data()};
+  MDB_val k2{uk.size(), uk.data()}, v2{uv.size(), uv.data()};
+  mdb_put(txn, meta, &k1, &v1, 0);
+  mdb_put(txn, users, &k2, &v2, 0);
+  BOOST_REQUIRE(mdb_txn_commit(txn) == 0);
+  mdb_env_close(env);
+}
+
 }  // namespace
+
+BOOST_AUTO_TEST_CASE(a_damaged_value_is_reported_with_its_table_and_key) {
+  warren::test::temp_dir dir;
+  {
+    lmdb_store store(dir.path());
+    warren::user_record u{"alice", "a-password-hash-only-found-in-the-value", {}};
+    store.apply({{meta_table::users, warren::persistence::user_key(u.name),
+                  warren::persistence::encode_user(u), false}});
+  }
+  BOOST_REQUIRE(flip_every(dir.path(), "a-password-hash-only-found-in-the-value") >= 1u);
+  lmdb_store store(dir.path());
+  try {
+    store.load();
+    BOOST_FAIL("a damaged value was decoded");
+  } catch (const std::runtime_error& e) {
+    std::string what = e.what();
+    BOOST_TEST(what.find("metadata record damaged: table 'users', key '") != std::string::npos,
+               what);
+    BOOST_TEST(what.find("alice") != std::string::npos, what);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_format_2_directory_is_sealed_when_opened) {
+  warren::test::temp_dir dir;
+  write_format2(dir.path(), "bob");
+  {
+    lmdb_store store(dir.path());
+    BOOST_TEST(store.found_version() == lmdb_store::format_version);
+    auto users = store.load().users;
+    BOOST_REQUIRE(users.size() == 1u);
+    BOOST_TEST(users.front().name == "bob");
+  }
+  lmdb_store again(dir.path());  // sealed once, not twice
+  BOOST_TEST(again.load().users.size() == 1u);
+  BOOST_TEST(again.load().users.front().password_hash == "hash");
+}
 
 BOOST_AUTO_TEST_CASE(a_full_map_is_grown_and_nothing_is_refused) {
   warren::test::temp_dir dir;
