@@ -22,16 +22,28 @@ namespace {
   throw std::runtime_error(what + ": " + std::strerror(err));
 }
 
-void make_dir(const std::string& path) {
+// Creates `path` (and missing parents); true when it was not there. A new folder's name is
+// durable only once its parent is synced (see make_durable_dir).
+bool make_dir(const std::string& path) {
   std::error_code ec;
-  fs::create_directories(path, ec);
+  bool created = fs::create_directories(path, ec);
   if (ec) throw std::runtime_error("cannot create directory " + path + ": " + ec.message());
+  return created;
+}
+
+// A folder a power cut must not take back: without the parent's sync, a new meta/ or queues/
+// could vanish with every queue folder in it (found by the power-cut simulator).
+void make_durable_dir(const std::string& path) {
+  if (!make_dir(path)) return;
+  auto full = fs::absolute(path).lexically_normal();
+  if (!full.has_filename()) full = full.parent_path();  // "a/b/" names b
+  sync_directory(full.parent_path().string());
 }
 
 }  // namespace
 
 data_dir::data_dir(std::string path) : path_(std::move(path)) {
-  make_dir(path_);
+  make_durable_dir(path_);
   auto lock_path = path_ + "/lock";
   lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock_fd_ < 0) fail("cannot open " + lock_path, errno);
@@ -48,8 +60,8 @@ data_dir::data_dir(std::string path) : path_(std::move(path)) {
   auto pid = std::to_string(::getpid()) + "\n";
   if (::ftruncate(lock_fd_, 0) != 0 || ::pwrite(lock_fd_, pid.data(), pid.size(), 0) < 0)
     fail("cannot write " + lock_path, errno);
-  make_dir(meta_path());
-  make_dir(path_ + "/queues");
+  make_durable_dir(meta_path());
+  make_durable_dir(path_ + "/queues");
 }
 
 data_dir::~data_dir() {
