@@ -32,12 +32,21 @@ bool make_dir(const std::string& path) {
 }
 
 // A folder a power cut must not take back: without the parent's sync, a new meta/ or queues/
-// could vanish with every queue folder in it (found by the power-cut simulator).
+// could vanish with every queue folder in it (found by the power-cut simulator). Every folder
+// created here gets its parent synced, and so does `path` on every start: a start cut short
+// after creating it may not have synced it.
 void make_durable_dir(const std::string& path) {
-  if (!make_dir(path)) return;
   auto full = fs::absolute(path).lexically_normal();
   if (!full.has_filename()) full = full.parent_path();  // "a/b/" names b
-  sync_directory(full.parent_path().string());
+  auto existing = full;
+  while (existing.has_parent_path() && existing != existing.parent_path() && !fs::exists(existing))
+    existing = existing.parent_path();
+  make_dir(full.string());
+  for (auto created = full; created != existing; created = created.parent_path()) {
+    sync_directory(created.parent_path().string());
+    if (created.parent_path() == created) break;
+  }
+  if (existing == full) sync_directory(full.parent_path().string());
 }
 
 }  // namespace

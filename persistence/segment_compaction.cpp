@@ -110,7 +110,9 @@ bool segment_store::replace_files(uint64_t first, const compacted& c) {
   try {
     sync_directory(dir_);
   } catch (const std::exception& e) {
-    log(log_level::warn, "storage", "queue " + label_ + ": " + e.what());
+    // The renames may not be durable, and a later sync that passes would prove nothing: the
+    // queue stops like after any failed sync (sync_failure), and a restart reads what is there.
+    last_error_ = sync_failure_ = e.what();
   }
   return true;
 }

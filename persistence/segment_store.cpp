@@ -60,7 +60,13 @@ void segment_store::ensure_dir() {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) throw std::runtime_error("cannot create " + dir_ + ": " + ec.message());
-  sync_directory(fs::path(dir_).parent_path().string());
+  try {
+    sync_directory(fs::path(dir_).parent_path().string());
+  } catch (const std::exception& e) {
+    // As with a file's sync (sync_written): a later sync that passes proves nothing.
+    last_error_ = sync_failure_ = e.what();
+    throw;
+  }
   dir_ready_ = true;
 }
 

@@ -80,6 +80,8 @@ void keep_compacting(self_ptr self, bool at_once = false) {
 void sync_failed(self_ptr self) {
   auto& st = self->state;
   mark_sync_failed(st, st.store->sync_failure());
+  st.paged = {};  // they stay in the files, for the restart: without the store, unreachable
+  st.paged_unsynced.clear();
   send_confirms(self, st.commits.refuse_all());
   auto consumers = st.consumers.all();
   tell_cancelled(self, consumers, st.describe() + " is unavailable: " + st.unavailable);

@@ -110,7 +110,7 @@ void page_in(queue_state& st, size_t want) {
 }
 
 void refill_head(queue_state& st) {
-  while (st.ready.empty() && st.paged.count > 0) page_in(st, chunk_messages);
+  while (st.ready.empty() && st.paged.count > 0 && st.store) page_in(st, chunk_messages);
 }
 
 void forget_failed_pages(queue_state& st, const std::vector<uint64_t>& failed) {

@@ -4,6 +4,10 @@
 #include "actors/common/broker_error.hpp"
 #include "core/log.hpp"
 
+#include <algorithm>
+#include <set>
+#include <utility>
+
 namespace warren {
 
 namespace {
@@ -14,6 +18,18 @@ void schedule_retry(self_ptr self) {
   if (self->state.retry_scheduled) return;
   self->state.retry_scheduled = true;
   self->delayed_send(self, std::chrono::seconds(1), flush_atom::value);
+}
+
+// The last change of each (table, key) of `batch`, in their order: what a failing disk keeps
+// waiting stays as large as the records it touches, however many times they changed.
+std::vector<persistence::meta_mutation> last_per_key(
+    std::vector<persistence::meta_mutation> batch) {
+  std::set<std::pair<persistence::meta_table, std::string>> seen;
+  std::vector<persistence::meta_mutation> out;
+  for (auto m = batch.rbegin(); m != batch.rend(); ++m)
+    if (seen.emplace(m->table, m->key).second) out.push_back(std::move(*m));
+  std::reverse(out.begin(), out.end());
+  return out;
 }
 
 // Commits what is unwritten and what arrived since, in one transaction; answers the waiting.
@@ -42,7 +58,7 @@ void flush(self_ptr self) {
               " change(s) kept, to be written again)");
     failure = make_broker_error(reply_code::internal_error,
                                 std::string("metadata could not be stored: ") + e.what());
-    st.unwritten = std::move(batch);
+    st.unwritten = last_per_key(std::move(batch));
     schedule_retry(self);
   }
   for (auto& rp : waiting) {

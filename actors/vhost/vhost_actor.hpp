@@ -84,13 +84,18 @@ struct vhost_state {
   remote_queues remote;   // queues of this vhost living on other nodes
   caf::actor down_queue;  // refuses publishes to queues whose node is down
   std::vector<binding_spec> waiting_bindings;  // from members, to queues not placed here yet
-  // Queues about to be created here while the members are asked (cluster claims), with the
-  // requests naming them that wait for the answer (each asks again when called).
+  // Queues about to be created here while the members are asked (cluster claims), or while
+  // their record is committed (`committing`: the name is ours), with the requests naming them
+  // that wait for the answer (each asks again when called).
   struct claim {
     queue_spec spec;
     std::vector<std::function<void()>> parked;
+    bool committing = false;
   };
   std::map<std::string, claim> claims;
+  // New durable exchanges and bindings whose record is being committed (vhost_parts.hpp,
+  // exchange_hold / binding_hold), with the requests naming them that wait for it.
+  std::map<std::string, std::vector<std::function<void()>>> committing;
 
   static inline const char* name = "vhost";
 };

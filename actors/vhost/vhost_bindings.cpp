@@ -119,9 +119,41 @@ void remove_exchange(self_ptr self, const std::string& name, changes& out) {
   st.exchanges.erase(e);
 }
 
+namespace {
+
+// Starts a durable exchange once its record is stored (see exchange_hold).
+caf::result<void> create_durable_exchange(self_ptr self, const exchange_spec& spec,
+                                          bool from_peer) {
+  auto& st = self->state;
+  auto hold = exchange_hold(spec.name);
+  st.committing[hold];
+  changes batch;
+  put_exchange(st.vhost, spec, batch);
+  auto rp = self->make_response_promise<void>();
+  persist(self, std::move(batch), [=](const caf::error& err) mutable {
+    if (err) {
+      changes unstored;  // the put stays queued for a retry (persistence_actor.hpp): cancel it
+      erase_exchange(self->state.vhost, spec.name, unstored);
+      persist_quietly(self, std::move(unstored));
+      rp.deliver(err);
+    } else {
+      add_exchange(self, spec, false);
+      if (!from_peer) replicate(self, {topology_change::declare_exchange, spec, {}, {}});
+      deliver_unit(rp);
+    }
+    release(self, hold);
+  });
+  return rp;
+}
+
+}  // namespace
+
 caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool passive,
                                    bool from_peer) {
   auto& st = self->state;
+  if (auto hold = exchange_hold(spec.name); held(st, hold))
+    return from_peer ? park_void_on(self, st.committing[hold], replicate_atom::value, spec)
+                     : park_void_on(self, st.committing[hold], declare_atom::value, spec, passive);
   if (spec.name.empty()) {
     if (passive) return caf::unit;
     return make_broker_error(reply_code::access_refused,
@@ -142,21 +174,12 @@ caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool pass
     if (is_reserved_name(spec.name))
       return make_broker_error(reply_code::access_refused, "exchange name " + quote(spec.name) +
                                                                " uses the reserved prefix 'amq.'");
-    add_exchange(self, spec, false);
-    if (!from_peer) replicate(self, {topology_change::declare_exchange, spec, {}, {}});
-    if (!spec.durable) return caf::unit;
-    changes batch;
-    put_exchange(st.vhost, spec, batch);
-    auto rp = self->make_response_promise<void>();
-    auto created = st.exchanges[spec.name].actor;
-    reply_after_or_undo(self, std::move(batch), rp, [self, name = spec.name, created] {
-      auto e = self->state.exchanges.find(name);
-      if (e == self->state.exchanges.end() || e->second.actor != created) return;
-      changes unstored;  // erases of what was never stored, in case a later change was
-      remove_exchange(self, name, unstored);
-      persist_quietly(self, std::move(unstored));
-    });
-    return rp;
+    if (!spec.durable) {
+      add_exchange(self, spec, false);
+      if (!from_peer) replicate(self, {topology_change::declare_exchange, spec, {}, {}});
+      return caf::unit;
+    }
+    return create_durable_exchange(self, spec, from_peer);
   }
   if (auto m = exchange_mismatch(st.vhost, existing->second.spec, spec); !m.empty())
     return invalid(m);
@@ -170,6 +193,11 @@ caf::result<void> delete_exchange(self_ptr self, const std::string& name, bool i
     return make_broker_error(
         reply_code::access_refused,
         "exchange " + quote(name) + " belongs to the server and cannot be deleted");
+  if (auto hold = exchange_hold(name); held(st, hold))
+    return from_peer ? park_void_on(self, st.committing[hold], replicate_atom::value,
+                                    delete_atom::value, name)
+                     : park_void_on(self, st.committing[hold], delete_atom::value,
+                                    exchanges_atom::value, name, if_unused);
   // Deleting what is not there is not an error (as in RabbitMQ): deletes are idempotent.
   if (st.exchanges.count(name) == 0) return caf::unit;
   if (if_unused) {
@@ -185,29 +213,57 @@ caf::result<void> delete_exchange(self_ptr self, const std::string& name, bool i
   return rp;
 }
 
-namespace {
-
-// The id the source exchange knows the binding's destination by, if it is still there.
-std::optional<uint64_t> destination_id(const vhost_state& st, const binding_spec& b) {
-  if (b.to_exchange) {
-    auto d = st.exchanges.find(b.destination);
-    return d == st.exchanges.end() ? std::nullopt : std::optional<uint64_t>(d->second.id);
-  }
-  if (auto q = st.queues.find(b.destination); q != st.queues.end()) return q->second.id;
-  if (const auto* r = st.remote.find(b.destination)) return r->id;
-  return std::nullopt;
+std::string exchange_hold(const std::string& name) {
+  return "exchange " + name;
 }
 
-// A binding whose record could not be stored goes again (see reply_after_or_undo).
-void undo_bind(self_ptr self, const binding_spec& b) {
+std::string binding_hold(const binding_spec& b) {
+  return "binding " + binding_key(b);
+}
+
+bool held(const vhost_state& st, const std::string& hold) {
+  return st.committing.count(hold) != 0;
+}
+
+std::string binding_hold_in_force(const vhost_state& st, const binding_spec& b) {
+  for (auto hold : {exchange_hold(b.exchange), b.to_exchange ? exchange_hold(b.destination) : "",
+                    binding_hold(b)})
+    if (!hold.empty() && held(st, hold)) return hold;
+  return {};
+}
+
+void release(self_ptr self, const std::string& hold) {
+  auto i = self->state.committing.find(hold);
+  if (i == self->state.committing.end()) return;
+  auto waiting = std::move(i->second);
+  self->state.committing.erase(i);
+  unpark(std::move(waiting));
+}
+
+namespace {
+
+// A binding takes effect once its record is stored (see binding_hold); both ends are checked
+// again then, as either may have gone meanwhile.
+void bind_after_commit(self_ptr self, binding_spec b, bool stored_record,
+                       const caf::actor& requester, bool from_peer,
+                       caf::typed_response_promise<void> rp) {
   auto& st = self->state;
-  auto e = st.exchanges.find(b.exchange);
-  if (st.bindings.count(binding_key(b)) == 0 || e == st.exchanges.end()) return;
-  if (auto id = destination_id(st, b))
-    caf::anon_send(exchange_handle(e->second.actor), unbind_atom::value, *id, b.key, b.arguments);
-  changes unstored;  // erases of what was never stored, in case a later change was
-  drop_binding(self, b, unstored);
-  persist_quietly(self, std::move(unstored));
+  binding_target target;
+  auto err = check_binding(self, b, requester, target);
+  if (!err && st.bindings.count(binding_key(b)) != 0) return deliver_unit(rp);
+  if (err) {
+    changes unstored;  // the record outlived an end of the binding: it goes
+    if (stored_record) erase_binding(st.vhost, b, unstored);
+    persist_quietly(self, std::move(unstored));
+    rp.deliver(err);
+    return;
+  }
+  st.bindings[binding_key(b)] = b;
+  if (!from_peer && replicated(st, b)) replicate(self, {topology_change::bind, {}, {}, b});
+  self->request(exchange_handle(st.exchanges[b.exchange].actor), caf::infinite, bind_atom::value,
+                target.id, target.actor, b.key, b.arguments)
+      .then([=](bool) mutable { deliver_unit(rp); },
+            [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
 }
 
 }  // namespace
@@ -218,20 +274,30 @@ caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& request
   if (!b.to_exchange && claim_pending(st, b.destination))
     return from_peer ? park_void(self, b.destination, replicate_atom::value, bind_atom::value, b)
                      : park_void(self, b.destination, bind_atom::value, b, requester);
+  if (auto hold = binding_hold_in_force(st, b); !hold.empty())
+    return from_peer
+               ? park_void_on(self, st.committing[hold], replicate_atom::value, bind_atom::value, b)
+               : park_void_on(self, st.committing[hold], bind_atom::value, b, requester);
   binding_target target;
   if (auto err = check_binding(self, b, requester, target)) return err;
-  auto key = binding_key(b);
-  if (st.bindings.count(key) != 0) return caf::unit;
-  st.bindings[key] = b;
+  if (st.bindings.count(binding_key(b)) != 0) return caf::unit;
+  bool stored_record = binding_stored(st, b);
   changes batch;
-  if (binding_stored(st, b)) put_binding(st.vhost, b, batch);
+  if (stored_record) put_binding(st.vhost, b, batch);
+  auto hold = binding_hold(b);
+  st.committing[hold];
   auto rp = self->make_response_promise<void>();
-  if (!from_peer && replicated(st, b)) replicate(self, {topology_change::bind, {}, {}, b});
-  self->request(exchange_handle(st.exchanges[b.exchange].actor), caf::infinite, bind_atom::value,
-                target.id, target.actor, b.key, b.arguments)
-      .then(
-          [=](bool) mutable { reply_after_or_undo(self, batch, rp, [=] { undo_bind(self, b); }); },
-          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+  persist(self, std::move(batch), [=](const caf::error& err) mutable {
+    if (err) {
+      changes unstored;  // the put stays queued for a retry (persistence_actor.hpp): cancel it
+      if (stored_record) erase_binding(self->state.vhost, b, unstored);
+      persist_quietly(self, std::move(unstored));
+      rp.deliver(err);
+    } else {
+      bind_after_commit(self, b, stored_record, requester, from_peer, rp);
+    }
+    release(self, hold);
+  });
   return rp;
 }
 
@@ -241,6 +307,10 @@ caf::result<void> unbind(self_ptr self, binding_spec& b, const caf::actor& reque
   if (!b.to_exchange && claim_pending(st, b.destination))
     return from_peer ? park_void(self, b.destination, replicate_atom::value, unbind_atom::value, b)
                      : park_void(self, b.destination, unbind_atom::value, b, requester);
+  if (auto hold = binding_hold_in_force(st, b); !hold.empty())
+    return from_peer ? park_void_on(self, st.committing[hold], replicate_atom::value,
+                                    unbind_atom::value, b)
+                     : park_void_on(self, st.committing[hold], unbind_atom::value, b, requester);
   binding_target target;
   if (auto err = check_binding(self, b, requester, target)) return err;
   auto key = binding_key(b);

@@ -52,11 +52,6 @@ void drop_remote_bindings(self_ptr self, const std::string& name) {
     b = leads_to(b->second, name, false) ? st.bindings.erase(b) : std::next(b);
 }
 
-// Requests that waited for a claim on their name go again, now that it is settled.
-void unpark(std::vector<std::function<void()>> parked) {
-  for (auto& ask_again : parked) ask_again();
-}
-
 }  // namespace
 
 caf::error node_down(const vhost_state& st, const remote_queues::entry& e) {
@@ -203,6 +198,10 @@ void adopt_topology(self_ptr self, const vhost_topology& theirs) {
   }
 }
 
+void unpark(std::vector<std::function<void()>> parked) {
+  for (auto& ask_again : parked) ask_again();
+}
+
 bool claim_pending(const vhost_state& st, const std::string& queue) {
   return st.claims.count(queue) != 0;
 }
@@ -254,7 +253,8 @@ claim_reply answer_claim(self_ptr self, const std::string& from, const queue_spe
   if (auto q = st.queues.find(spec.name); q != st.queues.end())
     return {false, st.node_name, q->second.spec, self_handle};
   if (const auto* r = st.remote.find(spec.name)) return {false, r->node, r->spec, r->home};
-  if (auto c = st.claims.find(spec.name); c != st.claims.end() && st.node_name < from)
+  if (auto c = st.claims.find(spec.name);
+      c != st.claims.end() && (c->second.committing || st.node_name < from))
     return {false, st.node_name, c->second.spec, self_handle};
   return {};
 }

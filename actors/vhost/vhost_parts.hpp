@@ -57,18 +57,19 @@ inline void reply_after(self_ptr self, changes batch, caf::typed_response_promis
   });
 }
 
-/// Answers a create (declare, bind) once its metadata is committed. When the commit failed,
-/// `undo` takes the change back first, so that memory says what the disk says: a retry then
-/// stores it again, instead of finding it done and answering at once with nothing stored.
-template <class Undo>
-void reply_after_or_undo(self_ptr self, changes batch, caf::typed_response_promise<void> rp,
-                         Undo undo) {
-  persist(self, std::move(batch), [=](const caf::error& err) mutable {
-    if (!err) return deliver_unit(rp);
-    undo();
-    rp.deliver(err);
-  });
-}
+// --- records being committed ------------------------------------------------------------------
+
+// A new durable exchange or binding takes effect once its record is committed. Until then its
+// name is held (vhost_state::committing): requests naming it wait for the commit, then go again.
+// Taking effect at once and taking it back after a failed commit would have answered others
+// (a second declare, a publish) on the strength of something that then vanished.
+std::string exchange_hold(const std::string& name);
+std::string binding_hold(const binding_spec& b);
+bool held(const vhost_state& st, const std::string& hold);
+/// The first of an exchange's or binding's holds that is held, or "".
+std::string binding_hold_in_force(const vhost_state& st, const binding_spec& b);
+/// Ends a hold; the requests that waited on it go again.
+void release(self_ptr self, const std::string& hold);
 
 // --- exchanges and bindings (vhost_bindings.cpp) -----------------------------------------------
 
@@ -176,15 +177,17 @@ caf::result<void> bind_from_peer(self_ptr self, binding_spec& b);
 caf::result<void> unbind_from_peer(self_ptr self, binding_spec& b);
 
 bool claim_pending(const vhost_state& st, const std::string& queue);
+/// Requests that waited for a claim on their name go again, now that it is settled.
+void unpark(std::vector<std::function<void()>> parked);
 
 // A request naming a queue whose claim is pending waits for it: it goes to this vhost again once
 // the claim is settled (the queue created here, or found elsewhere), and its answer to the asker.
 // So a client (or a definitions import) that binds or consumes right after declaring finds the
 // queue, as on a single node.
 template <class T, class... Ts>
-caf::result<T> park(self_ptr self, const std::string& name, Ts... xs) {
+caf::result<T> park_on(self_ptr self, std::vector<std::function<void()>>& waiting, Ts... xs) {
   auto rp = self->make_response_promise<T>();
-  self->state.claims[name].parked.push_back([=]() mutable {
+  waiting.push_back([=]() mutable {
     self->request(vhost_handle(caf::actor_cast<caf::actor>(self)), caf::infinite, xs...)
         .then([=](T& answer) mutable { rp.deliver(std::move(answer)); },
               [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
@@ -193,14 +196,25 @@ caf::result<T> park(self_ptr self, const std::string& name, Ts... xs) {
 }
 
 template <class... Ts>
-caf::result<void> park_void(self_ptr self, const std::string& name, Ts... xs) {
+caf::result<void> park_void_on(self_ptr self, std::vector<std::function<void()>>& waiting,
+                               Ts... xs) {
   auto rp = self->make_response_promise<void>();
-  self->state.claims[name].parked.push_back([=]() mutable {
+  waiting.push_back([=]() mutable {
     self->request(vhost_handle(caf::actor_cast<caf::actor>(self)), caf::infinite, xs...)
         .then([=]() mutable { deliver_unit(rp); },
               [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
   });
   return rp;
+}
+
+template <class T, class... Ts>
+caf::result<T> park(self_ptr self, const std::string& name, Ts... xs) {
+  return park_on<T>(self, self->state.claims[name].parked, xs...);
+}
+
+template <class... Ts>
+caf::result<void> park_void(self_ptr self, const std::string& name, Ts... xs) {
+  return park_void_on(self, self->state.claims[name].parked, xs...);
 }
 
 /// A queue name is ordered across the cluster before a queue of that name is created.

@@ -77,38 +77,40 @@ void start_queue(self_ptr self, const queue_spec& spec, const queue_limits& limi
   st.queues[spec.name] = std::move(entry);
 }
 
-// A queue whose record could not be stored goes again, files and all (it has none worth
-// keeping: nothing it took was confirmed before its declare was answered).
-void undo_create_queue(self_ptr self, const std::string& name, uint64_t id) {
-  auto& st = self->state;
-  auto q = st.queues.find(name);
-  if (q == st.queues.end() || q->second.id != id) return;
-  caf::anon_send(queue_handle(q->second.actor), delete_atom::value, false, false, true);
-  changes unstored;  // erases of what was never stored, in case a later change was
-  forget_queue(self, name, unstored);
-  persist_quietly(self, std::move(unstored));
-}
-
+// A queue is started once its record is committed. Until then its name is held like a cluster
+// claim: requests naming it wait (park), routing finds nothing, and a failed commit leaves
+// nothing to take back. A queue started at once and taken back after a failed commit could
+// already have confirmed publishes, or answered a second declare.
 void create_queue(self_ptr self, const queue_spec& spec, const queue_limits& limits,
                   const caf::actor& requester, caf::typed_response_promise<queue_info> rp) {
   auto& st = self->state;
   auto id = ++*st.storage.next_queue_id;
-  start_queue(self, spec, limits, id);
-  if (spec.exclusive) {
-    st.queues[spec.name].owner = requester;
-    self->monitor(requester);
-  }
   changes batch;
   if (stored(spec)) put_queue(st.vhost, spec, id, batch);
-  queue_info fresh;
-  fresh.vhost = st.vhost;
-  fresh.spec = spec;
+  auto& held = st.claims[spec.name];
+  held.spec = spec;
+  held.committing = true;
   persist(self, std::move(batch), [=](const caf::error& err) mutable {
-    if (err) undo_create_queue(self, spec.name, id);  // see reply_after_or_undo
-    if (err)
+    auto& st = self->state;
+    auto parked = std::move(st.claims[spec.name].parked);
+    st.claims.erase(spec.name);
+    if (err) {
+      changes unstored;  // the put stays queued for a retry (persistence_actor.hpp): cancel it
+      if (stored(spec)) erase_queue(st.vhost, spec.name, unstored);
+      persist_quietly(self, std::move(unstored));
       rp.deliver(err);
-    else
+    } else {
+      start_queue(self, spec, limits, id);
+      if (spec.exclusive) {
+        st.queues[spec.name].owner = requester;
+        self->monitor(requester);
+      }
+      queue_info fresh;
+      fresh.vhost = st.vhost;
+      fresh.spec = spec;
       rp.deliver(fresh);
+    }
+    unpark(std::move(parked));
   });
 }
 
@@ -196,7 +198,8 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
               [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
     return rp;
   }
-  if (st.limits.max_queues >= 0 && st.queues.size() >= static_cast<size_t>(st.limits.max_queues))
+  if (st.limits.max_queues >= 0 &&
+      st.queues.size() + st.claims.size() >= static_cast<size_t>(st.limits.max_queues))
     return invalid("cannot declare queue " + quote(spec.name) + ": queue limit in vhost " +
                    quote(st.vhost) + " (" + std::to_string(st.limits.max_queues) + ") is reached");
   auto rp = self->make_response_promise<queue_info>();
