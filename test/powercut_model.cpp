@@ -5,6 +5,8 @@
 // what the root folder reaches is written out.
 #include "powercut_model.hpp"
 
+#include "helpers/io_log_format.h"
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -24,16 +26,8 @@ constexpr uint64_t sector = 512;
 constexpr size_t none = SIZE_MAX;
 
 // The header io_recorder.c writes in front of every record.
-struct header {
-  uint32_t size;
-  uint8_t kind;
-  uint8_t flags;
-  uint16_t zero;
-  uint32_t path_len;
-  uint32_t path2_len;
-  uint64_t ino;
-  uint64_t offset;
-};
+using header = io_log_header;
+static_assert(static_cast<int>(op::root) == op_root && static_cast<int>(op::sync) == op_sync);
 static_assert(sizeof(header) == header_size);
 
 enum class fate : uint8_t { keep, drop, tear };
@@ -266,8 +260,8 @@ void materialize(const std::vector<inode>& disk, const std::string& out_dir) {
 
 record parse_record(const std::string& bytes, size_t at, const header& h) {
   record r;
-  r.kind = static_cast<op>(h.kind);
-  r.durable = (h.flags & 1) != 0;
+  r.kind = static_cast<op>(h.op);
+  r.durable = (h.flags & io_log_durable_write) != 0;
   r.ino = h.ino;
   r.offset = h.offset;
   size_t p = at + header_size;
@@ -289,7 +283,7 @@ std::vector<record> read_log(const std::string& file) {
   for (size_t at = 0; at + header_size <= bytes.size();) {
     header h{};
     std::memcpy(&h, bytes.data() + at, header_size);
-    if (h.kind < static_cast<uint8_t>(op::root) || h.kind > static_cast<uint8_t>(op::sync) ||
+    if (h.op < static_cast<uint8_t>(op::root) || h.op > static_cast<uint8_t>(op::sync) ||
         h.size < header_size + uint64_t{h.path_len} + h.path2_len)
       throw std::runtime_error(file + ": malformed record at " + std::to_string(at));
     if (at + h.size > bytes.size()) break;  // torn last record

@@ -21,7 +21,7 @@
 // Log format (little-endian, as the machine's): records one after another, each a 32-byte
 // header {u32 size (whole record), u8 op, u8 flags, u16 zero, u32 path_len, u32 path2_len,
 // u64 ino, u64 offset} followed by path, path2 and the written bytes (size - 32 - both paths).
-// Ops: see enum op below; flags bit 0 = durable write. The first record is op_root, naming the
+// Ops and the header: io_log_format.h; flags bit 0 = durable write. The first record is op_root, naming the
 // folder's own inode.
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -38,28 +38,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-enum op {
-  op_root = 1,
-  op_create = 2,
-  op_mkdir = 3,
-  op_write = 4,
-  op_truncate = 5,
-  op_rename = 6,
-  op_unlink = 7,
-  op_rmdir = 8,
-  op_sync = 9
-};
-
-struct header {
-  uint32_t size;
-  uint8_t op;
-  uint8_t flags;
-  uint16_t zero;
-  uint32_t path_len;
-  uint32_t path2_len;
-  uint64_t ino;
-  uint64_t offset;
-};
+#include "io_log_format.h"
 
 enum { max_fds = 1 << 16, kind_none = 0, kind_file = 1, kind_dir = 2 };
 
@@ -194,7 +173,7 @@ static void write_fully(const char* data, size_t size) {
 // Appends one record; `iov` holds the written bytes (`data_len` of them in all). Mutex held.
 static void append(uint8_t op, uint8_t flags, uint64_t ino, uint64_t offset, const char* path,
                    const char* path2, const struct iovec* iov, int iovcnt, size_t data_len) {
-  struct header h = {0};
+  struct io_log_header h = {0};
   h.op = op;
   h.flags = flags;
   h.ino = ino;
