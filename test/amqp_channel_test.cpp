@@ -467,3 +467,50 @@ BOOST_FIXTURE_TEST_CASE(a_dead_letter_cycle_without_a_rejection_is_dropped, chan
   BOOST_TEST(lookup(headers, "x-death") == nullptr);
   BOOST_TEST(node.wait_for_log("a dead-letter cycle"));
 }
+
+namespace {
+
+std::string no_wait_queue_declare(const std::string& name) {
+  auto d = method_payload({50, 10});
+  d.short_uint(0);
+  d.short_string(name);
+  d.bits({false, true, false, false, true});  // durable, no-wait
+  d.field_table({});
+  return method_frame(1, std::move(d));
+}
+
+std::string no_wait_exchange_declare(const std::string& name, const std::string& type) {
+  auto d = method_payload({40, 10});
+  d.short_uint(0);
+  d.short_string(name);
+  d.short_string(type);
+  d.bits({false, true, false, false, true});  // durable, no-wait
+  d.field_table({});
+  return method_frame(1, std::move(d));
+}
+
+std::string no_wait_queue_bind(const std::string& queue, const std::string& exchange,
+                               const std::string& key) {
+  auto b = method_payload({50, 20});
+  b.short_uint(0);
+  b.short_string(queue);
+  b.short_string(exchange);
+  b.short_string(key);
+  b.bits({true});  // no-wait
+  b.field_table({});
+  return method_frame(1, std::move(b));
+}
+
+}  // namespace
+
+// A channel's methods take effect in the order it sent them, answered or not: what it declared
+// and bound with no-wait is there for the publishes right behind, although durable records are
+// committed before they take effect (kombu and the Go client publish right after no-wait
+// declares).
+BOOST_FIXTURE_TEST_CASE(what_a_channel_declared_without_waiting_takes_its_next_publishes,
+                        channel_one) {
+  c.send(no_wait_queue_declare("nw") + no_wait_exchange_declare("nw-x", "direct") +
+         no_wait_queue_bind("nw", "nw-x", "k") + publish_frames(1, "", "nw", "by name") +
+         publish_frames(1, "nw-x", "k", "by binding"));
+  BOOST_TEST(ready_eventually(c, 1, "nw", 2) == 2u);
+}

@@ -75,11 +75,11 @@ void update_secret(self_ptr self, uint64_t request, std::string&) {
 }
 
 void close_connection_by_client(self_ptr self, uint64_t request) {
-  // Publishes still waiting for an exchange lookup were accepted before the close: they are
-  // routed first.
+  // Publishes still waiting for an exchange lookup or a declare were accepted before the close:
+  // they are routed first.
   auto& st = self->state;
   if (std::any_of(st.channels.begin(), st.channels.end(),
-                  [](const auto& c) { return c.second.open && c.second.resolving; })) {
+                  [](const auto& c) { return c.second.open && c.second.publishes_waiting(); })) {
     st.close_after_publishes = request == 0 ? std::optional<uint64_t>(0) : request;
     return;
   }

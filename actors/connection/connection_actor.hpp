@@ -67,8 +67,16 @@ struct channel_state {
   publish_confirms confirms;                   // publish calls waiting for their outcomes
   std::deque<queued_publish> publish_backlog;  // waiting for exchange lookups, in order
   bool resolving = false;
+  // Declares, deletes and binds sent to the vhost and not answered yet: publishes wait behind
+  // them, so that a channel's methods take effect in the order it sent them, no-wait or not.
+  size_t topology_in_flight = 0;
   std::optional<uint64_t> close_after_publishes;  // the client's close, once resolving ends
   std::vector<caf::actor> queues_touched;         // told when this channel closes
+
+  // Whether publish calls accepted earlier still wait to be routed (a close waits for them).
+  bool publishes_waiting() const {
+    return resolving || (topology_in_flight != 0 && !publish_backlog.empty());
+  }
 };
 
 struct connection_state {

@@ -141,7 +141,7 @@ void open_new_channel(self_ptr self, uint64_t request, uint16_t id) {
 
 void close_by_client(self_ptr self, uint64_t request, uint16_t id) {
   auto c = self->state.channels.find(id);
-  if (c != self->state.channels.end() && c->second.open && c->second.resolving) {
+  if (c != self->state.channels.end() && c->second.open && c->second.publishes_waiting()) {
     c->second.close_after_publishes = request;  // routed first, as accepted before
     return;
   }
@@ -180,16 +180,15 @@ void declare_exchange(self_ptr self, uint64_t request, uint16_t id, exchange_spe
   if (open_channel(self, request, id) &&
       storable(self, request, id, "exchange arguments", spec.arguments) &&
       (passive || allowed(self, request, id, access_kind::configure, "exchange", spec.name)))
-    relay(self, request, id, vhost_handle(self->state.vhost), declare_atom::value, std::move(spec),
-          passive);
+    relay_topology(self, request, id, declare_atom::value, std::move(spec), passive);
 }
 
 void delete_exchange(self_ptr self, uint64_t request, uint16_t id, std::string& name,
                      bool if_unused) {
   if (open_channel(self, request, id) &&
       allowed(self, request, id, access_kind::configure, "exchange", name))
-    relay(self, request, id, vhost_handle(self->state.vhost), delete_atom::value,
-          exchanges_atom::value, std::move(name), if_unused);
+    relay_topology(self, request, id, delete_atom::value, exchanges_atom::value, std::move(name),
+                   if_unused);
 }
 
 void declare_queue(self_ptr self, uint64_t request, uint16_t id, queue_spec& spec, bool passive) {
@@ -198,8 +197,8 @@ void declare_queue(self_ptr self, uint64_t request, uint16_t id, queue_spec& spe
   if (open_channel(self, request, id) &&
       storable(self, request, id, "queue arguments", spec.arguments) &&
       (passive || allowed(self, request, id, access_kind::configure, "queue", name)))
-    relay<queue_info>(self, request, id, vhost_handle(self->state.vhost), declare_atom::value,
-                      std::move(spec), passive, self_handle(self));
+    relay_topology<queue_info>(self, request, id, declare_atom::value, std::move(spec), passive,
+                               self_handle(self));
 }
 
 void delete_queue(self_ptr self, uint64_t request, uint16_t id, std::string& name, bool if_unused,
@@ -243,11 +242,9 @@ void bind(self_ptr self, uint64_t request, uint16_t id, binding_spec& b, bool ad
       !binding_allowed(self, request, id, b))
     return;
   if (add)
-    relay(self, request, id, vhost_handle(self->state.vhost), bind_atom::value, std::move(b),
-          self_handle(self));
+    relay_topology(self, request, id, bind_atom::value, std::move(b), self_handle(self));
   else
-    relay(self, request, id, vhost_handle(self->state.vhost), unbind_atom::value, std::move(b),
-          self_handle(self));
+    relay_topology(self, request, id, unbind_atom::value, std::move(b), self_handle(self));
 }
 
 void set_qos(self_ptr self, uint64_t request, uint16_t id, uint32_t prefetch, bool global) {

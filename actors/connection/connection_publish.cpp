@@ -131,7 +131,8 @@ void drain_publishes(self_ptr self, uint16_t id) {
   auto c = st.channels.find(id);
   if (c == st.channels.end()) return;
   auto& ch = c->second;
-  while (ch.open && !ch.resolving && !st.blocked && !ch.publish_backlog.empty()) {
+  while (ch.open && !ch.resolving && ch.topology_in_flight == 0 && !st.blocked &&
+         !ch.publish_backlog.empty()) {
     auto& front = ch.publish_backlog.front();
     std::vector<std::string> unknown;
     for (const auto& m : front.msgs)
@@ -175,14 +176,14 @@ void drain_publishes(self_ptr self, uint16_t id) {
 void closes_after_publishes(self_ptr self, uint16_t id) {
   auto& st = self->state;
   auto c = st.channels.find(id);
-  if (c != st.channels.end() && !c->second.resolving && c->second.close_after_publishes) {
+  if (c != st.channels.end() && !c->second.publishes_waiting() && c->second.close_after_publishes) {
     // close_channel answers the waiting close itself, after failing unconfirmed publishes.
     close_channel(self, id, {reply_code::channel_error, "closed by the client"});
     st.channels.erase(id);
   }
   if (!st.close_after_publishes) return;
   if (std::any_of(st.channels.begin(), st.channels.end(),
-                  [](const auto& ch) { return ch.second.open && ch.second.resolving; }))
+                  [](const auto& ch) { return ch.second.open && ch.second.publishes_waiting(); }))
     return;
   auto request = *st.close_after_publishes;
   st.close_after_publishes.reset();
