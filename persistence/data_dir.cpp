@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <system_error>
+#include <vector>
 
 namespace warren::persistence {
 
@@ -33,20 +34,26 @@ bool make_dir(const std::string& path) {
 
 // A folder a power cut must not take back: without the parent's sync, a new meta/ or queues/
 // could vanish with every queue folder in it (found by the power-cut simulator). Every folder
-// created here gets its parent synced, and so does `path` on every start: a start cut short
-// after creating it may not have synced it.
+// created here gets its parent synced. `path` itself, when it was there already, gets its
+// parent synced too (a start cut short after creating it may not have), best effort: a parent
+// this user may not open, or a file system that cannot sync folders, does not stop a start over
+// a folder that exists.
 void make_durable_dir(const std::string& path) {
+  // The missing folders, deepest first, found on the absolute path; `path` itself is created as
+  // given (through any symlink in it).
+  std::vector<fs::path> missing;
   auto full = fs::absolute(path).lexically_normal();
   if (!full.has_filename()) full = full.parent_path();  // "a/b/" names b
-  auto existing = full;
-  while (existing.has_parent_path() && existing != existing.parent_path() && !fs::exists(existing))
-    existing = existing.parent_path();
-  make_dir(full.string());
-  for (auto created = full; created != existing; created = created.parent_path()) {
-    sync_directory(created.parent_path().string());
-    if (created.parent_path() == created) break;
+  for (auto p = full; p.has_parent_path() && p != p.parent_path() && !fs::exists(p);
+       p = p.parent_path())
+    missing.push_back(p);
+  make_dir(path);
+  for (const auto& created : missing) sync_directory(created.parent_path().string());
+  if (!missing.empty()) return;
+  try {
+    sync_directory(full.parent_path().string());
+  } catch (const std::runtime_error&) {  // best effort, as said above
   }
-  if (existing == full) sync_directory(full.parent_path().string());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <iostream>
 #include <thread>
 
 namespace warren::test::cluster {
@@ -69,7 +70,7 @@ bool sees(const node_process& node, const std::map<std::string, bool>& expected)
     if (members_seen_by(node) == expected) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  BOOST_TEST_MESSAGE("last seen: " << warrenctl_json(node, {"list", "nodes"}).dump());
+  std::cerr << "last seen: " << warrenctl_json(node, {"list", "nodes"}).dump() << std::endl;
   return false;
 }
 
@@ -123,6 +124,9 @@ bool bindings_seen(const node_process& node, const std::string& exchange,
     if (bindings_on(node, exchange) == expected) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  std::string seen;
+  for (const auto& b : bindings_on(node, exchange)) seen += "'" + b + "' ";
+  std::cerr << "bindings of " << exchange << " last seen: " << seen << std::endl;
   return false;
 }
 
@@ -142,7 +146,7 @@ bool exchanges_seen(const node_process& node, const names& expected) {
   }
   std::string seen;
   for (const auto& e : exchanges_on(node)) seen += e + " ";
-  BOOST_TEST_MESSAGE("exchanges last seen: " << seen);
+  std::cerr << "exchanges last seen: " << seen << std::endl;
   return false;
 }
 
@@ -167,7 +171,7 @@ bool access_seen(const node_process& node, const access_predicate& pred) {
       std::string seen;
       for (const auto* set : {&users, &vhosts, &permissions})
         for (const auto& x : *set) seen += x + " ";
-      BOOST_TEST_MESSAGE("last seen: " << seen);
+      std::cerr << "last seen: " << seen << std::endl;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

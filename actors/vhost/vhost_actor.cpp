@@ -112,8 +112,19 @@ void restore(self_ptr self, vhost_recovery recovered) {
   }
 }
 
+// Where a vhost delete waits for a create under way (a cluster claim, or a record being
+// committed), or nullptr: that create's record would otherwise be stored after the vhost's
+// erases, and outlive it.
+std::vector<std::function<void()>>* unsettled_create(vhost_state& st) {
+  if (!st.claims.empty()) return &st.claims.begin()->second.parked;
+  if (!st.committing.empty()) return &st.committing.begin()->second;
+  return nullptr;
+}
+
 // The vhost is being deleted: answered once its records are gone, then it stops.
-caf::typed_response_promise<void> shut_down(self_ptr self) {
+caf::result<void> shut_down(self_ptr self) {
+  if (auto* waiting = unsettled_create(self->state))
+    return park_void_on(self, *waiting, shutdown_atom::value);
   auto rp = self->make_response_promise<void>();
   persist(self, delete_everything(self), [=](const caf::error& err) mutable {
     if (err)
