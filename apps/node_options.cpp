@@ -16,6 +16,15 @@ void add_storage_options(CLI::App& app, node_options& opt) {
                  "never: page cache only (confirms do not promise crash safety)")
       ->check(CLI::IsMember({"batch", "always", "never"}))
       ->capture_default_str();
+  auto* check = app.add_flag("--check", opt.check,
+                             "check the data dir and exit, starting nothing: every metadata "
+                             "record and queue file is read, and each problem printed with what "
+                             "it costs (exit 0 sound, 1 damage found, 2 not checked: the dir is "
+                             "in use by a running node or is no data dir)");
+  app.add_flag("--repair", opt.repair,
+               "with --check: move damaged queue files aside into DATA_DIR/damaged/ (never "
+               "deleting; damaged metadata needs a backup)")
+      ->needs(check);
 }
 
 // The listeners in the clear: the address they share and one port each.

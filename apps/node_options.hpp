@@ -45,6 +45,8 @@ struct node_options {
   bool reset_local_data = false;
   std::string node_name;  // default warren@HOSTNAME:CLUSTER_PORT
   warren::node::cluster_link_options link;
+  bool check = false;   // check the data dir and exit, starting nothing (apps/data_check.hpp)
+  bool repair = false;  // with check: move damaged queue files aside
 };
 
 /// Reads the command line into `opt`; -1 to go on, else the exit code (0 after --help).

@@ -1,6 +1,6 @@
 // warren-node: the broker process. Reads its flags (apps/node_options.hpp), starts the actor
 // system and the Cap'n Proto listener, logs one "ready" line, and stops cleanly on SIGTERM /
-// SIGINT.
+// SIGINT. With --check it only checks the data dir (apps/data_check.hpp) and exits.
 #include "actors/cluster/cluster_actor.hpp"
 #include "actors/common/broker_error.hpp"
 #include "actors/common/message_types.hpp"
@@ -9,6 +9,7 @@
 #include "actors/node/resource_alarm.hpp"
 #include "actors/storage/persistence_actor.hpp"
 #include "apps/cluster_link.hpp"
+#include "apps/data_check.hpp"
 #include "apps/local_data.hpp"
 #include "apps/node_options.hpp"
 #include "apps/node_stats.hpp"
@@ -31,6 +32,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <iostream>
 #include <set>
 
 namespace {
@@ -385,6 +387,8 @@ int run_node(caf::actor_system& system, node_options& opt, opened_storage& opene
 int main(int argc, char** argv) {
   node_options opt;
   if (int code = warren::node::parse_options(argc, argv, opt); code >= 0) return code;
+  // A check of the data dir starts nothing else: no actor system, no listener.
+  if (opt.check) return warren::node::check_data_dir(opt.data_dir, opt.repair, std::cout);
   warren::log_level level;
   warren::parse_log_level(opt.log_level, level);
   warren::set_log_level(level);

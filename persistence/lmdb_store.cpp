@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 
 namespace warren::persistence {
@@ -15,20 +17,50 @@ namespace {
 constexpr const char* names[] = {"meta",     "vhosts",  "exchanges",   "queues",
                                  "bindings", "users",   "permissions", "members",
                                  "cluster",  "streams", "grants"};
-constexpr int table_count = sizeof(names) / sizeof(names[0]);
+const std::string version_key = "format-version";
+const std::string sealed_marker = "values-sealed";
 
 void check(int rc, const std::string& what) {
   if (rc != MDB_SUCCESS) throw std::runtime_error("LMDB: " + what + ": " + mdb_strerror(rc));
 }
 
-// A stored value without its seal; one that fails it is reported, never decoded.
-std::string_view unsealed(int table, std::string_view key, std::string_view stored) {
-  if (auto value = unseal(static_cast<uint8_t>(table), key, stored)) return *value;
-  throw std::runtime_error(std::string("metadata record damaged: table '") + names[table] +
-                           "', key '" + printable_key(key) +
-                           "' fails its checksum; the node does not start on metadata it "
-                           "would have to guess at (restore DATA_DIR/meta from a backup; the "
-                           "queue folders are untouched)");
+// Decodes one record's value into `out`; throws std::runtime_error when it is malformed.
+void decode_into(int table, std::string_view key, std::string_view bytes, metadata_contents& out) {
+  switch (table) {
+    case 1: {
+      auto v = decode_vhost(bytes);
+      out.vhosts.push_back(v.name);
+      if (v.limits.max_connections >= 0 || v.limits.max_queues >= 0) out.limits[v.name] = v.limits;
+      break;
+    }
+    case 2:
+      out.exchanges.push_back(decode_exchange(bytes));
+      break;
+    case 3:
+      out.queues.push_back(decode_queue(bytes));
+      break;
+    case 4:
+      out.bindings.push_back(decode_binding(bytes));
+      break;
+    case 5:
+      out.users.push_back(decode_user(bytes));
+      break;
+    case 6:
+      out.permissions.push_back(decode_permission(bytes));
+      break;
+    case 7:
+      out.members.push_back(decode_member(bytes));
+      break;
+    case 8:
+      if (key == cluster_state_key) out.metadata_version = decode_cluster_state(bytes);
+      break;
+    case 9:
+      out.stream_offsets.push_back(decode_stream_offset(bytes));
+      break;
+    case 10:
+      out.grants.push_back(decode_grant(bytes));
+      break;
+  }
 }
 
 MDB_val val(const std::string& s) {
@@ -56,31 +88,67 @@ struct txn_guard {
 
 lmdb_store::lmdb_store(const std::string& env_dir, const std::string& refuse_fresh,
                        size_t map_bytes) {
-  check(mdb_env_create(&env_), "create environment");
-  mdb_env_set_maxdbs(env_, table_count);
-  mdb_env_set_mapsize(env_, map_bytes);
-  int rc = mdb_env_open(env_, env_dir.c_str(), 0, 0644);
-  if (rc != MDB_SUCCESS) {
-    mdb_env_close(env_);
-    env_ = nullptr;
-    check(rc, "open " + env_dir);
-  }
   try {
-    check_not_truncated(env_dir);
+    open_env(env_dir, 0, map_bytes);
     txn_guard t;
     check(mdb_txn_begin(env_, nullptr, 0, &t.txn), "begin");
-    for (int i = 0; i < table_count; ++i)
+    for (int i = 0; i < table_count; ++i) {
       check(mdb_dbi_open(t.txn, names[i], MDB_CREATE, &dbis_[i]), names[i]);
+      present_[i] = true;
+    }
     check_format_version(t.txn, env_dir, refuse_fresh);
     seal_unsealed_values(t.txn);
     t.commit("initialize");
     // LMDB never syncs its folder: without this, a power cut could take back the new data.mdb.
     if (fresh_) sync_directory(env_dir);
   } catch (...) {
-    mdb_env_close(env_);
-    env_ = nullptr;
+    close_env();
     throw;
   }
+}
+
+lmdb_store::lmdb_store(const std::string& env_dir, read_only_t) {
+  try {
+    open_env(env_dir, MDB_RDONLY | MDB_NOLOCK, default_map_bytes);
+    txn_guard t;
+    check(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t.txn), "begin read");
+    for (int i = 0; i < table_count; ++i) {
+      int rc = mdb_dbi_open(t.txn, names[i], 0, &dbis_[i]);
+      if (rc != MDB_NOTFOUND) check(rc, names[i]);
+      present_[i] = rc == MDB_SUCCESS;
+    }
+    read_format_version(t.txn);
+    MDB_val key = val(sealed_marker), data;
+    int rc = present_[0] ? mdb_get(t.txn, dbis_[0], &key, &data) : MDB_NOTFOUND;
+    if (rc != MDB_NOTFOUND) check(rc, "read " + sealed_marker);
+    values_sealed_ = rc == MDB_SUCCESS;
+    t.commit("read");  // keeps the table handles open
+  } catch (...) {
+    close_env();
+    throw;
+  }
+}
+
+void lmdb_store::open_env(const std::string& env_dir, unsigned flags, size_t map_bytes) {
+  static_assert(sizeof(names) / sizeof(names[0]) == table_count);
+  check(mdb_env_create(&env_), "create environment");
+  mdb_env_set_maxdbs(env_, table_count);
+  mdb_env_set_mapsize(env_, map_bytes);
+  check(mdb_env_open(env_, env_dir.c_str(), flags, 0644), "open " + env_dir);
+  check_not_truncated(env_dir);
+}
+
+// LMDB wants an environment that failed to open closed all the same.
+void lmdb_store::close_env() {
+  if (env_ != nullptr) mdb_env_close(env_);
+  env_ = nullptr;
+}
+
+std::vector<std::string> lmdb_store::tables() const {
+  std::vector<std::string> out;
+  for (int i = 0; i < table_count; ++i)
+    if (present_[i]) out.emplace_back(names[i]);
+  return out;
 }
 
 // LMDB maps the file and trusts its meta page: pages past a truncated end would be read
@@ -103,6 +171,7 @@ void lmdb_store::check_not_truncated(const std::string& env_dir) {
 
 bool lmdb_store::holds_no_records(MDB_txn* txn) {
   for (int table = 1; table < table_count; ++table) {
+    if (!present_[table]) continue;
     MDB_stat stat{};
     check(mdb_stat(txn, dbis_[table], &stat), std::string("count ") + names[table]);
     if (stat.ms_entries != 0) return false;
@@ -110,34 +179,34 @@ bool lmdb_store::holds_no_records(MDB_txn* txn) {
   return true;
 }
 
-void lmdb_store::check_format_version(MDB_txn* txn, const std::string& env_dir,
-                                      const std::string& refuse_fresh) {
-  const std::string version_key = "format-version";
+// The format version the directory holds. A first start stores it here, and vhost '/' and its
+// user later (through the persistence actor): without it, or cut short in between (no record
+// at all), the directory counts as fresh.
+void lmdb_store::read_format_version(MDB_txn* txn) {
   MDB_val key = val(version_key), data;
-  int rc = mdb_get(txn, dbis_[0], &key, &data);
-  if (rc == MDB_NOTFOUND && !refuse_fresh.empty()) throw std::runtime_error(refuse_fresh);
-  uint32_t found = format_version;
+  int rc = present_[0] ? mdb_get(txn, dbis_[0], &key, &data) : MDB_NOTFOUND;
   if (rc == MDB_NOTFOUND) {
     fresh_ = true;
-  } else {
-    check(rc, "read format version");
-    found = decode_format_version(view(data));
-    // A first start stores its format version here, and vhost '/' and its user later (through
-    // the persistence actor). Cut short in between, it holds no record at all: start over.
-    if (holds_no_records(txn)) {
-      if (!refuse_fresh.empty()) throw std::runtime_error(refuse_fresh);
-      fresh_ = true;
-    }
+    return;
   }
+  check(rc, "read format version");
+  found_version_ = decode_format_version(view(data));
+  fresh_ = holds_no_records(txn);
+}
+
+void lmdb_store::check_format_version(MDB_txn* txn, const std::string& env_dir,
+                                      const std::string& refuse_fresh) {
+  read_format_version(txn);
+  if (fresh_ && !refuse_fresh.empty()) throw std::runtime_error(refuse_fresh);
+  auto found = found_version_;
   if (found > format_version || found < 1)
     throw std::runtime_error("data dir metadata in " + env_dir + " has format version " +
                              std::to_string(found) + "; this warren-node reads versions 1 to " +
                              std::to_string(format_version) +
                              (found > format_version ? " (use a newer build)" : ""));
-  found_version_ = found;
   if (!fresh_) return;
   auto bytes = encode_format_version(format_version);
-  MDB_val value = val(bytes);
+  MDB_val key = val(version_key), value = val(bytes);
   check(mdb_put(txn, dbis_[0], &key, &value, 0), "write format version");
 }
 
@@ -145,11 +214,10 @@ void lmdb_store::check_format_version(MDB_txn* txn, const std::string& env_dir,
 // all of them or, after a crash, none. A marker says they are sealed, since a format-1
 // directory keeps its version until its queue folders are upgraded.
 void lmdb_store::seal_unsealed_values(MDB_txn* txn) {
-  const std::string marker = "values-sealed";
-  MDB_val key = val(marker), data;
+  MDB_val key = val(sealed_marker), data;
   int rc = mdb_get(txn, dbis_[0], &key, &data);
   if (rc == MDB_SUCCESS) return;
-  if (rc != MDB_NOTFOUND) check(rc, "read " + marker);
+  if (rc != MDB_NOTFOUND) check(rc, "read " + sealed_marker);
   for (int table = 1; table < table_count; ++table) {
     std::vector<std::pair<std::string, std::string>> records;
     MDB_cursor* cursor = nullptr;
@@ -168,19 +236,17 @@ void lmdb_store::seal_unsealed_values(MDB_txn* txn) {
   }
   const std::string yes_text = "1";
   MDB_val yes = val(yes_text);
-  check(mdb_put(txn, dbis_[0], &key, &yes, 0), "write " + marker);
+  check(mdb_put(txn, dbis_[0], &key, &yes, 0), "write " + sealed_marker);
   if (found_version_ != 2) return;  // a new directory has 3; format 1 is stamped after upgrading
-  const std::string version_name = "format-version";
   auto bytes = encode_format_version(format_version);
-  MDB_val version_key = val(version_name), version = val(bytes);
-  check(mdb_put(txn, dbis_[0], &version_key, &version, 0), "write format version");
+  MDB_val version_name = val(version_key), version = val(bytes);
+  check(mdb_put(txn, dbis_[0], &version_name, &version, 0), "write format version");
   found_version_ = format_version;
 }
 
 void lmdb_store::write_format_version() {
   txn_guard t;
   check(mdb_txn_begin(env_, nullptr, 0, &t.txn), "begin write");
-  const std::string version_key = "format-version";
   auto bytes = encode_format_version(format_version);
   MDB_val key = val(version_key), value = val(bytes);
   check(mdb_put(t.txn, dbis_[0], &key, &value, 0), "write format version");
@@ -234,65 +300,52 @@ void lmdb_store::apply(const std::vector<meta_mutation>& batch) {
   }
 }
 
-metadata_contents lmdb_store::load() {
+metadata_contents lmdb_store::load(std::vector<std::string>* damaged) {
   metadata_contents out;
   out.fresh = fresh_;
   txn_guard t;
   check(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t.txn), "begin read");
-  for (int table = 1; table < table_count; ++table) {
-    MDB_cursor* cursor = nullptr;
-    check(mdb_cursor_open(t.txn, dbis_[table], &cursor), "cursor");
-    MDB_val key, data;
-    int rc = mdb_cursor_get(cursor, &key, &data, MDB_FIRST);
-    try {
-      while (rc == MDB_SUCCESS) {
-        auto bytes = unsealed(table, view(key), view(data));
-        switch (table) {
-          case 1: {
-            auto v = decode_vhost(bytes);
-            out.vhosts.push_back(v.name);
-            if (v.limits.max_connections >= 0 || v.limits.max_queues >= 0)
-              out.limits[v.name] = v.limits;
-            break;
-          }
-          case 2:
-            out.exchanges.push_back(decode_exchange(bytes));
-            break;
-          case 3:
-            out.queues.push_back(decode_queue(bytes));
-            break;
-          case 4:
-            out.bindings.push_back(decode_binding(bytes));
-            break;
-          case 5:
-            out.users.push_back(decode_user(bytes));
-            break;
-          case 6:
-            out.permissions.push_back(decode_permission(bytes));
-            break;
-          case 7:
-            out.members.push_back(decode_member(bytes));
-            break;
-          case 8:
-            if (view(key) == cluster_state_key) out.metadata_version = decode_cluster_state(bytes);
-            break;
-          case 9:
-            out.stream_offsets.push_back(decode_stream_offset(bytes));
-            break;
-          case 10:
-            out.grants.push_back(decode_grant(bytes));
-            break;
-        }
-        rc = mdb_cursor_get(cursor, &key, &data, MDB_NEXT);
-      }
-    } catch (...) {
-      mdb_cursor_close(cursor);
-      throw;
-    }
-    mdb_cursor_close(cursor);
-    if (rc != MDB_NOTFOUND) check(rc, std::string("read ") + names[table]);
-  }
+  for (int table = 1; table < table_count; ++table)
+    if (present_[table]) load_table(t.txn, table, out, damaged);
   return out;
+}
+
+// One table's records into `out`. A damaged one throws, naming its table and key, unless
+// `damaged` takes it.
+void lmdb_store::load_table(MDB_txn* txn, int table, metadata_contents& out,
+                            std::vector<std::string>* damaged) {
+  MDB_cursor* cursor = nullptr;
+  check(mdb_cursor_open(txn, dbis_[table], &cursor), "cursor");
+  std::unique_ptr<MDB_cursor, void (*)(MDB_cursor*)> closer(cursor, mdb_cursor_close);
+  MDB_val key, data;
+  int rc = mdb_cursor_get(cursor, &key, &data, MDB_FIRST);
+  for (; rc == MDB_SUCCESS; rc = mdb_cursor_get(cursor, &key, &data, MDB_NEXT)) {
+    auto problem = take_record(table, view(key), view(data), out);
+    if (problem.empty()) continue;
+    auto where = std::string("table '") + names[table] + "', key '" + printable_key(view(key)) +
+                 "' " + problem;
+    if (damaged == nullptr)
+      throw std::runtime_error("metadata record damaged: " + where +
+                               "; the node does not start on metadata it would have to guess at "
+                               "(restore DATA_DIR/meta from a backup; the queue folders are "
+                               "untouched)");
+    damaged->push_back(where);
+  }
+  if (rc != MDB_NOTFOUND) check(rc, std::string("read ") + names[table]);
+}
+
+// Adds one stored record to `out`; what is wrong with it when it cannot be, else "".
+std::string lmdb_store::take_record(int table, std::string_view key, std::string_view stored,
+                                    metadata_contents& out) {
+  auto value = values_sealed_ ? unseal(static_cast<uint8_t>(table), key, stored)
+                              : std::optional<std::string_view>(stored);
+  if (!value) return "fails its checksum";
+  try {
+    decode_into(table, key, *value, out);
+  } catch (const std::exception& e) {
+    return std::string("does not decode (") + e.what() + ")";
+  }
+  return {};
 }
 
 }  // namespace warren::persistence

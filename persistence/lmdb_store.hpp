@@ -12,6 +12,10 @@
 // would crash the process with SIGBUS), or no metadata at all where `refuse_fresh` says there must
 // be some (queue folders exist: a node that started empty would orphan, then remove, their
 // messages). A corrupt record found by load() throws too.
+//
+// Opened `read_only` (for `warren-node --check`), the store writes nothing at all: no lock file,
+// no table created, no value sealed, no version stamped; load() can then list every damaged
+// record instead of stopping at the first.
 #pragma once
 
 #include "persistence/metadata_codec.hpp"
@@ -83,6 +87,16 @@ class lmdb_store {
   explicit lmdb_store(const std::string& env_dir, const std::string& refuse_fresh = {},
                       size_t map_bytes = default_map_bytes);
 
+  struct read_only_t {
+    explicit read_only_t() = default;
+  };
+  static constexpr read_only_t read_only{};
+  /// Opens an existing environment to read it (MDB_RDONLY | MDB_NOLOCK: the caller holds the
+  /// data dir's lock, so nothing writes meanwhile). Throws std::runtime_error when it cannot be
+  /// opened or data.mdb is truncated; a format version out of range is left to the caller
+  /// (found_version()), and apply() fails.
+  lmdb_store(const std::string& env_dir, read_only_t);
+
   /// The format version the directory had when opened (format_version for a new one). An older
   /// one (1) stays so until write_format_version(), after its queue folders are upgraded.
   uint32_t found_version() const { return found_version_; }
@@ -96,23 +110,38 @@ class lmdb_store {
   /// could not commit. Values are sealed with their checksum on the way.
   void apply(const std::vector<meta_mutation>& batch);
 
-  /// Reads everything. A value whose seal does not match throws std::runtime_error naming its
-  /// table and key: the node does not start on metadata it would have to guess at.
-  metadata_contents load();
+  /// Reads everything. A value whose seal does not match, or that does not decode, throws
+  /// std::runtime_error naming its table and key: the node does not start on metadata it would
+  /// have to guess at. Given `damaged`, such records are listed there instead ("table 'queues',
+  /// key '/\x00q' fails its checksum") and left out of what is returned.
+  metadata_contents load(std::vector<std::string>* damaged = nullptr);
+
+  /// The tables the environment holds (all of them once opened for writing).
+  std::vector<std::string> tables() const;
 
  private:
+  static constexpr int table_count = 11;
   MDB_env* env_ = nullptr;
-  MDB_dbi dbis_[11] = {};  // meta, vhosts, exchanges, queues, bindings, users, permissions,
-                           // members, cluster, streams, grants
+  MDB_dbi dbis_[table_count] = {};  // meta, vhosts, exchanges, queues, bindings, users,
+                                    // permissions, members, cluster, streams, grants
+  bool present_[table_count] = {};  // read-only: the tables found
+  bool values_sealed_ = true;       // read-only: false for a format-2 directory not yet sealed
   bool fresh_ = false;
   uint32_t found_version_ = format_version;
 
+  void open_env(const std::string& env_dir, unsigned flags, size_t map_bytes);
+  void close_env();
   int write(const std::vector<meta_mutation>& batch);
   void check_not_truncated(const std::string& env_dir);
+  void read_format_version(MDB_txn* txn);
   void check_format_version(MDB_txn* txn, const std::string& env_dir,
                             const std::string& refuse_fresh);
   void seal_unsealed_values(MDB_txn* txn);
   bool holds_no_records(MDB_txn* txn);
+  void load_table(MDB_txn* txn, int table, metadata_contents& out,
+                  std::vector<std::string>* damaged);
+  std::string take_record(int table, std::string_view key, std::string_view stored,
+                          metadata_contents& out);
 };
 
 }  // namespace warren::persistence

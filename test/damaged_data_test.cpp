@@ -1,5 +1,6 @@
 // Damaged data directories with a real warren-node: stray files, unreadable queue folders,
-// truncated or missing metadata, and a descriptor limit far below the number of queues.
+// truncated or missing metadata, a descriptor limit far below the number of queues, and
+// `warren-node --check` / `--check --repair` on damaged, sound and busy data dirs.
 //
 // The rule: a damaged or unexpected file costs at most what it damaged, is reported, and is
 // never written over; a node that cannot trust its metadata refuses to start and says why.
@@ -180,4 +181,160 @@ BOOST_AUTO_TEST_CASE(two_thousand_queues_load_and_take_publishes_under_ulimit_10
     confirmed += r.outcome == publish_outcome::routed;
   BOOST_TEST(confirmed == static_cast<size_t>(queues));
   BOOST_TEST(node.alive());
+}
+
+// --- warren-node --check and --check --repair ---------------------------------------------
+
+namespace {
+
+// warren-node --check [--repair] on `data_dir`.
+warren::test::command_result check_dir(const std::string& data_dir, bool repair = false) {
+  std::vector<std::string> argv{"/usr/bin/timeout", "60", node_binary(), "--check"};
+  if (repair) argv.push_back("--repair");
+  argv.insert(argv.end(), {"--data-dir", data_dir});
+  return run_command(argv);
+}
+
+// Every file of the data dir but its lock, which a check takes as a node does.
+std::map<std::string, std::string> snapshot_but_lock(const std::string& data_dir) {
+  auto files = snapshot(data_dir);
+  files.erase(data_dir + "/lock");
+  return files;
+}
+
+void flip_byte(const fs::path& file, size_t offset) {
+  auto bytes = read_bytes(file);
+  BOOST_REQUIRE(offset < bytes.size());
+  bytes[offset] ^= 0x40;
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// The segment of the data dir that holds `text`.
+fs::path segment_holding(const std::string& data_dir, const std::string& text) {
+  for (const auto& seg : segments_of(data_dir))
+    if (read_bytes(seg).find(text) != std::string::npos) return seg;
+  BOOST_FAIL("no segment holds " + text);
+  return {};
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(check_names_a_damaged_segment_and_its_cost_and_changes_nothing) {
+  temp_dir dir;
+  make_queue(dir.path(), 200);
+  auto seg = segments_of(dir.path()).at(0);
+  flip_byte(seg, fs::file_size(seg) / 2);
+  auto before = snapshot_but_lock(dir.path());
+  auto r = check_dir(dir.path());
+  BOOST_TEST(r.exit_code == 1, r.out << r.err);
+  BOOST_TEST(has(r.out, "DAMAGED " + seg.string() + ": damaged records at offset"), r.out);
+  BOOST_TEST(has(r.out, "the messages in them are lost"), r.out);
+  BOOST_TEST(has(r.out, "OK metadata"), r.out);
+  BOOST_TEST((snapshot_but_lock(dir.path()) == before));
+}
+
+BOOST_AUTO_TEST_CASE(check_names_a_damaged_metadata_record_that_the_node_refuses) {
+  temp_dir dir;
+  const std::string marker = "a-value-only-found-in-the-queue-record";
+  {
+    node_process node({}, dir.path());
+    auto conn = connect_to(node);
+    auto ch = conn->open_channel();
+    auto options = durable;
+    options.arguments = {{"note", field_value::of_text(marker)}};
+    ch->queue_declare("noted", options);
+    node.stop();
+  }
+  auto mdb = dir.path() + "/meta/data.mdb";
+  auto bytes = read_bytes(mdb);
+  size_t flipped = 0;
+  for (auto at = bytes.find(marker); at != std::string::npos; at = bytes.find(marker, at + 1)) {
+    bytes[at + marker.size() / 2] ^= 0x01;
+    ++flipped;
+  }
+  BOOST_REQUIRE(flipped >= 1u);
+  std::ofstream(mdb, std::ios::binary | std::ios::trunc) << bytes;
+  auto before = snapshot_but_lock(dir.path());
+  auto r = check_dir(dir.path());
+  BOOST_TEST(r.exit_code == 1, r.out << r.err);
+  BOOST_TEST(has(r.out, "DAMAGED " + mdb + ": metadata record damaged: table 'queues', key '"),
+             r.out);
+  BOOST_TEST(has(r.out, "the node refuses to start on it"), r.out);
+  BOOST_TEST(has(r.out, "--repair does not repair metadata"), r.out);
+  BOOST_TEST((snapshot_but_lock(dir.path()) == before));
+  auto start = start_node(dir.path());
+  BOOST_TEST(start.exit_code == 1);
+  BOOST_TEST(has(start.err, "metadata record damaged: table 'queues'"), start.err);
+}
+
+BOOST_AUTO_TEST_CASE(check_of_a_data_dir_in_use_by_a_running_node_is_refused) {
+  temp_dir dir;
+  node_process node({}, dir.path());
+  auto r = check_dir(dir.path());
+  BOOST_TEST(r.exit_code == 2, r.out << r.err);
+  BOOST_TEST(has(r.out, "in use by another warren-node"), r.out);
+  BOOST_TEST(node.alive());
+}
+
+BOOST_AUTO_TEST_CASE(check_of_a_sound_data_dir_exits_0) {
+  temp_dir dir;
+  make_queue(dir.path(), 50);
+  auto r = check_dir(dir.path());
+  BOOST_TEST(r.exit_code == 0, r.out << r.err);
+  BOOST_TEST(!has(r.out, "DAMAGED"), r.out);
+  BOOST_TEST(has(r.out, "OK queues: 1 folder(s)"), r.out);
+}
+
+// Small segments: "hurt-1" is in the oldest of several (the newest is never moved, as the queue
+// numbers its next messages from it).
+BOOST_AUTO_TEST_CASE(repair_moves_a_damaged_segment_aside_and_the_node_serves_the_rest) {
+  temp_dir dir;
+  {
+    node_process node({"--segment-bytes", "4096"}, dir.path());
+    auto conn = connect_to(node);
+    auto ch = conn->open_channel();
+    ch->confirm_select();
+    ch->queue_declare("hurt", durable);
+    ch->queue_declare("whole", durable);
+    publish_confirmed(*ch, "hurt", 200, "hurt-");
+    publish_confirmed(*ch, "whole", 200, "whole-");
+    node.stop();
+  }
+  auto seg = segment_holding(dir.path(), "hurt-1");
+  auto marks = fs::path(seg).replace_extension(".ack");
+  flip_byte(seg, fs::file_size(seg) / 2);
+  auto seg_bytes = read_bytes(seg);
+  auto marks_bytes = read_bytes(marks);
+  auto r = check_dir(dir.path(), true);
+  BOOST_TEST(r.exit_code == 0, r.out << r.err);
+  BOOST_TEST(has(r.out, "MOVED " + seg.string() + " -> " + dir.path() + "/damaged/"), r.out);
+  BOOST_TEST(!fs::exists(seg));
+  BOOST_TEST(!fs::exists(marks));
+  auto queue_id = seg.parent_path().filename().string();
+  size_t kept = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir.path() + "/damaged")) {
+    if (e.path().filename() == seg.filename()) {
+      BOOST_TEST(e.path().parent_path().filename().string() == queue_id);
+      BOOST_TEST(e.path().parent_path().parent_path().filename().string() == "queues");
+      BOOST_TEST((read_bytes(e.path()) == seg_bytes));
+      ++kept;
+    }
+    if (e.path().filename() == marks.filename()) kept += read_bytes(e.path()) == marks_bytes;
+  }
+  BOOST_TEST(kept == 2u);
+  auto again = check_dir(dir.path());
+  BOOST_TEST(again.exit_code == 0, again.out << again.err);
+  node_process node({}, dir.path());
+  auto conn = connect_to(node);
+  auto whole = drain(*conn, "whole");
+  BOOST_REQUIRE(whole.size() == 200u);
+  BOOST_TEST(whole.front().body == "whole-0");
+  auto hurt = drain(*conn, "hurt");  // the messages of the other segments
+  BOOST_TEST(!hurt.empty());
+  BOOST_TEST(hurt.size() < 200u);
+  BOOST_TEST(hurt.back().body == "hurt-199");
 }
