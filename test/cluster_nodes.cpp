@@ -126,7 +126,9 @@ bool bindings_seen(const node_process& node, const std::string& exchange,
   }
   std::string seen;
   for (const auto& b : bindings_on(node, exchange)) seen += "'" + b + "' ";
-  std::cerr << "bindings of " << exchange << " last seen: " << seen << std::endl;
+  auto log = node.log();
+  std::cerr << "bindings of " << exchange << " last seen: " << seen << "\nthe node's log ends:\n"
+            << log.substr(log.size() > 6000 ? log.size() - 6000 : 0) << std::endl;
   return false;
 }
 
