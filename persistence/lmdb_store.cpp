@@ -90,6 +90,7 @@ lmdb_store::lmdb_store(const std::string& env_dir, const std::string& refuse_fre
                        size_t map_bytes) {
   try {
     open_env(env_dir, 0, map_bytes);
+    make_room_to_rewrite();
     txn_guard t;
     check(mdb_txn_begin(env_, nullptr, 0, &t.txn), "begin");
     for (int i = 0; i < table_count; ++i) {
@@ -208,6 +209,19 @@ void lmdb_store::check_format_version(MDB_txn* txn, const std::string& env_dir,
   auto bytes = encode_format_version(format_version);
   MDB_val key = val(version_key), value = val(bytes);
   check(mdb_put(txn, dbis_[0], &key, &value, 0), "write format version");
+}
+
+// Opening may rewrite every value in one transaction (seal_unsealed_values), which takes about
+// as many new pages as the data holds: the map is made twice the data first (it is address
+// space, not disk), so that a directory that filled most of its map still opens.
+void lmdb_store::make_room_to_rewrite() {
+  MDB_envinfo info{};
+  MDB_stat stat{};
+  check(mdb_env_info(env_, &info), "read environment info");
+  check(mdb_env_stat(env_, &stat), "read environment statistics");
+  size_t used = (info.me_last_pgno + 1) * size_t{stat.ms_psize};
+  size_t wanted = std::min(2 * used + (size_t{1} << 20), max_map_bytes);
+  if (wanted > info.me_mapsize) check(mdb_env_set_mapsize(env_, wanted), "grow the map");
 }
 
 // Seals the values of a directory written before format 3, in the transaction that opens it:

@@ -136,6 +136,7 @@ class lmdb_store {
   void read_format_version(MDB_txn* txn);
   void check_format_version(MDB_txn* txn, const std::string& env_dir,
                             const std::string& refuse_fresh);
+  void make_room_to_rewrite();
   void seal_unsealed_values(MDB_txn* txn);
   bool holds_no_records(MDB_txn* txn);
   void load_table(MDB_txn* txn, int table, metadata_contents& out,

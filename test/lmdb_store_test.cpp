@@ -56,11 +56,14 @@ size_t flip_every(const std::string& dir, const std::string& text) {
   return n;
 }
 
-// A directory as format 2 left it: values without seals, stamped 2.
-void write_format2(const std::string& dir, const std::string& user) {
+// A directory as format 2 left it: values without seals, stamped 2; `count` users (named
+// `user`, then user-1, user-2, ...), in a map of `map_bytes` (LMDB's default when 0).
+void write_format2(const std::string& dir, const std::string& user, int count = 1,
+                   const std::string& hash = "hash", size_t map_bytes = 0) {
   MDB_env* env = nullptr;
   mdb_env_create(&env);
   mdb_env_set_maxdbs(env, 16);
+  if (map_bytes != 0) mdb_env_set_mapsize(env, map_bytes);
   BOOST_REQUIRE(mdb_env_open(env, dir.c_str(), 0, 0644) == 0);
   MDB_txn* txn = nullptr;
   mdb_txn_begin(env, nullptr, 0, &txn);
@@ -68,12 +71,15 @@ void write_format2(const std::string& dir, const std::string& user) {
   mdb_dbi_open(txn, "meta", MDB_CREATE, &meta);
   mdb_dbi_open(txn, "users", MDB_CREATE, &users);
   std::string vk = "format-version", vv = warren::persistence::encode_format_version(2);
-  std::string uk = warren::persistence::user_key(user);
-  std::string uv = warren::persistence::encode_user({user, "hash", {}});
   MDB_val k1{vk.size(), vk.data()}, v1{vv.size(), vv.data()};
-  MDB_val k2{uk.size(), uk.data()}, v2{uv.size(), uv.data()};
   mdb_put(txn, meta, &k1, &v1, 0);
-  mdb_put(txn, users, &k2, &v2, 0);
+  for (int i = 0; i < count; ++i) {
+    auto name = i == 0 ? user : "user-" + std::to_string(i);
+    std::string uk = warren::persistence::user_key(name);
+    std::string uv = warren::persistence::encode_user({name, hash, {}});
+    MDB_val k2{uk.size(), uk.data()}, v2{uv.size(), uv.data()};
+    BOOST_REQUIRE(mdb_put(txn, users, &k2, &v2, 0) == 0);
+  }
   BOOST_REQUIRE(mdb_txn_commit(txn) == 0);
   mdb_env_close(env);
 }
@@ -114,6 +120,18 @@ BOOST_AUTO_TEST_CASE(a_format_2_directory_is_sealed_when_opened) {
   lmdb_store again(dir.path());  // sealed once, not twice
   BOOST_TEST(again.load().users.size() == 1u);
   BOOST_TEST(again.load().users.front().password_hash == "hash");
+}
+
+// Sealing rewrites every value in the one transaction that opens the directory, which needs
+// about as many new pages as the data holds: a directory that filled most of its map still opens.
+BOOST_AUTO_TEST_CASE(a_format_2_directory_that_fills_its_map_is_sealed_when_opened) {
+  warren::test::temp_dir dir;
+  constexpr size_t map = 8 << 20;
+  write_format2(dir.path(), "bob", 3000, std::string(1024, 'h'), map);  // about 6 MiB
+  lmdb_store store(dir.path(), {}, small_map);
+  auto users = store.load().users;
+  BOOST_REQUIRE(users.size() == 3000u);
+  BOOST_TEST(users.front().password_hash == std::string(1024, 'h'));
 }
 
 BOOST_AUTO_TEST_CASE(a_full_map_is_grown_and_nothing_is_refused) {
