@@ -117,3 +117,22 @@ struct StoredMessage {
   properties @4 :Broker.Properties;
   body @5 :Data;
 }
+
+# The cluster's metadata as a Raft log (persistence/metadata_fsm.hpp): each entry is one batch of
+# LMDB changes, applied in log order on every member.
+struct MetadataBatch {
+  mutations @0 :List(MetadataMutation);
+}
+
+struct MetadataMutation {
+  table @0 :UInt8;  # persistence::meta_table
+  key @1 :Data;
+  value @2 :Data;
+  erase @3 :Bool;
+}
+
+# A snapshot of that state: every record, and the last log index applied to it.
+struct MetadataSnapshot {
+  appliedIndex @0 :UInt64;
+  records @1 :List(MetadataMutation);
+}

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <charconv>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -19,6 +20,7 @@ constexpr const char* names[] = {"meta",     "vhosts",  "exchanges",   "queues",
                                  "cluster",  "streams", "grants"};
 const std::string version_key = "format-version";
 const std::string sealed_marker = "values-sealed";
+const std::string applied_key = "log-applied";  // the metadata log's last index applied
 
 void check(int rc, const std::string& what) {
   if (rc != MDB_SUCCESS) throw std::runtime_error("LMDB: " + what + ": " + mdb_strerror(rc));
@@ -272,11 +274,20 @@ lmdb_store::~lmdb_store() {
   if (env_ != nullptr) mdb_env_close(env_);
 }
 
-// Writes the batch in one transaction; returns LMDB's code of the first failure (the
+// Writes the batch in one transaction (with the log index it applies, given one; after
+// emptying every data table, given `replace`); returns LMDB's code of the first failure (the
 // transaction is then aborted).
-int lmdb_store::write(const std::vector<meta_mutation>& batch) {
+int lmdb_store::write(const std::vector<meta_mutation>& batch, const uint64_t* index,
+                      bool replace) {
   txn_guard t;
   if (int rc = mdb_txn_begin(env_, nullptr, 0, &t.txn); rc != MDB_SUCCESS) return rc;
+  for (int table = 1; replace && table < table_count; ++table)
+    if (int rc = mdb_drop(t.txn, dbis_[table], 0); rc != MDB_SUCCESS) return rc;
+  if (index != nullptr) {
+    auto bytes = std::to_string(*index);
+    MDB_val key = val(applied_key), value = val(bytes);
+    if (int rc = mdb_put(t.txn, dbis_[0], &key, &value, 0); rc != MDB_SUCCESS) return rc;
+  }
   for (const auto& m : batch) {
     auto dbi = dbis_[1 + static_cast<int>(m.table)];
     MDB_val key = val(m.key);
@@ -301,8 +312,13 @@ int lmdb_store::write(const std::vector<meta_mutation>& batch) {
 // the write fails with a clear error instead; a full disk fails the commit itself (ENOSPC).
 void lmdb_store::apply(const std::vector<meta_mutation>& batch) {
   if (batch.empty()) return;
+  write_growing(batch, nullptr, false);
+}
+
+void lmdb_store::write_growing(const std::vector<meta_mutation>& batch, const uint64_t* index,
+                               bool replace) {
   for (;;) {
-    int rc = write(batch);
+    int rc = write(batch, index, replace);
     if (rc == MDB_SUCCESS) return;
     if (rc != MDB_MAP_FULL) check(rc, "write");
     MDB_envinfo info{};
@@ -312,6 +328,56 @@ void lmdb_store::apply(const std::vector<meta_mutation>& batch) {
                                std::to_string(info.me_mapsize >> 20) + " MiB)");
     check(mdb_env_set_mapsize(env_, std::min(info.me_mapsize * 2, max_map_bytes)), "grow the map");
   }
+}
+
+uint64_t lmdb_store::applied_index() {
+  txn_guard t;
+  check(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t.txn), "begin read");
+  MDB_val key = val(applied_key), value;
+  int rc = mdb_get(t.txn, dbis_[0], &key, &value);
+  if (rc == MDB_NOTFOUND) return 0;
+  check(rc, "read " + applied_key);
+  uint64_t index = 0;
+  auto text = view(value);
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), index);
+  if (ec != std::errc() || end != text.data() + text.size())
+    throw std::runtime_error("metadata record damaged: table 'meta', key '" + applied_key +
+                             "' is not a number");
+  return index;
+}
+
+bool lmdb_store::apply_entry(uint64_t index, const std::vector<meta_mutation>& batch) {
+  if (index <= applied_index()) return false;
+  write_growing(batch, &index, false);
+  return true;
+}
+
+void lmdb_store::replace_all(const std::vector<meta_mutation>& records, uint64_t index) {
+  write_growing(records, &index, true);
+}
+
+std::vector<meta_mutation> lmdb_store::records() {
+  std::vector<meta_mutation> out;
+  txn_guard t;
+  check(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t.txn), "begin read");
+  for (int table = 1; table < table_count; ++table) {
+    MDB_cursor* cursor = nullptr;
+    check(mdb_cursor_open(t.txn, dbis_[table], &cursor), "cursor");
+    std::unique_ptr<MDB_cursor, void (*)(MDB_cursor*)> closing(cursor, mdb_cursor_close);
+    MDB_val k, v;
+    int rc = MDB_SUCCESS;
+    for (rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST); rc == MDB_SUCCESS;
+         rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
+      auto value = unseal(static_cast<uint8_t>(table), view(k), view(v));
+      if (!value)
+        throw std::runtime_error(std::string("metadata record damaged: table '") + names[table] +
+                                 "', key '" + std::string(view(k)) + "' fails its checksum");
+      out.push_back(
+          {static_cast<meta_table>(table - 1), std::string(view(k)), std::string(*value), false});
+    }
+    if (rc != MDB_NOTFOUND) check(rc, std::string("read ") + names[table]);
+  }
+  return out;
 }
 
 metadata_contents lmdb_store::load(std::vector<std::string>* damaged) {

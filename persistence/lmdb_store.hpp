@@ -119,6 +119,19 @@ class lmdb_store {
   /// The tables the environment holds (all of them once opened for writing).
   std::vector<std::string> tables() const;
 
+  // --- the metadata as a Raft log's state machine (persistence/metadata_fsm.hpp) ---------------
+
+  /// The last log index applied here; 0 when none was.
+  uint64_t applied_index();
+  /// Applies log entry `index` and records its index, in one transaction. An index at or below
+  /// the one applied is skipped (a restarted member is given its log again): false then.
+  bool apply_entry(uint64_t index, const std::vector<meta_mutation>& batch);
+  /// Every record of the data tables (not the meta table), unsealed; a damaged one throws.
+  std::vector<meta_mutation> records();
+  /// Replaces every record of the data tables with `records`, applied up to `index`, in one
+  /// transaction (a snapshot taken from another member).
+  void replace_all(const std::vector<meta_mutation>& records, uint64_t index);
+
  private:
   static constexpr int table_count = 11;
   MDB_env* env_ = nullptr;
@@ -131,7 +144,8 @@ class lmdb_store {
 
   void open_env(const std::string& env_dir, unsigned flags, size_t map_bytes);
   void close_env();
-  int write(const std::vector<meta_mutation>& batch);
+  int write(const std::vector<meta_mutation>& batch, const uint64_t* index, bool replace);
+  void write_growing(const std::vector<meta_mutation>& batch, const uint64_t* index, bool replace);
   void check_not_truncated(const std::string& env_dir);
   void read_format_version(MDB_txn* txn);
   void check_format_version(MDB_txn* txn, const std::string& env_dir,

@@ -1,0 +1,97 @@
+#include "persistence/metadata_fsm.hpp"
+
+#include "core/log.hpp"
+#include "persistence/metadata_log_codec.hpp"
+
+#include <cstring>
+#include <exception>
+#include <string_view>
+
+namespace warren::persistence {
+
+namespace {
+
+metadata_fsm& self_of(raft_fsm* fsm) {
+  return *static_cast<metadata_fsm*>(fsm->data);
+}
+
+std::string_view bytes_of(const raft_buffer* buf) {
+  return {static_cast<const char*>(buf->base), buf->len};
+}
+
+}  // namespace
+
+metadata_fsm::metadata_fsm(lmdb_store& store) : store_(store) {
+  fsm_.version = 1;  // raft owns the snapshot buffers it is given (raft_malloc)
+  fsm_.data = this;
+  fsm_.apply = &metadata_fsm::apply;
+  fsm_.snapshot = &metadata_fsm::snapshot;
+  fsm_.restore = &metadata_fsm::restore;
+}
+
+// An entry that does not decode is a bug of the member that proposed it; every member meets
+// the same bytes at the same index and skips them alike, so the members stay equal. A failure
+// to write LMDB is returned to raft, which stops applying rather than move on without it.
+int metadata_fsm::apply(raft_fsm* fsm, const raft_buffer* buf, void** result) {
+  auto& self = self_of(fsm);
+  *result = nullptr;
+  if (self.raft_ == nullptr) return RAFT_INVALID;  // attach() first: no index without it
+  auto index = raft_last_applied(self.raft_) + 1;
+  std::vector<meta_mutation> batch;
+  try {
+    batch = decode_metadata_batch(bytes_of(buf));
+  } catch (const std::exception& e) {
+    ++self.undecodable_;
+    log(log_level::error, "metadata",
+        "log entry " + std::to_string(index) + " skipped: " + e.what());
+  }
+  try {
+    self.store_.apply_entry(index, batch);
+  } catch (const std::exception& e) {
+    log(log_level::error, "metadata",
+        "log entry " + std::to_string(index) + " could not be applied: " + e.what());
+    return RAFT_IOERR;
+  }
+  return 0;
+}
+
+int metadata_fsm::snapshot(raft_fsm* fsm, raft_buffer* bufs[], unsigned* n_bufs) {
+  auto& self = self_of(fsm);
+  std::string bytes;
+  try {
+    bytes = encode_metadata_snapshot({self.store_.applied_index(), self.store_.records()});
+  } catch (const std::exception& e) {
+    log(log_level::error, "metadata", std::string("no snapshot taken: ") + e.what());
+    return RAFT_IOERR;
+  }
+  auto* out = static_cast<raft_buffer*>(raft_malloc(sizeof(raft_buffer)));
+  if (out == nullptr) return RAFT_NOMEM;
+  out->len = bytes.size();
+  out->base = raft_malloc(bytes.size());
+  if (out->base == nullptr) {
+    raft_free(out);
+    return RAFT_NOMEM;
+  }
+  std::memcpy(out->base, bytes.data(), bytes.size());
+  *bufs = out;
+  *n_bufs = 1;
+  return 0;
+}
+
+// On success the state machine owns (and frees) the snapshot's bytes, as libraft's version-1
+// contract says; on failure raft keeps them.
+int metadata_fsm::restore(raft_fsm* fsm, raft_buffer* buf) {
+  auto& self = self_of(fsm);
+  try {
+    auto snap = decode_metadata_snapshot(bytes_of(buf));
+    self.store_.replace_all(snap.records, snap.applied_index);
+  } catch (const std::exception& e) {
+    log(log_level::error, "metadata", std::string("snapshot not restored: ") + e.what());
+    return RAFT_IOERR;
+  }
+  raft_free(buf->base);
+  ++self.restored_;
+  return 0;
+}
+
+}  // namespace warren::persistence

@@ -1,0 +1,51 @@
+// metadata_fsm: the cluster's metadata as the state machine of a Raft log (libraft; issue 33).
+// Each committed entry is one batch of LMDB changes (metadata_log_codec) and is applied, in log
+// order, into this member's LMDB together with its index, in one transaction. LMDB is the state
+// machine: raft replays a restarted member's log from its last snapshot, and the entries LMDB
+// already holds are skipped by their index. A snapshot is every record with the index applied.
+//
+// libraft is not thread-safe: one thread drives the raft instance and so this object.
+#pragma once
+
+#include "persistence/lmdb_store.hpp"
+
+extern "C" {
+#include <raft.h>
+}
+
+#include <cstdint>
+#include <string>
+
+namespace warren::persistence {
+
+class metadata_fsm {
+ public:
+  explicit metadata_fsm(lmdb_store& store);
+
+  metadata_fsm(const metadata_fsm&) = delete;
+  metadata_fsm& operator=(const metadata_fsm&) = delete;
+
+  /// What raft_init (or the test fixture) takes; valid as long as this object.
+  raft_fsm* fsm() { return &fsm_; }
+  /// The raft instance that drives this state machine: an entry's index is the one after its
+  /// last applied index while the entry is applied.
+  void attach(raft* r) { raft_ = r; }
+
+  /// Entries that did not decode (applied as empty: every member skips the same ones).
+  uint64_t undecodable() const { return undecodable_; }
+  /// Snapshots taken from other members.
+  uint64_t snapshots_restored() const { return restored_; }
+
+ private:
+  static int apply(raft_fsm* fsm, const raft_buffer* buf, void** result);
+  static int snapshot(raft_fsm* fsm, raft_buffer* bufs[], unsigned* n_bufs);
+  static int restore(raft_fsm* fsm, raft_buffer* buf);
+
+  lmdb_store& store_;
+  raft* raft_ = nullptr;
+  raft_fsm fsm_{};
+  uint64_t undecodable_ = 0;
+  uint64_t restored_ = 0;
+};
+
+}  // namespace warren::persistence

@@ -1,0 +1,109 @@
+#include "persistence/metadata_log_codec.hpp"
+
+#include "storage.capnp.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+
+#include <cstring>
+#include <stdexcept>
+
+namespace warren::persistence {
+
+namespace {
+
+constexpr uint8_t table_count = static_cast<uint8_t>(meta_table::grants) + 1;
+
+std::string to_bytes(capnp::MallocMessageBuilder& builder) {
+  auto words = capnp::messageToFlatArray(builder);
+  auto bytes = words.asBytes();
+  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+}
+
+kj::ArrayPtr<const kj::byte> data_of(const std::string& s) {
+  return {reinterpret_cast<const kj::byte*>(s.data()), s.size()};
+}
+
+std::string text_of(capnp::Data::Reader d) {
+  return std::string(reinterpret_cast<const char*>(d.begin()), d.size());
+}
+
+void fill(capnp::List<storage::MetadataMutation>::Builder list,
+          const std::vector<meta_mutation>& from) {
+  for (unsigned i = 0; i < from.size(); ++i) {
+    auto m = list[i];
+    m.setTable(static_cast<uint8_t>(from[i].table));
+    m.setKey(data_of(from[i].key));
+    m.setValue(data_of(from[i].value));
+    m.setErase(from[i].erase);
+  }
+}
+
+std::vector<meta_mutation> read(capnp::List<storage::MetadataMutation>::Reader list) {
+  std::vector<meta_mutation> out;
+  out.reserve(list.size());
+  for (auto m : list) {
+    if (m.getTable() >= table_count)
+      throw std::runtime_error("metadata log: table " + std::to_string(m.getTable()) +
+                               " does not exist");
+    out.push_back({static_cast<meta_table>(m.getTable()), text_of(m.getKey()),
+                   text_of(m.getValue()), m.getErase()});
+  }
+  return out;
+}
+
+// Parses `bytes` (copied into aligned words) as a `Root`; the traversal limit is the message's
+// own size, as a snapshot may be larger than Cap'n Proto's default limit.
+template <class Root, class F>
+auto parse(std::string_view bytes, const char* what, F take) {
+  if (bytes.size() % sizeof(capnp::word) != 0)
+    throw std::runtime_error(std::string("metadata log: ") + what + " of " +
+                             std::to_string(bytes.size()) + " bytes is not whole words");
+  auto words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
+  std::memcpy(words.begin(), bytes.data(), bytes.size());
+  capnp::ReaderOptions options;
+  options.traversalLimitInWords = words.size() + 1;
+  try {
+    capnp::FlatArrayMessageReader reader(words, options);
+    return take(reader.getRoot<Root>());
+  } catch (const kj::Exception& e) {
+    throw std::runtime_error(std::string("metadata log: ") + what +
+                             " does not parse: " + e.getDescription().cStr());
+  }
+}
+
+}  // namespace
+
+std::string encode_metadata_batch(const std::vector<meta_mutation>& batch) {
+  capnp::MallocMessageBuilder builder;
+  auto root = builder.initRoot<storage::MetadataBatch>();
+  fill(root.initMutations(static_cast<unsigned>(batch.size())), batch);
+  return to_bytes(builder);
+}
+
+std::vector<meta_mutation> decode_metadata_batch(std::string_view bytes) {
+  return parse<storage::MetadataBatch>(
+      bytes, "an entry", [](storage::MetadataBatch::Reader r) { return read(r.getMutations()); });
+}
+
+std::string encode_metadata_snapshot(const metadata_snapshot& snapshot) {
+  capnp::MallocMessageBuilder builder;
+  auto root = builder.initRoot<storage::MetadataSnapshot>();
+  root.setAppliedIndex(snapshot.applied_index);
+  fill(root.initRecords(static_cast<unsigned>(snapshot.records.size())), snapshot.records);
+  return to_bytes(builder);
+}
+
+metadata_snapshot decode_metadata_snapshot(std::string_view bytes) {
+  return parse<storage::MetadataSnapshot>(
+      bytes, "a snapshot", [](storage::MetadataSnapshot::Reader r) {
+        metadata_snapshot out;
+        out.applied_index = r.getAppliedIndex();
+        out.records = read(r.getRecords());
+        for (const auto& m : out.records)
+          if (m.erase) throw std::runtime_error("metadata log: a snapshot holds an erase");
+        return out;
+      });
+}
+
+}  // namespace warren::persistence

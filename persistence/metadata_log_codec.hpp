@@ -1,0 +1,28 @@
+// metadata_log_codec: the bytes of the cluster's metadata log (capnp/storage.capnp,
+// MetadataBatch and MetadataSnapshot). A log entry is one batch of LMDB changes; a snapshot is
+// every record with the last log index applied. Both come from other members, so decoding
+// checks what it reads (a table out of range, a message that does not parse) and throws
+// std::runtime_error naming the problem.
+#pragma once
+
+#include "persistence/lmdb_store.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace warren::persistence {
+
+std::string encode_metadata_batch(const std::vector<meta_mutation>& batch);
+std::vector<meta_mutation> decode_metadata_batch(std::string_view bytes);
+
+struct metadata_snapshot {
+  uint64_t applied_index = 0;
+  std::vector<meta_mutation> records;  // puts only
+};
+
+std::string encode_metadata_snapshot(const metadata_snapshot& snapshot);
+metadata_snapshot decode_metadata_snapshot(std::string_view bytes);
+
+}  // namespace warren::persistence

@@ -1,0 +1,243 @@
+// The cluster's metadata as a Raft log's state machine (persistence/metadata_fsm.hpp), driven by
+// libraft's own test fixture: in-memory network and disks, simulated time, so elections,
+// partitions and snapshots are deterministic. Each member's state machine is a real LMDB store.
+#include <boost/test/unit_test.hpp>
+
+#include "persistence/metadata_codec.hpp"
+#include "persistence/metadata_fsm.hpp"
+#include "persistence/metadata_log_codec.hpp"
+#include "subprocess.hpp"
+
+extern "C" {
+#include <raft/fixture.h>
+}
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+using warren::persistence::lmdb_store;
+using warren::persistence::meta_mutation;
+using warren::persistence::meta_table;
+using warren::persistence::metadata_fsm;
+
+namespace {
+
+meta_mutation user(const std::string& name) {
+  return {meta_table::users, warren::persistence::user_key(name),
+          warren::persistence::encode_user({name, "hash-of-" + name, {}}), false};
+}
+
+std::vector<std::string> users_of(lmdb_store& store) {
+  std::vector<std::string> out;
+  for (const auto& u : store.load().users) out.push_back(u.name);
+  return out;
+}
+
+// One member: its LMDB and the state machine on it.
+struct member {
+  warren::test::temp_dir dir;
+  lmdb_store store{dir.path()};
+  metadata_fsm fsm{store};
+};
+
+// libraft's fixture with `n` bootstrapped voters, started.
+struct cluster {
+  raft_fixture f;
+  std::vector<std::unique_ptr<member>> members;
+
+  explicit cluster(unsigned n) {
+    std::memset(&f, 0, sizeof f);  // the fixture expects zeroed memory
+    BOOST_REQUIRE(raft_fixture_initialize(&f) == 0);
+    for (unsigned i = 0; i < n; ++i) {
+      members.push_back(std::make_unique<member>());
+      BOOST_REQUIRE(raft_fixture_grow(&f, members.back()->fsm.fsm()) == 0);
+      members.back()->fsm.attach(raft_fixture_get(&f, i));
+    }
+    raft_configuration conf;
+    BOOST_REQUIRE(raft_fixture_configuration(&f, n, &conf) == 0);
+    BOOST_REQUIRE(raft_fixture_bootstrap(&f, &conf) == 0);
+    raft_configuration_close(&conf);
+    BOOST_REQUIRE(raft_fixture_start(&f) == 0);
+  }
+  ~cluster() { raft_fixture_close(&f); }
+
+  raft* server(unsigned i) { return raft_fixture_get(&f, i); }
+
+  unsigned leader() {
+    BOOST_REQUIRE(raft_fixture_step_until_has_leader(&f, 10000));
+    return raft_fixture_leader_index(&f);
+  }
+
+  // The leader among `candidates`, after stepping long enough for an election.
+  unsigned leader_among(const std::vector<unsigned>& candidates) {
+    for (int round = 0; round < 50; ++round) {
+      for (auto i : candidates)
+        if (raft_state(server(i)) == RAFT_LEADER) return i;
+      raft_fixture_step_until_elapsed(&f, 200);
+    }
+    BOOST_FAIL("no leader among the candidates");
+    return 0;
+  }
+
+  // Proposes `batch` on member `i`; the entry's index, or 0 when refused at once.
+  raft_index propose(unsigned i, const std::vector<meta_mutation>& batch) {
+    auto bytes = warren::persistence::encode_metadata_batch(batch);
+    raft_buffer buf;
+    buf.len = bytes.size();
+    buf.base = raft_malloc(bytes.size());  // raft owns it from here
+    std::memcpy(buf.base, bytes.data(), bytes.size());
+    auto* req = new struct raft_apply;
+    auto index = raft_last_index(server(i)) + 1;
+    int rc = raft_apply(server(i), req, &buf, 1, [](struct raft_apply* r, int, void*) { delete r; });
+    if (rc != 0) {
+      raft_free(buf.base);
+      delete req;
+      return 0;
+    }
+    return index;
+  }
+
+  void partition(unsigned i) {
+    for (unsigned j = 0; j < members.size(); ++j)
+      if (j != i) {
+        raft_fixture_saturate(&f, i, j);
+        raft_fixture_saturate(&f, j, i);
+      }
+  }
+
+  void heal(unsigned i) {
+    for (unsigned j = 0; j < members.size(); ++j)
+      if (j != i) {
+        raft_fixture_desaturate(&f, i, j);
+        raft_fixture_desaturate(&f, j, i);
+      }
+  }
+
+  bool applied(unsigned i, raft_index index) {
+    return raft_fixture_step_until_applied(&f, i, index, 20000);
+  }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(metadata_fsm_suite)
+
+BOOST_AUTO_TEST_CASE(log_bytes_round_trip_and_hostile_ones_are_refused_by_name) {
+  using namespace warren::persistence;
+  std::vector<meta_mutation> batch{user("ann"), {meta_table::queues, "k", "", true}};
+  auto back = decode_metadata_batch(encode_metadata_batch(batch));
+  BOOST_REQUIRE(back.size() == 2u);
+  BOOST_TEST(back[0].key == batch[0].key);
+  BOOST_TEST(back[0].value == batch[0].value);
+  BOOST_TEST(back[1].erase);
+  BOOST_TEST((back[1].table == meta_table::queues));
+
+  auto bad_table = batch;
+  bad_table[0].table = static_cast<meta_table>(200);
+  BOOST_CHECK_EXCEPTION(decode_metadata_batch(encode_metadata_batch(bad_table)), std::runtime_error,
+                        [](const std::runtime_error& e) {
+                          return std::string(e.what()).find("table 200") != std::string::npos;
+                        });
+  BOOST_CHECK_THROW(decode_metadata_batch("not a message"), std::runtime_error);
+  BOOST_CHECK_THROW(decode_metadata_batch(std::string(64, '\xff')), std::runtime_error);
+  metadata_snapshot with_erase{7, {{meta_table::users, "k", "", true}}};
+  BOOST_CHECK_THROW(decode_metadata_snapshot(encode_metadata_snapshot(with_erase)),
+                    std::runtime_error);
+}
+
+// raft hands a restarted member its log again from the last snapshot: what LMDB holds already
+// is skipped by its index.
+BOOST_AUTO_TEST_CASE(an_entry_is_applied_once_with_its_index) {
+  warren::test::temp_dir dir;
+  {
+    lmdb_store store(dir.path());
+    BOOST_TEST(store.applied_index() == 0u);
+    BOOST_TEST(store.apply_entry(1, {user("ann")}));
+    BOOST_TEST(store.apply_entry(2, {user("bob")}));
+  }
+  lmdb_store store(dir.path());
+  BOOST_TEST(store.applied_index() == 2u);
+  BOOST_TEST(!store.apply_entry(2, {user("carl")}));
+  BOOST_TEST(
+      !store.apply_entry(1, {{meta_table::users, warren::persistence::user_key("ann"), "", true}}));
+  BOOST_TEST((users_of(store) == std::vector<std::string>{"ann", "bob"}));
+  BOOST_TEST(store.apply_entry(3, {}));  // an empty entry still moves the index
+  BOOST_TEST(store.applied_index() == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(three_members_apply_the_same_entries_in_order_through_an_election) {
+  cluster c(3);
+  auto first = c.leader();
+  raft_index last = 0;
+  for (int i = 0; i < 5; ++i) last = c.propose(first, {user("u" + std::to_string(i))});
+  BOOST_REQUIRE(last != 0u);
+  for (unsigned m = 0; m < 3; ++m) BOOST_REQUIRE(c.applied(m, last));
+
+  raft_fixture_depose(&c.f);  // another election; the log goes on under the next leader
+  auto second = c.leader();
+  last = c.propose(
+      second, {user("after"), {meta_table::users, warren::persistence::user_key("u0"), "", true}});
+  BOOST_REQUIRE(last != 0u);
+  std::vector<std::string> expected{"after", "u1", "u2", "u3", "u4"};
+  for (unsigned m = 0; m < 3; ++m) {
+    BOOST_REQUIRE(c.applied(m, last));
+    BOOST_TEST(users_of(c.members[m]->store) == expected);
+    BOOST_TEST(c.members[m]->store.applied_index() == last);
+  }
+}
+
+// A leader cut off from the majority takes a change it can never commit: the majority elects
+// another leader and goes on; once healed, the old leader takes the majority's log, and the
+// change it took is applied nowhere.
+BOOST_AUTO_TEST_CASE(a_change_taken_by_a_cut_off_leader_is_applied_nowhere) {
+  cluster c(3);
+  auto old_leader = c.leader();
+  auto base = c.propose(old_leader, {user("before")});
+  for (unsigned m = 0; m < 3; ++m) BOOST_REQUIRE(c.applied(m, base));
+
+  c.partition(old_leader);
+  BOOST_TEST(c.propose(old_leader, {user("lost")}) != 0u);  // taken, never committed
+  std::vector<unsigned> majority;
+  for (unsigned m = 0; m < 3; ++m)
+    if (m != old_leader) majority.push_back(m);
+  auto new_leader = c.leader_among(majority);
+  auto kept = c.propose(new_leader, {user("kept")});
+  BOOST_REQUIRE(kept != 0u);
+  for (auto m : majority) BOOST_REQUIRE(c.applied(m, kept));
+
+  c.heal(old_leader);
+  BOOST_REQUIRE(c.applied(old_leader, kept));
+  for (unsigned m = 0; m < 3; ++m)
+    BOOST_TEST((users_of(c.members[m]->store) == std::vector<std::string>{"before", "kept"}));
+}
+
+// With a short log (snapshots every few entries), a member cut off while the others truncate
+// their log catches up from a snapshot: restored into its LMDB, index and all.
+BOOST_AUTO_TEST_CASE(a_member_far_behind_catches_up_from_a_snapshot) {
+  cluster c(3);
+  for (unsigned m = 0; m < 3; ++m) {
+    raft_set_snapshot_threshold(c.server(m), 4);
+    raft_set_snapshot_trailing(c.server(m), 1);
+  }
+  auto leader = c.leader();
+  unsigned behind = (leader + 1) % 3;
+  c.partition(behind);
+  raft_index last = 0;
+  std::vector<std::string> expected;
+  for (int i = 0; i < 20; ++i) {
+    expected.push_back("user-" + std::to_string(100 + i));
+    last = c.propose(leader, {user(expected.back())});
+    BOOST_REQUIRE(last != 0u);
+    BOOST_REQUIRE(c.applied(leader, last));
+  }
+  BOOST_TEST(c.members[behind]->store.applied_index() < last);
+  c.heal(behind);
+  BOOST_REQUIRE(c.applied(behind, last));
+  BOOST_TEST(c.members[behind]->fsm.snapshots_restored() >= 1u);
+  BOOST_TEST(users_of(c.members[behind]->store) == expected);
+  BOOST_TEST(c.members[behind]->store.applied_index() == last);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
