@@ -1,0 +1,152 @@
+// The metadata log of one member on disk (persistence/metadata_log.hpp): raft_uv under a real
+// folder, LMDB as its state machine. A proposal is answered once committed and applied; what
+// was answered survives a reopen and a kill -9 of the process that proposed it.
+#include <boost/test/unit_test.hpp>
+
+#include "persistence/metadata_codec.hpp"
+#include "persistence/metadata_log.hpp"
+#include "subprocess.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+using warren::persistence::lmdb_store;
+using warren::persistence::meta_mutation;
+using warren::persistence::meta_table;
+using warren::persistence::metadata_log;
+
+namespace {
+
+meta_mutation user(const std::string& name) {
+  return {meta_table::users, warren::persistence::user_key(name),
+          warren::persistence::encode_user({name, "hash", {}}), false};
+}
+
+std::set<std::string> users_of(lmdb_store& store) {
+  std::set<std::string> out;
+  for (const auto& u : store.load().users) out.insert(u.name);
+  return out;
+}
+
+// Waits for the answers of the proposals it counted.
+struct answers {
+  std::mutex mutex;
+  std::condition_variable changed;
+  size_t expected = 0, answered = 0;
+  std::vector<std::string> errors;
+
+  metadata_log::answer one() {
+    std::lock_guard<std::mutex> guard(mutex);
+    ++expected;
+    return [this](const std::string& error) {
+      std::lock_guard<std::mutex> guard(mutex);
+      ++answered;
+      if (!error.empty()) errors.push_back(error);
+      changed.notify_all();
+    };
+  }
+
+  bool all(std::chrono::seconds patience = std::chrono::seconds(60)) {
+    std::unique_lock<std::mutex> lock(mutex);
+    return changed.wait_for(lock, patience, [this] { return answered == expected; });
+  }
+};
+
+metadata_log::options in(const warren::test::temp_dir& dir) {
+  metadata_log::options o;
+  o.dir = dir.path() + "/raft";
+  return o;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(metadata_log_suite)
+
+BOOST_AUTO_TEST_CASE(proposals_are_applied_in_order_and_kept_across_a_reopen) {
+  warren::test::temp_dir dir;
+  lmdb_store store(dir.path());
+  std::set<std::string> expected;
+  uint64_t applied = 0;
+  {
+    metadata_log log(store, in(dir));
+    answers a;
+    for (int i = 0; i < 50; ++i) {
+      expected.insert("u" + std::to_string(i));
+      log.propose({user("u" + std::to_string(i))}, a.one());
+    }
+    // In log order: the erase comes after the put it undoes.
+    log.propose({{meta_table::users, warren::persistence::user_key("u0"), "", true}}, a.one());
+    expected.erase("u0");
+    BOOST_REQUIRE(a.all());
+    BOOST_TEST(a.errors.empty());
+    BOOST_TEST(users_of(store) == expected);
+    applied = store.applied_index();
+    BOOST_TEST(applied >= 51u);
+  }
+  BOOST_TEST(std::filesystem::exists(dir.path() + "/raft"));
+  // Reopened, raft gives the state machine its whole log again: nothing applies twice, and the
+  // member leads again.
+  metadata_log log(store, in(dir));
+  answers a;
+  log.propose({user("later")}, a.one());
+  BOOST_REQUIRE(a.all());
+  BOOST_TEST(a.errors.empty());
+  expected.insert("later");
+  BOOST_TEST(users_of(store) == expected);
+  BOOST_TEST(store.applied_index() > applied);
+}
+
+// A child process proposes and reports each answered change on a pipe; it is killed with
+// SIGKILL in the middle; every change it was answered for is there after a reopen.
+BOOST_AUTO_TEST_CASE(an_answered_change_survives_kill_9) {
+  warren::test::temp_dir dir;
+  int fds[2];
+  BOOST_REQUIRE(pipe(fds) == 0);
+  pid_t child = fork();
+  BOOST_REQUIRE(child >= 0);
+  if (child == 0) {
+    close(fds[0]);
+    try {
+      lmdb_store store(dir.path());
+      metadata_log log(store, in(dir));
+      for (int i = 0;; ++i) {
+        auto name = "k" + std::to_string(i);
+        log.propose({user(name)}, [fd = fds[1], name](const std::string& error) {
+          if (!error.empty()) return;
+          auto line = name + "\n";
+          if (write(fd, line.data(), line.size()) < 0) _exit(3);
+        });
+        if (i % 8 == 7) usleep(1000);
+      }
+    } catch (...) {
+      _exit(2);
+    }
+  }
+  close(fds[1]);
+  std::set<std::string> answered;
+  FILE* in_pipe = fdopen(fds[0], "r");
+  char line[64];
+  while (answered.size() < 300 && fgets(line, sizeof line, in_pipe) != nullptr)
+    answered.insert(std::string(line, strcspn(line, "\n")));
+  kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  fclose(in_pipe);
+  BOOST_REQUIRE(answered.size() == 300u);
+
+  lmdb_store store(dir.path());
+  metadata_log log(store, in(dir));
+  auto users = users_of(store);
+  for (const auto& name : answered) BOOST_TEST(users.count(name) == 1u, name);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
