@@ -479,12 +479,13 @@ std::string no_wait_queue_declare(const std::string& name) {
   return method_frame(1, std::move(d));
 }
 
-std::string no_wait_exchange_declare(const std::string& name, const std::string& type) {
+std::string no_wait_exchange_declare(const std::string& name, const std::string& type,
+                                     bool durable = true) {
   auto d = method_payload({40, 10});
   d.short_uint(0);
   d.short_string(name);
   d.short_string(type);
-  d.bits({false, true, false, false, true});  // durable, no-wait
+  d.bits({false, durable, false, false, true});  // no-wait
   d.field_table({});
   return method_frame(1, std::move(d));
 }
@@ -513,4 +514,51 @@ BOOST_FIXTURE_TEST_CASE(what_a_channel_declared_without_waiting_takes_its_next_p
          no_wait_queue_bind("nw", "nw-x", "k") + publish_frames(1, "", "nw", "by name") +
          publish_frames(1, "nw-x", "k", "by binding"));
   BOOST_TEST(ready_eventually(c, 1, "nw", 2) == 2u);
+}
+
+namespace {
+
+std::string no_wait_exchange_delete(const std::string& name) {
+  auto d = method_payload({40, 20});
+  d.short_uint(0);
+  d.short_string(name);
+  d.bits({false, true});  // if-unused off, no-wait
+  return method_frame(1, std::move(d));
+}
+
+std::string no_wait_queue_purge(const std::string& name) {
+  auto p = method_payload({50, 30});
+  p.short_uint(0);
+  p.short_string(name);
+  p.bits({true});  // no-wait
+  return method_frame(1, std::move(p));
+}
+
+}  // namespace
+
+// A publish behind a deleted and declared-again exchange goes to the new one, never through the
+// one deleted (the connection's lookup of it is forgotten with the delete).
+BOOST_FIXTURE_TEST_CASE(a_publish_after_an_exchange_is_deleted_and_declared_again_finds_the_new_one,
+                        channel_one) {
+  // Transient: its delete is answered at once, with no commit to wait for.
+  c.send(no_wait_queue_declare("old-q") + no_wait_queue_declare("new-q") +
+         no_wait_exchange_declare("swap", "direct", false) +
+         no_wait_queue_bind("old-q", "swap", "k") + publish_frames(1, "swap", "k", "first"));
+  BOOST_REQUIRE(ready_eventually(c, 1, "old-q", 1) == 1u);  // "swap" is known to the connection
+  c.send(no_wait_exchange_delete("swap") + no_wait_exchange_declare("swap", "direct", false) +
+         no_wait_queue_bind("new-q", "swap", "k") + publish_frames(1, "swap", "k", "second"));
+  BOOST_TEST(ready_eventually(c, 1, "new-q", 1) == 1u);
+  int deliveries = 0;
+  BOOST_TEST(ready_in(c, 1, "old-q", deliveries) == 1u);
+}
+
+// A purge takes what came before it on the channel, never a publish sent after it.
+BOOST_FIXTURE_TEST_CASE(a_purge_takes_nothing_published_after_it, channel_one) {
+  c.send(no_wait_queue_declare("purged") + publish_frames(1, "", "purged", "before"));
+  BOOST_REQUIRE(ready_eventually(c, 1, "purged", 1) == 1u);
+  c.send(no_wait_queue_purge("purged") + publish_frames(1, "", "purged", "after"));
+  BOOST_TEST(ready_eventually(c, 1, "purged", 1) == 1u);
+  std::string body;
+  get_for_ack(c, 1, "purged", &body);
+  BOOST_TEST(body == "after");
 }

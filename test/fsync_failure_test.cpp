@@ -12,11 +12,13 @@
 #include "warren/client_error.hpp"
 #include "warren/connection.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <set>
 #include <thread>
 
@@ -400,3 +402,42 @@ BOOST_AUTO_TEST_CASE(changes_kept_for_a_failing_disk_stay_one_per_record) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// A vhost deleted while a declare in it is being committed waits for that commit, then goes,
+// and answers: before, the delete waited on the commit and its answer was lost, so the node
+// never finished it and the vhost came back after a restart.
+BOOST_AUTO_TEST_CASE(a_vhost_deleted_during_a_commit_goes_and_answers) {
+  failing_disk disk;
+  const auto& data = disk.data;
+  {
+    node_process node({}, data, disk.under());
+    auto admin = connect_to(node);
+    admin->add_vhost("doomed");
+    admin->set_permissions({"guest", "doomed", ".*", ".*", ".*"});
+    connect_options in_doomed;
+    in_doomed.port = node.port();
+    in_doomed.vhost = "doomed";
+    auto conn = connection::open(in_doomed);
+    disk.arm(data + "/meta", 3000);  // the declare's commit fails, three seconds from now
+    auto declared = std::async(std::launch::async, [&] {
+      try {
+        conn->open_channel()->queue_declare("q", durable);
+        return true;
+      } catch (const error&) {
+        return false;
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    disk.heal();  // the delete's own commit succeeds
+    auto deleted = std::async(std::launch::async, [&] { admin->delete_vhost("doomed"); });
+    bool answered = deleted.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+    if (!answered) node.kill9();  // the clients' calls end with the node
+    BOOST_REQUIRE(answered);
+    BOOST_CHECK_NO_THROW(deleted.get());
+    BOOST_TEST(!declared.get());  // it was under way when the delete came
+    node.stop();
+  }
+  node_process node({}, data);
+  auto vhosts = connect_to(node)->list_vhosts();
+  BOOST_TEST((std::find(vhosts.begin(), vhosts.end(), "doomed") == vhosts.end()));
+}

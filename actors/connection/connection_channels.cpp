@@ -185,10 +185,18 @@ void declare_exchange(self_ptr self, uint64_t request, uint16_t id, exchange_spe
 
 void delete_exchange(self_ptr self, uint64_t request, uint16_t id, std::string& name,
                      bool if_unused) {
-  if (open_channel(self, request, id) &&
-      allowed(self, request, id, access_kind::configure, "exchange", name))
-    relay_topology(self, request, id, delete_atom::value, exchanges_atom::value, std::move(name),
-                   if_unused);
+  if (!open_channel(self, request, id) ||
+      !allowed(self, request, id, access_kind::configure, "exchange", name))
+    return;
+  // Publishes behind the delete look the name up again: a 404, or the exchange declared since,
+  // never the one deleted.
+  auto& st = self->state;
+  if (auto e = st.exchanges.find(name); e != st.exchanges.end()) {
+    self->demonitor(e->second.actor);
+    st.exchanges.erase(e);
+  }
+  relay_topology(self, request, id, delete_atom::value, exchanges_atom::value, std::move(name),
+                 if_unused);
 }
 
 void declare_queue(self_ptr self, uint64_t request, uint16_t id, queue_spec& spec, bool passive) {
@@ -208,16 +216,19 @@ void delete_queue(self_ptr self, uint64_t request, uint16_t id, std::string& nam
     return;
   ++self->state.deleting[name];
   auto queue = name;
+  auto serial = topology_started(self, id);
   self->request(vhost_handle(self->state.vhost), caf::infinite, delete_atom::value,
                 queues_atom::value, std::move(name), if_unused, if_empty, force, self_handle(self))
       .then(
           [=](uint32_t removed) {
             self->state.link->reply(request, {}, make_answer(removed));
             queue_delete_answered(self, queue);
+            topology_settled(self, id, serial);
           },
           [=](caf::error& err) {
             fail(self, request, id, err);
             queue_delete_answered(self, queue);
+            topology_settled(self, id, serial);
           });
 }
 
@@ -232,8 +243,8 @@ void stream_request(self_ptr self, uint64_t request, uint16_t id, stream_command
 void purge(self_ptr self, uint64_t request, uint16_t id, std::string& name) {
   if (open_channel(self, request, id) &&
       allowed(self, request, id, access_kind::read, "queue", name))
-    relay<uint32_t>(self, request, id, vhost_handle(self->state.vhost), purge_atom::value,
-                    std::move(name), self_handle(self));
+    relay_topology<uint32_t>(self, request, id, purge_atom::value, std::move(name),
+                             self_handle(self));
 }
 
 void bind(self_ptr self, uint64_t request, uint16_t id, binding_spec& b, bool add) {

@@ -101,27 +101,28 @@ void confirm(self_ptr self, uint16_t id, const std::vector<uint64_t>& acked,
 /// The resource alarm: publishes wait while it lasts.
 void set_blocked(self_ptr self, bool blocked);
 
-/// A relay of a change to the vhost's topology (declare, delete, bind): the channel's publishes
-/// wait until it is answered (channel_state::topology_in_flight).
+/// A change to the vhost's topology (declare, delete, bind, purge) on channel `id` is under
+/// way: the channel's publishes wait until it is settled (channel_state::topology_in_flight).
+/// Returns the channel's serial, for topology_settled.
+uint64_t topology_started(self_ptr self, uint16_t id);
+/// Its answer came: publishes that waited behind it go on.
+void topology_settled(self_ptr self, uint16_t id, uint64_t serial);
+
+/// Relays a change to the vhost's topology, holding the channel's publishes until it is
+/// answered.
 template <class... Ts, class... Args>
 void relay_topology(self_ptr self, uint64_t request, uint16_t channel, Args&&... args) {
   static_assert(sizeof...(Ts) <= 1, "a request's answer is one value or none");
-  auto& ch = self->state.channels[channel];
-  ++ch.topology_in_flight;
-  auto serial = ch.serial;
-  auto settled = [=] {
-    if (auto* c = same_channel(self, channel, serial)) --c->topology_in_flight;
-    drain_publishes(self, channel);
-  };
+  auto serial = topology_started(self, channel);
   self->request(vhost_handle(self->state.vhost), caf::infinite, std::forward<Args>(args)...)
       .then(
           [=](Ts&... xs) {
             self->state.link->reply(request, {}, make_answer(std::move(xs)...));
-            settled();
+            topology_settled(self, channel, serial);
           },
           [=](caf::error& err) {
             fail(self, request, channel, err);
-            settled();
+            topology_settled(self, channel, serial);
           });
 }
 

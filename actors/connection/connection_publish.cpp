@@ -191,6 +191,17 @@ void closes_after_publishes(self_ptr self, uint16_t id) {
   if (request != 0) st.link->reply(request, {}, {});
 }
 
+uint64_t topology_started(self_ptr self, uint16_t id) {
+  auto& ch = self->state.channels[id];
+  ++ch.topology_in_flight;
+  return ch.serial;
+}
+
+void topology_settled(self_ptr self, uint16_t id, uint64_t serial) {
+  if (auto* c = same_channel(self, id, serial)) --c->topology_in_flight;
+  drain_publishes(self, id);
+}
+
 void publish(self_ptr self, uint64_t request, uint16_t id, std::vector<message_ptr>& msgs) {
   auto* ch = open_channel(self, request, id);
   if (ch == nullptr) return;

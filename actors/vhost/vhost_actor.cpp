@@ -31,6 +31,11 @@ caf::error invalid(const std::string& problem) {
   return make_broker_error(reply_code::precondition_failed, problem);
 }
 
+caf::error being_deleted(const vhost_state& st, const std::string& what) {
+  return make_broker_error(reply_code::not_found, "cannot create " + what + ": vhost " +
+                                                      quote(st.vhost) + " is being deleted");
+}
+
 void persist_quietly(self_ptr self, changes batch) {
   persist(self, std::move(batch), [](const caf::error& err) {
     if (err) log(log_level::error, "vhost", "metadata change lost: " + to_string(describe(err)));
@@ -121,11 +126,15 @@ std::vector<std::function<void()>>* unsettled_create(vhost_state& st) {
   return nullptr;
 }
 
-// The vhost is being deleted: answered once its records are gone, then it stops.
-caf::result<void> shut_down(self_ptr self) {
-  if (auto* waiting = unsettled_create(self->state))
-    return park_void_on(self, *waiting, shutdown_atom::value);
-  auto rp = self->make_response_promise<void>();
+// Deletes the vhost once no create is under way (see unsettled_create): answers `rp` once its
+// records are gone, then stops. Creates are refused from the first call on, so the wait ends.
+void shut_down_when_settled(self_ptr self, caf::typed_response_promise<void> rp) {
+  auto& st = self->state;
+  st.deleting = true;
+  if (auto* waiting = unsettled_create(st)) {
+    waiting->push_back([=] { shut_down_when_settled(self, rp); });
+    return;
+  }
   persist(self, delete_everything(self), [=](const caf::error& err) mutable {
     if (err)
       rp.deliver(err);
@@ -133,6 +142,11 @@ caf::result<void> shut_down(self_ptr self) {
       deliver_unit(rp);
     self->quit();
   });
+}
+
+caf::result<void> shut_down(self_ptr self) {
+  auto rp = self->make_response_promise<void>();
+  shut_down_when_settled(self, rp);
   return rp;
 }
 

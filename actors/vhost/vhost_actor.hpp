@@ -96,6 +96,9 @@ struct vhost_state {
   // New durable exchanges and bindings whose record is being committed (vhost_parts.hpp,
   // exchange_hold / binding_hold), with the requests naming them that wait for it.
   std::map<std::string, std::vector<std::function<void()>>> committing;
+  // A delete of this vhost is under way: creates are refused, so that no record is committed
+  // after the vhost's erases.
+  bool deleting = false;
 
   static inline const char* name = "vhost";
 };

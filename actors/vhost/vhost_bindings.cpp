@@ -170,6 +170,7 @@ caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool pass
     if (existing == st.exchanges.end()) return no_exchange(st, spec.name);
     return caf::unit;
   }
+  if (st.deleting) return being_deleted(st, "exchange " + quote(spec.name));
   if (existing == st.exchanges.end()) {
     if (is_reserved_name(spec.name))
       return make_broker_error(reply_code::access_refused, "exchange name " + quote(spec.name) +
@@ -278,6 +279,7 @@ caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& request
     return from_peer
                ? park_void_on(self, st.committing[hold], replicate_atom::value, bind_atom::value, b)
                : park_void_on(self, st.committing[hold], bind_atom::value, b, requester);
+  if (st.deleting) return being_deleted(st, "a binding");
   binding_target target;
   if (auto err = check_binding(self, b, requester, target)) return err;
   if (st.bindings.count(binding_key(b)) != 0) return caf::unit;

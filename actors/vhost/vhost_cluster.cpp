@@ -232,7 +232,7 @@ void claim_then_create(self_ptr self, const queue_spec& spec, const queue_limits
                   reply_code::not_found, "queue " + quote(spec.name) + in_vhost(st) +
                                              " lives on node " + winner->home + ", which is down"));
             } else {
-              self->request(vhost_handle(winner->home_vhost), caf::infinite, declare_atom::value,
+              self->request(vhost_handle(winner->home_vhost), member_timeout, declare_atom::value,
                             spec, false, requester)
                   .then([=](queue_info& info) mutable { rp.deliver(std::move(info)); },
                         [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
@@ -273,7 +273,7 @@ caf::result<queue_info> declare_elsewhere(self_ptr self, queue_spec spec) {
   auto home = std::move(spec.home);
   spec.home.clear();
   auto rp = self->make_response_promise<queue_info>();
-  self->request(cluster_handle(st.cluster), caf::infinite, declare_atom::value, home, st.vhost,
+  self->request(cluster_handle(st.cluster), member_timeout, declare_atom::value, home, st.vhost,
                 std::move(spec))
       .then(
           [=](queue_info& info, queue_placement& placed) mutable {

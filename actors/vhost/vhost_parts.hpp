@@ -28,6 +28,8 @@ std::string in_vhost(const vhost_state& st);
 caf::error no_exchange(const vhost_state& st, const std::string& name);
 caf::error no_queue(const vhost_state& st, const std::string& name);
 caf::error invalid(const std::string& problem);
+/// A create refused because the vhost is being deleted (vhost_state::deleting).
+caf::error being_deleted(const vhost_state& st, const std::string& what);
 
 template <class Done>
 void persist(self_ptr self, changes batch, Done done) {
@@ -149,6 +151,22 @@ caf::typed_response_promise<void> when_ready(self_ptr self);
 
 /// How long a member's queue may take to answer a listing.
 constexpr auto remote_timeout = std::chrono::seconds(10);
+/// How long a member may take to carry out a declare, delete, purge or stream command for one
+/// of its queues (a record committed there). A member whose link dies never answers, and CAF
+/// 0.17 gives requests already sent no error: the asker (a channel, whose publishes wait behind
+/// its declares) must not wait for ever.
+constexpr auto member_timeout = std::chrono::seconds(30);
+
+/// Sends a request for one of its queues to a member's vhost and relays the answer, or a
+/// timeout after member_timeout.
+template <class T, class... Ts>
+caf::result<T> ask_member(self_ptr self, const caf::actor& home, Ts... xs) {
+  auto rp = self->make_response_promise<T>();
+  self->request(vhost_handle(home), member_timeout, xs...)
+      .then([=](T& answer) mutable { rp.deliver(std::move(answer)); },
+            [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
 
 caf::error node_down(const vhost_state& st, const remote_queues::entry& e);
 

@@ -151,7 +151,7 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
   if (st.queues.count(spec.name) == 0) {
     if (const auto* r = st.remote.find(spec.name)) {  // its home node decides
       if (!r->home) return node_down(st, *r);
-      return self->delegate(vhost_handle(r->home), declare_atom::value, spec, passive, requester);
+      return ask_member<queue_info>(self, r->home, declare_atom::value, spec, passive, requester);
     }
     if (!passive && !spec.home.empty() && spec.home != st.node_name)
       return declare_elsewhere(self, std::move(spec));
@@ -166,6 +166,7 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
               [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
     return rp;
   }
+  if (st.deleting) return being_deleted(st, "queue " + quote(spec.name));
   if (spec.name.empty()) {
     do {
       spec.name = generated_name("amq.gen-");
@@ -221,8 +222,8 @@ caf::result<uint32_t> delete_queue(self_ptr self, const std::string& name, bool 
     const auto* r = st.remote.find(name);
     if (r == nullptr) return uint32_t{0};  // idempotent, as in RabbitMQ
     if (!r->home) return node_down(st, *r);
-    return self->delegate(vhost_handle(r->home), delete_atom::value, queues_atom::value, name,
-                          if_unused, if_empty, force, requester);
+    return ask_member<uint32_t>(self, r->home, delete_atom::value, queues_atom::value, name,
+                                if_unused, if_empty, force, requester);
   }
   if (auto err = check_owner(st, q->second, requester)) return err;
   auto rp = self->make_response_promise<uint32_t>();
@@ -249,7 +250,7 @@ caf::result<uint32_t> purge(self_ptr self, const std::string& name, const caf::a
     const auto* r = st.remote.find(name);
     if (r == nullptr) return no_queue(st, name);
     if (!r->home) return node_down(st, *r);
-    return self->delegate(vhost_handle(r->home), purge_atom::value, name, requester);
+    return ask_member<uint32_t>(self, r->home, purge_atom::value, name, requester);
   }
   if (auto err = check_owner(st, q->second, requester)) return err;
   auto rp = self->make_response_promise<uint32_t>();
@@ -270,7 +271,7 @@ caf::result<stream_reply> stream_request(self_ptr self, const stream_command& cm
     const auto* r = st.remote.find(cmd.queue);
     if (r == nullptr) return no_queue(st, cmd.queue);
     if (!r->home) return node_down(st, *r);
-    return self->delegate(vhost_handle(r->home), stream_atom::value, cmd, requester);
+    return ask_member<stream_reply>(self, r->home, stream_atom::value, cmd, requester);
   }
   if (!q->second.stream)
     return invalid("queue " + quote(cmd.queue) + in_vhost(st) +
