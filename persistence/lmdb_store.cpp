@@ -330,6 +330,25 @@ void lmdb_store::write_growing(const std::vector<meta_mutation>& batch, const ui
   }
 }
 
+std::string lmdb_store::change_problem(const meta_mutation& m) {
+  constexpr size_t max_key_bytes = 511;  // LMDB's default build (mdb_env_get_maxkeysize)
+  auto table = 1 + static_cast<int>(m.table);
+  if (table < 1 || table >= table_count) return "no table " + std::to_string(table - 1);
+  if (m.key.empty()) return std::string("an empty key in table '") + names[table] + "'";
+  if (m.key.size() > max_key_bytes)
+    return "a key of " + std::to_string(m.key.size()) + " bytes in table '" + names[table] +
+           "' (at most " + std::to_string(max_key_bytes) + ")";
+  if (m.erase) return {};
+  try {
+    metadata_contents scratch;
+    decode_into(table, m.key, m.value, scratch);
+  } catch (const std::exception& e) {
+    return std::string("a value in table '") + names[table] + "' that does not decode (" +
+           e.what() + ")";
+  }
+  return {};
+}
+
 uint64_t lmdb_store::applied_index() {
   txn_guard t;
   check(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t.txn), "begin read");

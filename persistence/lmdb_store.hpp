@@ -121,6 +121,9 @@ class lmdb_store {
 
   // --- the metadata as a Raft log's state machine (persistence/metadata_fsm.hpp) ---------------
 
+  /// What keeps `m` from being stored and read back (a key LMDB refuses, a value that does not
+  /// decode as its table's record), or "". A change from the log is checked before it is applied.
+  static std::string change_problem(const meta_mutation& m);
   /// The last log index applied here; 0 when none was.
   uint64_t applied_index();
   /// Applies log entry `index` and records its index, in one transaction. An index at or below

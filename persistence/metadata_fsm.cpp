@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 #include <string_view>
 
 namespace warren::persistence {
@@ -29,21 +30,29 @@ metadata_fsm::metadata_fsm(lmdb_store& store) : store_(store) {
   fsm_.restore = &metadata_fsm::restore;
 }
 
-// An entry that does not decode is a bug of the member that proposed it; every member meets
-// the same bytes at the same index and skips them alike, so the members stay equal. A failure
-// to write LMDB is returned to raft, which stops applying rather than move on without it.
+// An entry that does not decode, or holds a change LMDB could not store or read back, is a bug
+// of the member that proposed it: every member meets the same bytes at the same index and skips
+// them alike, so the members stay equal and none stops on it. A failure to write LMDB otherwise
+// (the disk) is returned to raft, which stops applying rather than move on without it.
 int metadata_fsm::apply(raft_fsm* fsm, const raft_buffer* buf, void** result) {
   auto& self = self_of(fsm);
   *result = nullptr;
   if (self.raft_ == nullptr) return RAFT_INVALID;  // attach() first: no index without it
   auto index = raft_last_applied(self.raft_) + 1;
   std::vector<meta_mutation> batch;
+  std::string problem;
   try {
     batch = decode_metadata_batch(bytes_of(buf));
+    for (const auto& m : batch)
+      if (problem = lmdb_store::change_problem(m); !problem.empty()) break;
   } catch (const std::exception& e) {
+    problem = e.what();
+  }
+  if (!problem.empty()) {
+    batch.clear();
     ++self.undecodable_;
     log(log_level::error, "metadata",
-        "log entry " + std::to_string(index) + " skipped: " + e.what());
+        "log entry " + std::to_string(index) + " skipped: " + problem);
   }
   try {
     self.store_.apply_entry(index, batch);
@@ -84,13 +93,20 @@ int metadata_fsm::restore(raft_fsm* fsm, raft_buffer* buf) {
   auto& self = self_of(fsm);
   try {
     auto snap = decode_metadata_snapshot(bytes_of(buf));
-    self.store_.replace_all(snap.records, snap.applied_index);
+    // raft_start restores a member's own last snapshot, while its LMDB is durable and may be
+    // further on: rewriting it would roll it back until the log is applied again.
+    for (const auto& m : snap.records)
+      if (auto problem = lmdb_store::change_problem(m); !problem.empty())
+        throw std::runtime_error("it holds " + problem);
+    if (snap.applied_index > self.store_.applied_index()) {
+      self.store_.replace_all(snap.records, snap.applied_index);
+      ++self.restored_;
+    }
   } catch (const std::exception& e) {
     log(log_level::error, "metadata", std::string("snapshot not restored: ") + e.what());
     return RAFT_IOERR;
   }
   raft_free(buf->base);
-  ++self.restored_;
   return 0;
 }
 

@@ -31,9 +31,11 @@ class metadata_fsm {
   /// last applied index while the entry is applied.
   void attach(raft* r) { raft_ = r; }
 
-  /// Entries that did not decode (applied as empty: every member skips the same ones).
+  /// Entries that did not decode, or held a change LMDB could not store or read back (applied
+  /// as empty: every member skips the same ones).
   uint64_t undecodable() const { return undecodable_; }
-  /// Snapshots taken from other members.
+  /// Snapshots that replaced what LMDB held (one from another member, or this member's own
+  /// when it is ahead of LMDB; never one LMDB is already past).
   uint64_t snapshots_restored() const { return restored_; }
 
  private:

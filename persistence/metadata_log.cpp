@@ -134,6 +134,8 @@ void metadata_log::open(std::promise<void>& started) {
   raft_.data = this;
   raft_set_election_timeout(&raft_, opts_.election_timeout_ms);
   raft_set_heartbeat_timeout(&raft_, std::max(1u, opts_.election_timeout_ms / 10));
+  if (opts_.snapshot_threshold != 0) raft_set_snapshot_threshold(&raft_, opts_.snapshot_threshold);
+  if (opts_.snapshot_trailing != 0) raft_set_snapshot_trailing(&raft_, opts_.snapshot_trailing);
   raft_configuration conf;
   raft_configuration_init(&conf);
   int rc = raft_configuration_add(&conf, opts_.id, opts_.address.c_str(), RAFT_VOTER);

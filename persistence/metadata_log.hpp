@@ -37,6 +37,8 @@ class metadata_log {
     uint64_t id = 1;               // this member's raft id
     std::string address = "self";  // its address in raft's configuration
     unsigned election_timeout_ms = 100;
+    unsigned snapshot_threshold = 0;  // entries between snapshots; 0: libraft's default
+    unsigned snapshot_trailing = 0;   // entries kept behind a snapshot; 0: libraft's default
   };
 
   /// How a proposal ended: "" when committed and applied, else what went wrong.

@@ -90,7 +90,8 @@ struct cluster {
     std::memcpy(buf.base, bytes.data(), bytes.size());
     auto* req = new struct raft_apply;
     auto index = raft_last_index(server(i)) + 1;
-    int rc = raft_apply(server(i), req, &buf, 1, [](struct raft_apply* r, int, void*) { delete r; });
+    int rc =
+        raft_apply(server(i), req, &buf, 1, [](struct raft_apply* r, int, void*) { delete r; });
     if (rc != 0) {
       raft_free(buf.base);
       delete req;
@@ -165,6 +166,22 @@ BOOST_AUTO_TEST_CASE(an_entry_is_applied_once_with_its_index) {
   BOOST_TEST((users_of(store) == std::vector<std::string>{"ann", "bob"}));
   BOOST_TEST(store.apply_entry(3, {}));  // an empty entry still moves the index
   BOOST_TEST(store.applied_index() == 3u);
+  store.replace_all({user("dora")}, 10);  // a snapshot: what it lacks goes
+  BOOST_TEST((users_of(store) == std::vector<std::string>{"dora"}));
+  BOOST_TEST(store.applied_index() == 10u);
+}
+
+// What a log entry may change is checked as the store would read it back.
+BOOST_AUTO_TEST_CASE(a_change_that_could_not_be_stored_or_read_back_is_named) {
+  using warren::persistence::user_key;
+  BOOST_TEST(lmdb_store::change_problem(user("ann")).empty());
+  BOOST_TEST(lmdb_store::change_problem({meta_table::users, user_key("x"), "", true}).empty());
+  BOOST_TEST(lmdb_store::change_problem({meta_table::users, "", "v", false}).find("empty key") !=
+             std::string::npos);
+  BOOST_TEST(lmdb_store::change_problem({meta_table::users, std::string(512, 'k'), "", true})
+                 .find("512 bytes") != std::string::npos);
+  BOOST_TEST(lmdb_store::change_problem({meta_table::users, "k", "not a record", false})
+                 .find("does not decode") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(three_members_apply_the_same_entries_in_order_through_an_election) {
@@ -185,6 +202,25 @@ BOOST_AUTO_TEST_CASE(three_members_apply_the_same_entries_in_order_through_an_el
     BOOST_REQUIRE(c.applied(m, last));
     BOOST_TEST(users_of(c.members[m]->store) == expected);
     BOOST_TEST(c.members[m]->store.applied_index() == last);
+  }
+}
+
+// An entry with a change no member could store or read back (a member's bug, or a hostile
+// one) is applied as empty on every member alike: none stops on it, and the log goes on.
+BOOST_AUTO_TEST_CASE(an_entry_no_member_could_store_is_skipped_alike_and_the_log_goes_on) {
+  cluster c(3);
+  auto leader = c.leader();
+  auto bad = c.propose(leader, {user("kept-out"), {meta_table::users, "", "x", false}});
+  auto undecodable = c.propose(leader, {{meta_table::users, "k", "not a record", false}});
+  auto good = c.propose(leader, {user("after")});
+  BOOST_REQUIRE(bad != 0u);
+  BOOST_REQUIRE(undecodable != 0u);
+  BOOST_REQUIRE(good != 0u);
+  for (unsigned m = 0; m < 3; ++m) {
+    BOOST_REQUIRE(c.applied(m, good));
+    BOOST_TEST((users_of(c.members[m]->store) == std::vector<std::string>{"after"}));
+    BOOST_TEST(c.members[m]->fsm.undecodable() == 2u);
+    BOOST_TEST(c.members[m]->store.applied_index() == good);
   }
 }
 
@@ -223,8 +259,15 @@ BOOST_AUTO_TEST_CASE(a_member_far_behind_catches_up_from_a_snapshot) {
   }
   auto leader = c.leader();
   unsigned behind = (leader + 1) % 3;
+  // What the member holds before it is cut off, and the others erase meanwhile, must go.
+  auto stale = c.propose(leader, {user("stale")});
+  BOOST_REQUIRE(stale != 0u);
+  for (unsigned m = 0; m < 3; ++m) BOOST_REQUIRE(c.applied(m, stale));
   c.partition(behind);
-  raft_index last = 0;
+  auto cut_off_at = c.members[behind]->store.applied_index();
+  raft_index last =
+      c.propose(leader, {{meta_table::users, warren::persistence::user_key("stale"), "", true}});
+  BOOST_REQUIRE(last != 0u);
   std::vector<std::string> expected;
   for (int i = 0; i < 20; ++i) {
     expected.push_back("user-" + std::to_string(100 + i));
@@ -232,7 +275,8 @@ BOOST_AUTO_TEST_CASE(a_member_far_behind_catches_up_from_a_snapshot) {
     BOOST_REQUIRE(last != 0u);
     BOOST_REQUIRE(c.applied(leader, last));
   }
-  BOOST_TEST(c.members[behind]->store.applied_index() < last);
+  BOOST_TEST(c.members[behind]->store.applied_index() == cut_off_at);  // it took nothing
+  BOOST_TEST(c.members[behind]->fsm.snapshots_restored() == 0u);
   c.heal(behind);
   BOOST_REQUIRE(c.applied(behind, last));
   BOOST_TEST(c.members[behind]->fsm.snapshots_restored() >= 1u);

@@ -105,6 +105,28 @@ BOOST_AUTO_TEST_CASE(proposals_are_applied_in_order_and_kept_across_a_reopen) {
   BOOST_TEST(store.applied_index() > applied);
 }
 
+// raft_start gives the state machine the member's own last snapshot; LMDB, durable and further
+// on, is not rolled back to it.
+BOOST_AUTO_TEST_CASE(a_reopen_never_rolls_the_store_back_to_an_older_snapshot) {
+  warren::test::temp_dir dir;
+  lmdb_store store(dir.path());
+  auto opts = in(dir);
+  opts.snapshot_threshold = 8;
+  opts.snapshot_trailing = 2;
+  uint64_t applied = 0;
+  {
+    metadata_log log(store, opts);
+    answers a;
+    for (int i = 0; i < 30; ++i) log.propose({user("s" + std::to_string(i))}, a.one());
+    BOOST_REQUIRE(a.all());
+    BOOST_TEST(a.errors.empty());
+    applied = store.applied_index();
+  }
+  metadata_log log(store, opts);
+  BOOST_TEST(store.applied_index() >= applied);
+  BOOST_TEST(users_of(store).size() == 30u);
+}
+
 // A child process proposes and reports each answered change on a pipe; it is killed with
 // SIGKILL in the middle; every change it was answered for is there after a reopen.
 BOOST_AUTO_TEST_CASE(an_answered_change_survives_kill_9) {
