@@ -3,6 +3,9 @@
 #include "persistence/data_dir.hpp"
 #include "persistence/metadata_log_codec.hpp"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -13,25 +16,6 @@ namespace warren::persistence {
 namespace {
 
 namespace fs = std::filesystem;
-
-// --- a transport to no one (one member): no port is opened ------------------------------------
-
-int transport_init(raft_uv_transport*, raft_id, const char*) {
-  return 0;
-}
-
-int transport_listen(raft_uv_transport*, raft_uv_accept_cb) {
-  return 0;
-}
-
-int transport_connect(raft_uv_transport*, raft_uv_connect*, raft_id, const char*,
-                      raft_uv_connect_cb) {
-  return RAFT_NOCONNECTION;
-}
-
-void transport_close(raft_uv_transport* t, raft_uv_transport_close_cb cb) {
-  cb(t);
-}
 
 void check(int rc, const std::string& what, struct raft* r = nullptr) {
   if (rc == 0) return;
@@ -92,6 +76,12 @@ void metadata_log::propose(std::vector<meta_mutation> batch, answer done) {
 
 // The log thread: set up, then the loop until shut_down() has closed every handle.
 void metadata_log::run(std::promise<void>& started) {
+  // raft learns that a stream ended when its write fails with EPIPE; the signal that comes with
+  // it stays blocked on this thread rather than killing a process that did not ignore it.
+  sigset_t pipe_signal;
+  sigemptyset(&pipe_signal);
+  sigaddset(&pipe_signal, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
   try {
     open(started);
   } catch (...) {
@@ -113,18 +103,14 @@ void metadata_log::open(std::promise<void>& started) {
   });
   retry_.data = this;
   uv_timer_init(&loop_, &retry_);
-  transport_.data = this;
-  transport_.init = transport_init;
-  transport_.listen = transport_listen;
-  transport_.connect = transport_connect;
-  transport_.close = transport_close;
+  link_ = std::make_unique<metadata_link>(&loop_, opts_.send);
   auto fail = [this](const std::string& what, int rc, struct raft* r) {
     uv_close(reinterpret_cast<uv_handle_t*>(&wake_), nullptr);
     uv_close(reinterpret_cast<uv_handle_t*>(&retry_), nullptr);
     uv_run(&loop_, UV_RUN_DEFAULT);
     check(rc, what, r);
   };
-  if (int rc = raft_uv_init(&io_, &loop_, opts_.dir.c_str(), &transport_); rc != 0)
+  if (int rc = raft_uv_init(&io_, &loop_, opts_.dir.c_str(), link_->transport()); rc != 0)
     fail("open " + opts_.dir + " (" + io_.errmsg + ")", rc, nullptr);
   if (int rc = raft_init(&raft_, &io_, fsm_.fsm(), opts_.id, opts_.address.c_str()); rc != 0) {
     raft_uv_close(&io_);
@@ -134,14 +120,12 @@ void metadata_log::open(std::promise<void>& started) {
   raft_.data = this;
   raft_set_election_timeout(&raft_, opts_.election_timeout_ms);
   raft_set_heartbeat_timeout(&raft_, std::max(1u, opts_.election_timeout_ms / 10));
+  // A member cut off and back must not depose a leader that kept its majority: it asks first.
+  raft_set_pre_vote(&raft_, true);
+  raft_uv_set_connect_retry_delay(&io_, opts_.election_timeout_ms);
   if (opts_.snapshot_threshold != 0) raft_set_snapshot_threshold(&raft_, opts_.snapshot_threshold);
   if (opts_.snapshot_trailing != 0) raft_set_snapshot_trailing(&raft_, opts_.snapshot_trailing);
-  raft_configuration conf;
-  raft_configuration_init(&conf);
-  int rc = raft_configuration_add(&conf, opts_.id, opts_.address.c_str(), RAFT_VOTER);
-  if (rc == 0) rc = raft_bootstrap(&raft_, &conf);
-  raft_configuration_close(&conf);
-  if (rc == RAFT_CANTBOOTSTRAP) rc = 0;  // a log that exists keeps its configuration
+  int rc = opts_.joining ? 0 : bootstrap();
   if (rc == 0) rc = raft_start(&raft_);
   if (rc != 0) {
     std::string detail = raft_errmsg(&raft_);
@@ -151,28 +135,197 @@ void metadata_log::open(std::promise<void>& started) {
   started.set_value();
 }
 
-void metadata_log::take_incoming() {
-  bool stop = false;
+// A new directory starts with the founders as voters (this member alone when none are given);
+// a log that exists keeps its configuration.
+int metadata_log::bootstrap() {
+  raft_configuration conf;
+  raft_configuration_init(&conf);
+  auto founders = opts_.founders;
+  if (founders.empty()) founders.push_back({opts_.id, opts_.address});
+  int rc = 0;
+  for (const auto& m : founders)
+    if (rc == 0) rc = raft_configuration_add(&conf, m.id, m.address.c_str(), RAFT_VOTER);
+  if (rc == 0) rc = raft_bootstrap(&raft_, &conf);
+  raft_configuration_close(&conf);
+  return rc == RAFT_CANTBOOTSTRAP ? 0 : rc;
+}
+
+bool metadata_log::run_on_loop(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    for (auto* p : incoming_) waiting_.push_back(p);
+    if (stopping_) return false;
+    tasks_.push_back(std::move(task));
+  }
+  uv_async_send(&wake_);
+  return true;
+}
+
+void metadata_log::receive(raft_frame frame) {
+  run_on_loop([this, f = std::move(frame)]() mutable { link_->receive(std::move(f)); });
+}
+
+void metadata_log::member_lost(std::string address) {
+  run_on_loop([this, a = std::move(address)] { link_->member_lost(a); });
+}
+
+metadata_log::view metadata_log::current() {
+  std::promise<view> answer;
+  auto ready = answer.get_future();
+  if (!run_on_loop([this, &answer] {
+        view v;
+        v.leading = raft_state(&raft_) == RAFT_LEADER;
+        const char* address = nullptr;
+        raft_id leader = 0;
+        raft_leader(&raft_, &leader, &address);
+        v.leader_id = leader;
+        if (address != nullptr) v.leader_address = address;
+        v.term = raft_.current_term;
+        v.applied = raft_last_applied(&raft_);
+        for (unsigned i = 0; i < raft_.configuration.n; ++i) {
+          const auto& s = raft_.configuration.servers[i];
+          if (s.role == RAFT_VOTER) v.voters.push_back({s.id, s.address});
+        }
+        answer.set_value(std::move(v));
+      }))
+    return {};
+  return ready.get();
+}
+
+void metadata_log::add_member(member m, answer done) {
+  auto* c = new member_change{this, true, std::move(m), std::move(done), {}, false};
+  if (!run_on_loop([this, c] { change_members(c); })) {
+    c->done("the metadata log is closing");
+    delete c;
+  }
+}
+
+void metadata_log::remove_member(uint64_t id, answer done) {
+  auto* c = new member_change{this, false, {id, {}}, std::move(done), {}, false};
+  if (!run_on_loop([this, c] { change_members(c); })) {
+    c->done("the metadata log is closing");
+    delete c;
+  }
+}
+
+// Membership changes are the leader's: elsewhere they are refused at once, naming the leader.
+void metadata_log::change_members(member_change* c) {
+  if (raft_state(&raft_) != RAFT_LEADER) {
+    c->done(why_not_leading());
+    delete c;
+    return;
+  }
+  c->req.data = c;
+  int rc = c->add ? raft_add(&raft_, &c->req, c->who.id, c->who.address.c_str(),
+                             &metadata_log::on_member_changed)
+                  : raft_remove(&raft_, &c->req, c->who.id, &metadata_log::on_member_changed);
+  if (rc != 0) {
+    c->done(std::string("membership change refused: ") + raft_strerror(rc) + " (" +
+            raft_errmsg(&raft_) + ")");
+    delete c;
+  }
+}
+
+// An add is two changes: the member joins as a spare, then is made a voter, which raft does
+// once it has caught up with the log. The second starts from the loop, not from raft's callback.
+void metadata_log::on_member_changed(struct raft_change* req, int status) {
+  auto* c = static_cast<member_change*>(req->data);
+  auto* self = c->log;
+  if (status == 0 && c->add && !c->assigned) {
+    c->assigned = true;
+    self->assigning_.push_back(c);
+    uv_async_send(&self->wake_);
+    return;
+  }
+  c->done(status == 0 ? std::string()
+                      : std::string("membership change not committed: ") + raft_strerror(status));
+  delete c;
+}
+
+void metadata_log::take_incoming() {
+  bool stop = false;
+  std::deque<std::function<void()>> tasks;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    for (auto* p : incoming_) {
+      p->arrived = uv_now(&loop_);
+      waiting_.push_back(p);
+    }
     incoming_.clear();
+    tasks.swap(tasks_);
     stop = stopping_;
   }
+  for (auto& task : tasks) task();
   if (stop) return shut_down();
+  assign_voters();
   submit_waiting();
 }
 
-// Proposals go to raft once this member leads; until then they wait and are tried again.
+void metadata_log::assign_voters() {
+  auto due = std::move(assigning_);
+  assigning_.clear();
+  for (auto* c : due) {
+    int rc = raft_assign(&raft_, &c->req, c->who.id, RAFT_VOTER, &metadata_log::on_member_changed);
+    if (rc == 0) continue;
+    c->done(std::string("membership change refused: ") + raft_strerror(rc));
+    delete c;
+  }
+}
+
+// Answers `done` when this member cannot take a change: another member leads (the answer names
+// it, for the caller to forward), or none has since `arrived` plus the quorum timeout. False
+// while waiting for a leader is still worth it.
+bool metadata_log::refuse_unless_leading(const answer& done, uint64_t arrived) {
+  raft_id leader = 0;
+  const char* address = nullptr;
+  raft_leader(&raft_, &leader, &address);
+  bool elsewhere = leader != 0 && leader != opts_.id;
+  if (!elsewhere && uv_now(&loop_) - arrived < opts_.quorum_timeout_ms) return false;
+  done(why_not_leading());
+  return true;
+}
+
+std::string metadata_log::why_not_leading() const {
+  raft_id leader = 0;
+  const char* address = nullptr;
+  raft_leader(const_cast<struct raft*>(&raft_), &leader, &address);
+  if (leader != 0 && leader != opts_.id)
+    return std::string(not_leader) + ": the leader is " + (address != nullptr ? address : "?");
+  return no_quorum();
+}
+
+// "no quorum: k of n members reachable": the voters this member heard from lately, itself
+// included when it votes.
+std::string metadata_log::no_quorum() const {
+  auto heard = link_->heard_from(3ull * opts_.election_timeout_ms);
+  unsigned voters = 0, reachable = 0;
+  for (unsigned i = 0; i < raft_.configuration.n; ++i) {
+    const auto& s = raft_.configuration.servers[i];
+    if (s.role != RAFT_VOTER) continue;
+    ++voters;
+    if (s.id == opts_.id ||
+        std::find(heard.begin(), heard.end(), std::string(s.address)) != heard.end())
+      ++reachable;
+  }
+  return "no quorum: " + std::to_string(reachable) + " of " + std::to_string(voters) +
+         " members reachable";
+}
+
+// Proposals go to raft when this member leads; on a member that does not, they are answered
+// with the leader or, with none for the quorum timeout, refused.
 void metadata_log::submit_waiting() {
   while (!waiting_.empty()) {
+    auto* p = waiting_.front();
     if (raft_state(&raft_) != RAFT_LEADER) {
+      if (refuse_unless_leading(p->done, p->arrived)) {
+        waiting_.pop_front();
+        delete p;
+        continue;
+      }
       uv_timer_start(
           &retry_, [](uv_timer_t* t) { static_cast<metadata_log*>(t->data)->submit_waiting(); }, 10,
           0);
       return;
     }
-    auto* p = waiting_.front();
     auto bytes = encode_metadata_batch(p->batch);
     raft_buffer buf;
     buf.len = bytes.size();
@@ -194,13 +347,22 @@ void metadata_log::submit_waiting() {
   }
 }
 
+// A failed entry may have reached a majority before its leader stepped down or closed: a later
+// leader commits it then. Its answer says so rather than that it was refused.
 void metadata_log::on_applied(struct raft_apply* req, int status, void*) {
   auto* p = static_cast<proposal*>(req->data);
-  p->done(status == 0 ? std::string() : std::string("not committed: ") + raft_strerror(status));
+  p->done(status == 0 ? std::string()
+                      : std::string("outcome unknown: ") + raft_strerror(status) +
+                            " before the change was committed; it may still be applied");
   delete p;
 }
 
 void metadata_log::shut_down() {
+  for (auto* c : assigning_) {
+    c->done("the metadata log is closing");
+    delete c;
+  }
+  assigning_.clear();
   for (auto* p : waiting_) {
     p->done("the metadata log is closing");
     delete p;

@@ -2,9 +2,14 @@
 // DATA_DIR/raft), applied into LMDB by metadata_fsm (issue 33). A change is proposed from any
 // thread and answered once it is committed and applied.
 //
-// This part runs one member: the log bootstraps a configuration of this member alone on a new
-// directory, elects itself, and needs no network. Its transport opens no port and reaches no
-// one; the cluster link will carry raft's messages between members.
+// A new directory is bootstrapped with the configured members (this member alone by default),
+// unless the member joins a cluster, where the leader adds it. Raft's messages travel as frames
+// (metadata_link) that the node carries over the cluster link: no port is opened here.
+//
+// Only the leader takes changes. A proposal on another member is answered at once with the
+// leader's address, for the caller to forward it; with no leader it waits, and is refused after
+// quorum_timeout_ms naming how many members this one hears from. A proposal whose leader lost
+// its leadership before the commit is answered as of unknown outcome: it may still be applied.
 //
 // libraft and libuv are not thread-safe: they run on the log's own thread, with its own uv loop.
 // Other threads hand it work through a mutex-guarded queue and a uv_async wake-up.
@@ -12,6 +17,7 @@
 
 #include "persistence/lmdb_store.hpp"
 #include "persistence/metadata_fsm.hpp"
+#include "persistence/metadata_link.hpp"
 
 extern "C" {
 #include <raft.h>
@@ -23,6 +29,7 @@ extern "C" {
 #include <deque>
 #include <functional>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -32,14 +39,39 @@ namespace warren::persistence {
 
 class metadata_log {
  public:
+  struct member {
+    uint64_t id;
+    std::string address;
+  };
+
   struct options {
     std::string dir;               // raft's folder: DATA_DIR/raft, made if missing
     uint64_t id = 1;               // this member's raft id
     std::string address = "self";  // its address in raft's configuration
+    /// The voters a new directory starts with; empty: this member alone. Every founding member
+    /// must be given the same list.
+    std::vector<member> founders;
+    /// A member joining a running cluster: it never bootstraps and waits for the leader.
+    bool joining = false;
+    raft_frame_sender send;  // how frames reach other members; empty: a cluster of one
     unsigned election_timeout_ms = 100;
-    unsigned snapshot_threshold = 0;  // entries between snapshots; 0: libraft's default
-    unsigned snapshot_trailing = 0;   // entries kept behind a snapshot; 0: libraft's default
+    unsigned quorum_timeout_ms = 5000;  // how long a proposal waits for a leader
+    unsigned snapshot_threshold = 0;    // entries between snapshots; 0: libraft's default
+    unsigned snapshot_trailing = 0;     // entries kept behind a snapshot; 0: libraft's default
   };
+
+  /// What this member knows of the cluster at one moment.
+  struct view {
+    bool leading = false;
+    uint64_t leader_id = 0;  // 0: no leader known
+    std::string leader_address;
+    uint64_t term = 0;
+    uint64_t applied = 0;  // the last index applied into LMDB
+    std::vector<member> voters;
+  };
+
+  /// The start of the answer to a proposal made on a member that does not lead.
+  static constexpr const char* not_leader = "not the leader";
 
   /// How a proposal ended: "" when committed and applied, else what went wrong.
   using answer = std::function<void(const std::string& error)>;
@@ -57,12 +89,33 @@ class metadata_log {
   /// short, and do not call back into this object from it.
   void propose(std::vector<meta_mutation> batch, answer done);
 
+  /// Adds a voter (on the leader): answered once it holds the log and votes.
+  void add_member(member m, answer done);
+  /// Removes a member (on the leader): answered once the configuration without it committed.
+  void remove_member(uint64_t id, answer done);
+
+  /// A frame from another member, from any thread.
+  void receive(raft_frame frame);
+  /// The link to the member at `address` went down, from any thread.
+  void member_lost(std::string address);
+  /// This member's view, from any thread but the log's.
+  view current();
+
  private:
   struct proposal {
     metadata_log* log;
     std::vector<meta_mutation> batch;
     answer done;
     struct raft_apply req;
+    uint64_t arrived = 0;  // uv_now when the log thread took it
+  };
+  struct member_change {
+    metadata_log* log;
+    bool add;
+    member who;
+    answer done;
+    struct raft_change req;
+    bool assigned = false;  // an add's second step (voter) is under way
   };
 
   lmdb_store& store_;
@@ -71,19 +124,29 @@ class metadata_log {
   uv_loop_t loop_{};
   uv_async_t wake_{};
   uv_timer_t retry_{};
-  raft_uv_transport transport_{};
+  std::unique_ptr<metadata_link> link_;
   raft_io io_{};
   struct raft raft_ {};
   std::mutex mutex_;
-  std::deque<proposal*> incoming_;  // guarded by mutex_
-  bool stopping_ = false;           // guarded by mutex_
-  std::deque<proposal*> waiting_;   // the log thread's: until there is a leader
+  std::deque<proposal*> incoming_;           // guarded by mutex_
+  std::deque<std::function<void()>> tasks_;  // guarded by mutex_: run on the log thread
+  std::deque<member_change*> assigning_;     // the log thread's: adds due to become voters
+  bool stopping_ = false;                    // guarded by mutex_
+  std::deque<proposal*> waiting_;            // the log thread's: until there is a leader
   std::thread thread_;
 
   void open(std::promise<void>& started);
   void run(std::promise<void>& started);
+  int bootstrap();
+  bool run_on_loop(std::function<void()> task);
   void take_incoming();
   void submit_waiting();
+  bool refuse_unless_leading(const answer& done, uint64_t arrived);
+  std::string why_not_leading() const;
+  std::string no_quorum() const;
+  void assign_voters();
+  void change_members(member_change* c);
+  static void on_member_changed(struct raft_change* req, int status);
   void shut_down();
   static void on_applied(struct raft_apply* req, int status, void* result);
   static void on_raft_closed(struct raft* r);

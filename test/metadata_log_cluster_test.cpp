@@ -1,0 +1,307 @@
+// Several members' metadata logs in one process (persistence/metadata_log.hpp): real raft_uv
+// logs in real folders and real LMDB stores, raft's messages carried as frames
+// (metadata_link) by a small in-process network that can cut members off, as the cluster link
+// will. One leader takes changes; every member applies them in the same order; a member cut
+// off from the majority refuses changes with "no quorum", and a new member catches up.
+#include <boost/test/unit_test.hpp>
+
+#include "persistence/metadata_codec.hpp"
+#include "persistence/metadata_log.hpp"
+#include "subprocess.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+using warren::persistence::lmdb_store;
+using warren::persistence::meta_mutation;
+using warren::persistence::meta_table;
+using warren::persistence::metadata_log;
+using warren::persistence::raft_frame;
+
+namespace {
+
+using namespace std::chrono_literals;
+
+meta_mutation user(const std::string& name) {
+  return {meta_table::users, warren::persistence::user_key(name),
+          warren::persistence::encode_user({name, "hash", {}}), false};
+}
+
+std::set<std::string> users_of(lmdb_store& store) {
+  std::set<std::string> out;
+  for (const auto& u : store.load().users) out.insert(u.name);
+  return out;
+}
+
+// Routes frames between members by address; a cut pair drops them both ways.
+class network {
+ public:
+  void attach(const std::string& address, metadata_log* log) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    logs_[address] = log;
+  }
+  void detach(const std::string& address) { attach(address, nullptr); }
+
+  bool send(const std::string& from, const std::string& to, raft_frame frame) {
+    metadata_log* target = nullptr;
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      if (cut_.count({from, to}) != 0) return false;
+      auto found = logs_.find(to);
+      if (found == logs_.end() || found->second == nullptr) return false;
+      target = found->second;
+    }
+    target->receive(std::move(frame));
+    return true;
+  }
+
+  // Cuts `address` off from every other member, as a partition would.
+  void isolate(const std::string& address) {
+    std::vector<std::pair<std::string, metadata_log*>> others;
+    metadata_log* self = nullptr;
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      for (auto& [other, log] : logs_) {
+        if (other == address) {
+          self = log;
+          continue;
+        }
+        cut_.insert({address, other});
+        cut_.insert({other, address});
+        others.push_back({other, log});
+      }
+    }
+    for (auto& [other, log] : others) {
+      if (log != nullptr) log->member_lost(address);
+      if (self != nullptr) self->member_lost(other);
+    }
+  }
+
+  void heal() {
+    std::lock_guard<std::mutex> guard(mutex_);
+    cut_.clear();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, metadata_log*> logs_;
+  std::set<std::pair<std::string, std::string>> cut_;
+};
+
+// One member: its folder, its LMDB store, its log.
+struct member {
+  warren::test::temp_dir dir;
+  std::unique_ptr<lmdb_store> store;
+  std::unique_ptr<metadata_log> log;
+  std::string address;
+};
+
+// Blocks for one answer.
+class answer_box {
+ public:
+  metadata_log::answer callback() {
+    return [this](const std::string& error) {
+      std::lock_guard<std::mutex> guard(mutex_);
+      error_ = error;
+      done_ = true;
+      changed_.notify_all();
+    };
+  }
+  std::string wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    BOOST_REQUIRE(changed_.wait_for(lock, 60s, [this] { return done_; }));
+    return error_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool done_ = false;
+  std::string error_;
+};
+
+std::string propose(metadata_log& log, std::vector<meta_mutation> batch) {
+  answer_box box;
+  log.propose(std::move(batch), box.callback());
+  return box.wait();
+}
+
+template <typename Condition>
+bool eventually(Condition condition) {
+  for (int i = 0; i < 3000; ++i) {  // a liveness bound, not a speed claim
+    if (condition()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return condition();
+}
+
+struct cluster {
+  network net;
+  std::vector<std::unique_ptr<member>> members;
+  metadata_log::options base;
+
+  explicit cluster(size_t founders, unsigned snapshot_threshold = 0) {
+    base.election_timeout_ms = 150;
+    base.quorum_timeout_ms = 1000;
+    base.snapshot_threshold = snapshot_threshold;
+    base.snapshot_trailing = snapshot_threshold / 2;
+    for (size_t i = 1; i <= founders; ++i) base.founders.push_back({i, "m" + std::to_string(i)});
+    for (size_t i = 1; i <= founders; ++i) start(i, false);
+  }
+
+  ~cluster() {
+    for (auto& m : members) net.detach(m->address);
+    for (auto& m : members) m->log.reset();
+  }
+
+  member& start(uint64_t id, bool joining) {
+    auto m = std::make_unique<member>();
+    m->address = "m" + std::to_string(id);
+    m->store = std::make_unique<lmdb_store>(m->dir.path());
+    auto opts = base;
+    opts.dir = m->dir.path() + "/raft";
+    opts.id = id;
+    opts.address = m->address;
+    opts.joining = joining;
+    opts.send = [this, from = m->address](const std::string& to, raft_frame f) {
+      return net.send(from, to, std::move(f));
+    };
+    m->log = std::make_unique<metadata_log>(*m->store, opts);
+    net.attach(m->address, m->log.get());
+    members.push_back(std::move(m));
+    return *members.back();
+  }
+
+  member* leader() {
+    member* found = nullptr;
+    eventually([&] {
+      for (auto& m : members)
+        if (m->log->current().leading) return (found = m.get()) != nullptr;
+      return false;
+    });
+    BOOST_REQUIRE(found != nullptr);
+    return found;
+  }
+
+  member* follower_of(member* lead) {
+    for (auto& m : members)
+      if (m.get() != lead) return m.get();
+    return nullptr;
+  }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(metadata_log_cluster_suite)
+
+BOOST_AUTO_TEST_CASE(every_member_applies_the_leaders_changes) {
+  cluster c(3);
+  auto* lead = c.leader();
+  std::set<std::string> expected;
+  for (int i = 0; i < 40; ++i) {
+    auto name = "u" + std::to_string(i);
+    BOOST_TEST(propose(*lead->log, {user(name)}) == "");
+    expected.insert(name);
+  }
+  BOOST_TEST(propose(*lead->log,
+                     {{meta_table::users, warren::persistence::user_key("u0"), "", true}}) == "");
+  expected.erase("u0");
+  for (auto& m : c.members)
+    BOOST_TEST(eventually([&] { return users_of(*m->store) == expected; }), m->address);
+  auto view = lead->log->current();
+  BOOST_TEST(view.voters.size() == 3u);
+  BOOST_TEST(view.leader_address == lead->address);
+}
+
+BOOST_AUTO_TEST_CASE(a_follower_answers_with_the_leader_for_the_caller_to_forward) {
+  cluster c(3);
+  auto* lead = c.leader();
+  auto* follower = c.follower_of(lead);
+  BOOST_REQUIRE(eventually([&] { return follower->log->current().leader_id != 0; }));
+  auto error = propose(*follower->log, {user("f")});
+  BOOST_TEST(error == std::string(metadata_log::not_leader) + ": the leader is " + lead->address);
+  BOOST_TEST(users_of(*follower->store).count("f") == 0u);
+}
+
+// The isolated leader steps down; the majority elects another and goes on; the cut-off member
+// refuses changes, naming how many members it reaches, and after healing holds the majority's
+// changes and none of its own refused ones.
+BOOST_AUTO_TEST_CASE(a_member_cut_off_refuses_changes_and_the_majority_goes_on) {
+  cluster c(3);
+  auto* old = c.leader();
+  BOOST_TEST(propose(*old->log, {user("before")}) == "");
+  c.net.isolate(old->address);
+  BOOST_REQUIRE(eventually([&] {
+    auto v = old->log->current();
+    return !v.leading && v.leader_id == 0;
+  }));
+  auto refused = propose(*old->log, {user("minority")});
+  BOOST_TEST(refused == "no quorum: 1 of 3 members reachable");
+
+  member* next = nullptr;
+  BOOST_REQUIRE(eventually([&] {
+    for (auto& m : c.members)
+      if (m.get() != old && m->log->current().leading) next = m.get();
+    return next != nullptr;
+  }));
+  BOOST_TEST(propose(*next->log, {user("majority")}) == "");
+
+  c.net.heal();
+  std::set<std::string> expected{"before", "majority"};
+  for (auto& m : c.members)
+    BOOST_TEST(eventually([&] { return users_of(*m->store) == expected; }), m->address);
+}
+
+// A member added to a running cluster receives what it missed (by snapshot: the log was
+// truncated long before) and becomes a voter; removing it leaves three voters.
+BOOST_AUTO_TEST_CASE(a_joining_member_catches_up_and_votes_until_removed) {
+  cluster c(3, 8);
+  auto* lead = c.leader();
+  std::set<std::string> expected;
+  for (int i = 0; i < 40; ++i) {
+    auto name = "j" + std::to_string(i);
+    BOOST_TEST(propose(*lead->log, {user(name)}) == "");
+    expected.insert(name);
+  }
+  auto& fresh = c.start(4, true);
+  BOOST_TEST(users_of(*fresh.store).empty());
+  answer_box added;
+  lead->log->add_member({4, fresh.address}, added.callback());
+  BOOST_TEST(added.wait() == "");
+  BOOST_TEST(eventually([&] { return users_of(*fresh.store) == expected; }));
+  BOOST_TEST(lead->log->current().voters.size() == 4u);
+
+  answer_box removed;
+  lead->log->remove_member(4, removed.callback());
+  BOOST_TEST(removed.wait() == "");
+  BOOST_TEST(lead->log->current().voters.size() == 3u);
+  BOOST_TEST(propose(*lead->log, {user("after")}) == "");
+}
+
+// A peer that opens a stream and writes garbage, or frames for streams it never opened, costs
+// that stream only: the member goes on taking and applying changes.
+BOOST_AUTO_TEST_CASE(garbage_from_a_peer_costs_only_its_stream) {
+  cluster c(3);
+  auto* lead = c.leader();
+  for (auto& m : c.members) {
+    m->log->receive({raft_frame::kind::data, "m9", 9, 77, true, "no stream"});
+    m->log->receive({raft_frame::kind::open, "m9", 9, 1, true, {}});
+    m->log->receive({raft_frame::kind::data, "m9", 9, 1, true, std::string(4096, '\xff')});
+    m->log->receive({raft_frame::kind::data, "m9", 9, 1, true,
+                     std::string(warren::persistence::metadata_link::max_frame_bytes + 1, 'x')});
+    m->log->receive({raft_frame::kind::open, "m9", 0, 2, true, {}});
+    m->log->receive({raft_frame::kind::close, "m9", 9, 5, false, {}});
+  }
+  BOOST_TEST(propose(*lead->log, {user("still")}) == "");
+  for (auto& m : c.members)
+    BOOST_TEST(eventually([&] { return users_of(*m->store).count("still") == 1; }), m->address);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
