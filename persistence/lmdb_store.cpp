@@ -282,7 +282,8 @@ int lmdb_store::write(const std::vector<meta_mutation>& batch, const uint64_t* i
   txn_guard t;
   if (int rc = mdb_txn_begin(env_, nullptr, 0, &t.txn); rc != MDB_SUCCESS) return rc;
   for (int table = 1; replace && table < table_count; ++table)
-    if (int rc = mdb_drop(t.txn, dbis_[table], 0); rc != MDB_SUCCESS) return rc;
+    if (in_log(static_cast<meta_table>(table - 1)))
+      if (int rc = mdb_drop(t.txn, dbis_[table], 0); rc != MDB_SUCCESS) return rc;
   if (index != nullptr) {
     auto bytes = std::to_string(*index);
     MDB_val key = val(applied_key), value = val(bytes);
@@ -334,6 +335,8 @@ std::string lmdb_store::change_problem(const meta_mutation& m) {
   constexpr size_t max_key_bytes = 511;  // LMDB's default build (mdb_env_get_maxkeysize)
   auto table = 1 + static_cast<int>(m.table);
   if (table < 1 || table >= table_count) return "no table " + std::to_string(table - 1);
+  if (!in_log(m.table))
+    return std::string("table '") + names[table] + "', which is this node's own, not the log's";
   if (m.key.empty()) return std::string("an empty key in table '") + names[table] + "'";
   if (m.key.size() > max_key_bytes)
     return "a key of " + std::to_string(m.key.size()) + " bytes in table '" + names[table] +
@@ -380,6 +383,7 @@ std::vector<meta_mutation> lmdb_store::records() {
   txn_guard t;
   check(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t.txn), "begin read");
   for (int table = 1; table < table_count; ++table) {
+    if (!in_log(static_cast<meta_table>(table - 1))) continue;
     MDB_cursor* cursor = nullptr;
     check(mdb_cursor_open(t.txn, dbis_[table], &cursor), "cursor");
     std::unique_ptr<MDB_cursor, void (*)(MDB_cursor*)> closing(cursor, mdb_cursor_close);

@@ -121,6 +121,12 @@ class lmdb_store {
 
   // --- the metadata as a Raft log's state machine (persistence/metadata_fsm.hpp) ---------------
 
+  /// Whether the metadata log carries `table`: not the node's own ones (its cluster members,
+  /// its metadata version, the offsets of the streams living on it).
+  static bool in_log(meta_table table) {
+    return table != meta_table::members && table != meta_table::cluster &&
+           table != meta_table::streams;
+  }
   /// What keeps `m` from being stored and read back (a key LMDB refuses, a value that does not
   /// decode as its table's record), or "". A change from the log is checked before it is applied.
   static std::string change_problem(const meta_mutation& m);
@@ -129,10 +135,10 @@ class lmdb_store {
   /// Applies log entry `index` and records its index, in one transaction. An index at or below
   /// the one applied is skipped (a restarted member is given its log again): false then.
   bool apply_entry(uint64_t index, const std::vector<meta_mutation>& batch);
-  /// Every record of the data tables (not the meta table), unsealed; a damaged one throws.
+  /// Every record of the tables the log carries, unsealed; a damaged one throws.
   std::vector<meta_mutation> records();
-  /// Replaces every record of the data tables with `records`, applied up to `index`, in one
-  /// transaction (a snapshot taken from another member).
+  /// Replaces every record of the tables the log carries with `records`, applied up to
+  /// `index`, in one transaction (a snapshot taken from another member).
   void replace_all(const std::vector<meta_mutation>& records, uint64_t index);
 
  private:

@@ -171,6 +171,29 @@ BOOST_AUTO_TEST_CASE(an_entry_is_applied_once_with_its_index) {
   BOOST_TEST(store.applied_index() == 10u);
 }
 
+// A node's own tables (its cluster members, its metadata version, the offsets of streams living
+// on it) are not the log's: a snapshot neither carries nor replaces them, and an entry may not
+// change them.
+BOOST_AUTO_TEST_CASE(a_snapshot_leaves_the_members_own_tables_alone) {
+  using namespace warren::persistence;
+  warren::test::temp_dir dir;
+  lmdb_store store(dir.path());
+  warren::cluster_member self{"n1", "127.0.0.1:1"};
+  store.apply({{meta_table::members, member_key("n1"), encode_member(self), false},
+               {meta_table::cluster, cluster_state_key, encode_cluster_state(7), false},
+               user("ann")});
+  for (const auto& r : store.records())
+    BOOST_TEST((r.table != meta_table::members && r.table != meta_table::cluster), r.key);
+  store.replace_all({user("dora")}, 10);
+  auto contents = store.load();
+  BOOST_TEST(contents.members.size() == 1u);
+  BOOST_TEST(contents.metadata_version == 7u);
+  BOOST_TEST((users_of(store) == std::vector<std::string>{"dora"}));
+  BOOST_TEST(lmdb_store::change_problem(
+                 {meta_table::members, member_key("n2"), encode_member(self), false})
+                 .find("this node's own") != std::string::npos);
+}
+
 // What a log entry may change is checked as the store would read it back.
 BOOST_AUTO_TEST_CASE(a_change_that_could_not_be_stored_or_read_back_is_named) {
   using warren::persistence::user_key;
