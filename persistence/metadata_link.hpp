@@ -19,6 +19,8 @@ extern "C" {
 }
 #include <uv.h>
 
+#include "persistence/raft_frame.hpp"
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -27,17 +29,6 @@ extern "C" {
 #include <vector>
 
 namespace warren::persistence {
-
-/// One piece of a raft connection between two members.
-struct raft_frame {
-  enum class kind : uint8_t { open = 0, data = 1, close = 2 };
-  kind what = kind::data;
-  std::string from;           // the sender's raft address
-  uint64_t from_id = 0;       // the sender's raft id
-  uint64_t stream = 0;        // the number the connecting member gave the connection
-  bool by_connector = false;  // sent by the member that opened the connection
-  std::string bytes;          // what raft wrote (data frames only)
-};
 
 /// Sends a frame to the member at `to`; false when that member cannot be reached now.
 using raft_frame_sender = std::function<bool(const std::string& to, raft_frame frame)>;

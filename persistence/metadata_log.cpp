@@ -24,19 +24,65 @@ void check(int rc, const std::string& what, struct raft* r = nullptr) {
                            (detail.empty() ? "" : " (" + detail + ")"));
 }
 
-// Raft's folder, durable like the data dir's others (its parent synced once it is made).
-void make_log_dir(const std::string& dir) {
+// Writes a founding member's first configuration into `dir` with a raft instance of its own,
+// on a loop of its own, closed again before it returns.
+void bootstrap_in(const std::string& dir, const metadata_log::options& o) {
+  uv_loop_t loop;
+  if (int rc = uv_loop_init(&loop); rc != 0)
+    throw std::runtime_error(std::string("metadata log: uv loop: ") + uv_strerror(rc));
+  metadata_link no_one(&loop, {});
+  raft_io io{};
+  raft_fsm fsm{};  // never called: nothing is applied while bootstrapping
+  struct raft r {};
+  int rc = raft_uv_init(&io, &loop, dir.c_str(), no_one.transport());
+  if (rc != 0) {
+    uv_loop_close(&loop);
+    check(rc, "open " + dir + " (" + io.errmsg + ")");
+  }
+  rc = raft_init(&r, &io, &fsm, o.id, o.address.c_str());
+  std::string detail = rc == 0 ? "" : io.errmsg;
+  if (rc == 0) {
+    raft_configuration conf;
+    raft_configuration_init(&conf);
+    auto founders = o.founders;
+    if (founders.empty()) founders.push_back({o.id, o.address});
+    for (const auto& m : founders)
+      if (rc == 0) rc = raft_configuration_add(&conf, m.id, m.address.c_str(), RAFT_VOTER);
+    if (rc == 0) rc = raft_bootstrap(&r, &conf);
+    if (rc != 0) detail = raft_errmsg(&r);
+    raft_configuration_close(&conf);
+    r.data = &io;
+    raft_close(&r, [](struct raft* closed) { raft_uv_close(static_cast<raft_io*>(closed->data)); });
+  } else {
+    raft_uv_close(&io);
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uv_loop_close(&loop);
+  check(rc, "bootstrap in " + dir + (detail.empty() ? "" : " (" + detail + ")"));
+}
+
+// A new log folder appears whole: it is made as DIR.new (bootstrapped there for a founding
+// member), synced, and renamed, so that a power cut while it is made leaves no folder and the
+// next start makes it again, rather than a folder raft cannot open. DIR.new is only ever a
+// folder this made and did not finish.
+void make_fresh_log(const metadata_log::options& o) {
+  std::string temp = o.dir + ".new";
   std::error_code ec;
-  if (fs::create_directories(dir, ec))
-    sync_directory(fs::absolute(dir).lexically_normal().parent_path().string());
-  if (ec) throw std::runtime_error("metadata log: cannot create " + dir + ": " + ec.message());
+  fs::remove_all(temp, ec);
+  if (!ec) fs::create_directories(temp, ec);
+  if (ec) throw std::runtime_error("metadata log: cannot create " + temp + ": " + ec.message());
+  if (!o.joining) bootstrap_in(temp, o);
+  sync_directory(temp);
+  fs::rename(temp, o.dir, ec);
+  if (ec) throw std::runtime_error("metadata log: cannot rename " + temp + ": " + ec.message());
+  sync_directory(fs::absolute(o.dir).lexically_normal().parent_path().string());
 }
 
 }  // namespace
 
 metadata_log::metadata_log(lmdb_store& store, options opts)
     : store_(store), opts_(std::move(opts)), fsm_(store) {
-  make_log_dir(opts_.dir);
+  if (!fs::exists(opts_.dir)) make_fresh_log(opts_);
   std::promise<void> started;
   auto ready = started.get_future();
   thread_ = std::thread([this, &started] { run(started); });
@@ -125,29 +171,13 @@ void metadata_log::open(std::promise<void>& started) {
   raft_uv_set_connect_retry_delay(&io_, opts_.election_timeout_ms);
   if (opts_.snapshot_threshold != 0) raft_set_snapshot_threshold(&raft_, opts_.snapshot_threshold);
   if (opts_.snapshot_trailing != 0) raft_set_snapshot_trailing(&raft_, opts_.snapshot_trailing);
-  int rc = opts_.joining ? 0 : bootstrap();
-  if (rc == 0) rc = raft_start(&raft_);
+  int rc = raft_start(&raft_);
   if (rc != 0) {
     std::string detail = raft_errmsg(&raft_);
     raft_close(&raft_, &metadata_log::on_raft_closed);
     fail("start" + (detail.empty() ? std::string() : " (" + detail + ")"), rc, nullptr);
   }
   started.set_value();
-}
-
-// A new directory starts with the founders as voters (this member alone when none are given);
-// a log that exists keeps its configuration.
-int metadata_log::bootstrap() {
-  raft_configuration conf;
-  raft_configuration_init(&conf);
-  auto founders = opts_.founders;
-  if (founders.empty()) founders.push_back({opts_.id, opts_.address});
-  int rc = 0;
-  for (const auto& m : founders)
-    if (rc == 0) rc = raft_configuration_add(&conf, m.id, m.address.c_str(), RAFT_VOTER);
-  if (rc == 0) rc = raft_bootstrap(&raft_, &conf);
-  raft_configuration_close(&conf);
-  return rc == RAFT_CANTBOOTSTRAP ? 0 : rc;
 }
 
 bool metadata_log::run_on_loop(std::function<void()> task) {
@@ -183,7 +213,7 @@ metadata_log::view metadata_log::current() {
         v.applied = raft_last_applied(&raft_);
         for (unsigned i = 0; i < raft_.configuration.n; ++i) {
           const auto& s = raft_.configuration.servers[i];
-          if (s.role == RAFT_VOTER) v.voters.push_back({s.id, s.address});
+          (s.role == RAFT_VOTER ? v.voters : v.others).push_back({s.id, s.address});
         }
         answer.set_value(std::move(v));
       }))
@@ -215,9 +245,23 @@ void metadata_log::change_members(member_change* c) {
     return;
   }
   c->req.data = c;
-  int rc = c->add ? raft_add(&raft_, &c->req, c->who.id, c->who.address.c_str(),
-                             &metadata_log::on_member_changed)
-                  : raft_remove(&raft_, &c->req, c->who.id, &metadata_log::on_member_changed);
+  // A member added before without becoming a voter (its catch-up failed) is made one now.
+  const raft_server* known = nullptr;
+  for (unsigned i = 0; i < raft_.configuration.n; ++i)
+    if (raft_.configuration.servers[i].id == c->who.id) known = &raft_.configuration.servers[i];
+  if (c->add && known != nullptr) {
+    if (known->role == RAFT_VOTER) {
+      c->done("");
+      delete c;
+      return;
+    }
+    c->assigned = true;
+  }
+  int rc = c->add && c->assigned ? raft_assign(&raft_, &c->req, c->who.id, RAFT_VOTER,
+                                               &metadata_log::on_member_changed)
+           : c->add              ? raft_add(&raft_, &c->req, c->who.id, c->who.address.c_str(),
+                                            &metadata_log::on_member_changed)
+                    : raft_remove(&raft_, &c->req, c->who.id, &metadata_log::on_member_changed);
   if (rc != 0) {
     c->done(std::string("membership change refused: ") + raft_strerror(rc) + " (" +
             raft_errmsg(&raft_) + ")");

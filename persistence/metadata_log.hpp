@@ -2,8 +2,9 @@
 // DATA_DIR/raft), applied into LMDB by metadata_fsm (issue 33). A change is proposed from any
 // thread and answered once it is committed and applied.
 //
-// A new directory is bootstrapped with the configured members (this member alone by default),
-// unless the member joins a cluster, where the leader adds it. Raft's messages travel as frames
+// A new folder is made whole (as DIR.new, then renamed) and, unless the member joins a running
+// cluster (where the leader adds it), holds a first configuration of the founders: this member
+// alone by default. A folder that exists keeps its configuration. Raft's messages travel as frames
 // (metadata_link) that the node carries over the cluster link: no port is opened here.
 //
 // Only the leader takes changes. A proposal on another member is answered at once with the
@@ -68,6 +69,7 @@ class metadata_log {
     uint64_t term = 0;
     uint64_t applied = 0;  // the last index applied into LMDB
     std::vector<member> voters;
+    std::vector<member> others;  // in the configuration without a vote (being added)
   };
 
   /// The start of the answer to a proposal made on a member that does not lead.
@@ -137,7 +139,6 @@ class metadata_log {
 
   void open(std::promise<void>& started);
   void run(std::promise<void>& started);
-  int bootstrap();
   bool run_on_loop(std::function<void()> task);
   void take_incoming();
   void submit_waiting();

@@ -105,6 +105,28 @@ BOOST_AUTO_TEST_CASE(proposals_are_applied_in_order_and_kept_across_a_reopen) {
   BOOST_TEST(store.applied_index() > applied);
 }
 
+// A log folder is made whole or not at all: what an interrupted creation left (DIR.new) is made
+// again, and a start never finds a folder raft cannot open.
+BOOST_AUTO_TEST_CASE(an_interrupted_creation_is_made_again) {
+  warren::test::temp_dir dir;
+  lmdb_store store(dir.path());
+  auto opts = in(dir);
+  std::filesystem::create_directories(opts.dir + ".new");
+  {
+    std::FILE* f = std::fopen((opts.dir + ".new/metadata1").c_str(), "w");
+    BOOST_REQUIRE(f != nullptr);
+    std::fputs("half a file", f);
+    std::fclose(f);
+  }
+  metadata_log log(store, opts);
+  answers a;
+  log.propose({user("whole")}, a.one());
+  BOOST_REQUIRE(a.all());
+  BOOST_TEST(a.errors.empty());
+  BOOST_TEST(!std::filesystem::exists(opts.dir + ".new"));
+  BOOST_TEST(std::filesystem::exists(opts.dir));
+}
+
 // raft_start gives the state machine the member's own last snapshot; LMDB, durable and further
 // on, is not rolled back to it.
 BOOST_AUTO_TEST_CASE(a_reopen_never_rolls_the_store_back_to_an_older_snapshot) {
