@@ -1,8 +1,11 @@
 #include "persistence/metadata_link.hpp"
 
+#include "core/log.hpp"
+
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace warren::persistence {
@@ -101,7 +104,7 @@ uv_stream_t* metadata_link::open_bridge(const std::string& peer, uint64_t stream
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) != 0) return nullptr;
   auto* raft_end = static_cast<uv_pipe_t*>(raft_malloc(sizeof(uv_pipe_t)));
-  auto* b = new bridge{this, {}, peer, stream, mine};
+  auto* b = new bridge{this, {}, peer, stream, mine, {}};
   if (raft_end == nullptr) {
     ::close(fds[0]);
     ::close(fds[1]);
@@ -148,15 +151,47 @@ void metadata_link::receive(raft_frame frame) {
     case raft_frame::kind::open:
       if (!frame.by_connector) return;
       if (found != bridges_.end()) end(found->second, false);  // a number reused: start over
+      make_room_for(frame.from);
       return accept(frame);
     case raft_frame::kind::data:
-      if (found == bridges_.end()) return;
-      if (frame.bytes.size() > max_frame_bytes) return end(found->second, true);
-      return write(found->second, frame.bytes);
+      if (found == bridges_.end()) {  // ended here, or the peer outlived our process: it ends too
+        if (send_)
+          send_(frame.from,
+                {raft_frame::kind::close, self_, self_id_, frame.stream, !frame.by_connector, {}});
+        return;
+      }
+      return take_data(found->second, frame.bytes);
     case raft_frame::kind::close:
       if (found != bridges_.end()) end(found->second, false);
       return;
   }
+}
+
+// Data from the peer goes to raft only on a stream the peer opened, once checked.
+void metadata_link::take_data(bridge* b, const std::string& bytes) {
+  std::string problem;
+  if (b->mine)
+    problem = "data on a stream this member opened";
+  else if (bytes.size() > max_frame_bytes)
+    problem = "a frame of " + std::to_string(bytes.size()) + " bytes";
+  else if (!b->check.feed(bytes.data(), bytes.size()))
+    problem = b->check.problem();
+  if (problem.empty()) return write(b, bytes);
+  log(log_level::warn, "metadata", "ended a raft stream from " + b->peer + ": " + problem);
+  ++refused_streams_;
+  end(b, true);
+}
+
+// A peer opening stream after stream (a bug, or worse) costs this member a few of them: the
+// oldest it opened ends first.
+void metadata_link::make_room_for(const std::string& peer) {
+  std::vector<bridge*> theirs;
+  for (const auto& [key, b] : bridges_)
+    if (b->peer == peer && !b->mine) theirs.push_back(b);
+  if (theirs.size() < max_streams_per_peer) return;
+  auto oldest = std::min_element(theirs.begin(), theirs.end(),
+                                 [](bridge* a, bridge* b) { return a->stream < b->stream; });
+  end(*oldest, true);
 }
 
 void metadata_link::accept(const raft_frame& frame) {

@@ -7,8 +7,11 @@
 // frame; either side ending it sends `close`, and raft on the other side then sees the stream end
 // and connects again later. The node decides how frames travel (the authenticated CAF link).
 //
-// Frames come from peers: a frame for a stream that does not exist is dropped, and a data frame
-// larger than max_frame_bytes ends its stream. Raft checks what it decodes from the stream.
+// Frames come from peers. raft_uv does not check the lengths in what it decodes, so every message
+// on a stream a peer opened is checked first (raft_wire_check) and a stream that fails ends; so
+// does one given a data frame larger than max_frame_bytes, or data on a stream this member
+// opened (raft only writes those). Data for a stream that does not exist is answered with close;
+// a peer holds at most max_streams_per_peer streams it opened, the oldest ending first.
 //
 // Everything here runs on the metadata log's thread, on its uv loop.
 #pragma once
@@ -20,6 +23,7 @@ extern "C" {
 #include <uv.h>
 
 #include "persistence/raft_frame.hpp"
+#include "persistence/raft_wire_check.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -38,6 +42,7 @@ class metadata_link {
   static constexpr size_t max_frame_bytes = 1 << 20;
   /// A peer that does not read what raft writes to it is cut off beyond this much.
   static constexpr size_t max_unsent_bytes = 64 << 20;
+  static constexpr size_t max_streams_per_peer = 8;
 
   /// `send` may be empty: then no member can be reached (a cluster of one).
   metadata_link(uv_loop_t* loop, raft_frame_sender send);
@@ -52,6 +57,8 @@ class metadata_link {
   void receive(raft_frame frame);
   /// Ends every connection with the member at `address` (its link went down).
   void member_lost(const std::string& address);
+  /// Streams ended because of what a peer sent on them.
+  uint64_t refused_streams() const { return refused_streams_; }
   /// Members this one has received a frame from within the last `window_ms`.
   std::vector<std::string> heard_from(uint64_t window_ms) const;
 
@@ -62,7 +69,8 @@ class metadata_link {
     uv_pipe_t pipe;
     std::string peer;
     uint64_t stream;
-    bool mine;  // this member connected
+    bool mine;              // this member connected
+    raft_wire_check check;  // what the peer writes, on a stream it opened
   };
   using bridge_key = std::tuple<std::string, uint64_t, bool>;
   struct pending_connect {
@@ -84,7 +92,8 @@ class metadata_link {
   uv_timer_t connected_{};   // fires the connect callbacks after connect() returned
   std::vector<pending_connect> connecting_;
   std::map<bridge_key, bridge*> bridges_;
-  std::map<std::string, uint64_t> last_heard_;  // uv_now of the last frame from each member
+  std::map<std::string, uint64_t> last_heard_;
+  uint64_t refused_streams_ = 0;  // uv_now of the last frame from each member
 
   static int on_init(raft_uv_transport* t, raft_id id, const char* address);
   static int on_listen(raft_uv_transport* t, raft_uv_accept_cb cb);
@@ -94,6 +103,8 @@ class metadata_link {
 
   uv_stream_t* open_bridge(const std::string& peer, uint64_t stream, bool mine);
   void accept(const raft_frame& frame);
+  void take_data(bridge* b, const std::string& bytes);
+  void make_room_for(const std::string& peer);
   void write(bridge* b, const std::string& bytes);
   void end(bridge* b, bool tell_peer);
   void finish_connects(int status);

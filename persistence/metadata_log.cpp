@@ -98,23 +98,22 @@ metadata_log::~metadata_log() {
   {
     std::lock_guard<std::mutex> guard(mutex_);
     stopping_ = true;
+    uv_async_send(&wake_);
   }
-  uv_async_send(&wake_);
   thread_.join();
 }
 
 void metadata_log::propose(std::vector<meta_mutation> batch, answer done) {
   auto* p = new proposal{this, std::move(batch), std::move(done), {}};
   {
+    // The wake-up is sent under the mutex: the loop closes wake_ only once it has seen
+    // stopping_ under it, so no sender can reach a closed handle.
     std::lock_guard<std::mutex> guard(mutex_);
     if (!stopping_) {
       incoming_.push_back(p);
-      p = nullptr;
+      uv_async_send(&wake_);
+      return;
     }
-  }
-  if (p == nullptr) {
-    uv_async_send(&wake_);
-    return;
   }
   p->done("the metadata log is closing");
   delete p;
@@ -185,8 +184,8 @@ bool metadata_log::run_on_loop(std::function<void()> task) {
     std::lock_guard<std::mutex> guard(mutex_);
     if (stopping_) return false;
     tasks_.push_back(std::move(task));
+    uv_async_send(&wake_);
   }
-  uv_async_send(&wake_);
   return true;
 }
 
@@ -211,6 +210,7 @@ metadata_log::view metadata_log::current() {
         if (address != nullptr) v.leader_address = address;
         v.term = raft_.current_term;
         v.applied = raft_last_applied(&raft_);
+        v.refused_streams = link_->refused_streams();
         for (unsigned i = 0; i < raft_.configuration.n; ++i) {
           const auto& s = raft_.configuration.servers[i];
           (s.role == RAFT_VOTER ? v.voters : v.others).push_back({s.id, s.address});
@@ -262,11 +262,16 @@ void metadata_log::change_members(member_change* c) {
            : c->add              ? raft_add(&raft_, &c->req, c->who.id, c->who.address.c_str(),
                                             &metadata_log::on_member_changed)
                     : raft_remove(&raft_, &c->req, c->who.id, &metadata_log::on_member_changed);
-  if (rc != 0) {
-    c->done(std::string("membership change refused: ") + raft_strerror(rc) + " (" +
-            raft_errmsg(&raft_) + ")");
-    delete c;
-  }
+  if (rc != 0) refused_change(c, rc);
+}
+
+// A change raft refused. raft_assign can fail after taking the request as the leader's pending
+// change: raft answers it later (on a step-down), so it is kept until then.
+void metadata_log::refused_change(member_change* c, int rc) {
+  if (raft_state(&raft_) == RAFT_LEADER && raft_.leader_state.change == &c->req) return;
+  c->done(std::string("membership change refused: ") + raft_strerror(rc) + " (" +
+          raft_errmsg(&raft_) + ")");
+  delete c;
 }
 
 // An add is two changes: the member joins as a spare, then is made a voter, which raft does
@@ -280,8 +285,10 @@ void metadata_log::on_member_changed(struct raft_change* req, int status) {
     uv_async_send(&self->wake_);
     return;
   }
+  // A change whose leader stepped down or closed may still be committed by the next one.
   c->done(status == 0 ? std::string()
-                      : std::string("membership change not committed: ") + raft_strerror(status));
+                      : std::string("outcome unknown: ") + raft_strerror(status) +
+                            " before the membership change was committed");
   delete c;
 }
 
@@ -309,9 +316,7 @@ void metadata_log::assign_voters() {
   assigning_.clear();
   for (auto* c : due) {
     int rc = raft_assign(&raft_, &c->req, c->who.id, RAFT_VOTER, &metadata_log::on_member_changed);
-    if (rc == 0) continue;
-    c->done(std::string("membership change refused: ") + raft_strerror(rc));
-    delete c;
+    if (rc != 0) refused_change(c, rc);
   }
 }
 
@@ -319,22 +324,28 @@ void metadata_log::assign_voters() {
 // it, for the caller to forward), or none has since `arrived` plus the quorum timeout. False
 // while waiting for a leader is still worth it.
 bool metadata_log::refuse_unless_leading(const answer& done, uint64_t arrived) {
-  raft_id leader = 0;
-  const char* address = nullptr;
-  raft_leader(&raft_, &leader, &address);
-  bool elsewhere = leader != 0 && leader != opts_.id;
+  bool elsewhere = !leader_heard_from().empty();
   if (!elsewhere && uv_now(&loop_) - arrived < opts_.quorum_timeout_ms) return false;
   done(why_not_leading());
   return true;
 }
 
 std::string metadata_log::why_not_leading() const {
+  auto leader = leader_heard_from();
+  if (!leader.empty()) return std::string(not_leader) + ": the leader is " + leader;
+  return no_quorum();
+}
+
+// The leader raft names, when it is another member this one heard from lately: a member cut
+// off, or removed (raft then never starts an election), keeps naming a leader it lost.
+std::string metadata_log::leader_heard_from() const {
   raft_id leader = 0;
   const char* address = nullptr;
   raft_leader(const_cast<struct raft*>(&raft_), &leader, &address);
-  if (leader != 0 && leader != opts_.id)
-    return std::string(not_leader) + ": the leader is " + (address != nullptr ? address : "?");
-  return no_quorum();
+  if (leader == 0 || leader == opts_.id || address == nullptr) return {};
+  auto heard = link_->heard_from(3ull * opts_.election_timeout_ms);
+  if (std::find(heard.begin(), heard.end(), std::string(address)) == heard.end()) return {};
+  return address;
 }
 
 // "no quorum: k of n members reachable": the voters this member heard from lately, itself
@@ -350,6 +361,7 @@ std::string metadata_log::no_quorum() const {
         std::find(heard.begin(), heard.end(), std::string(s.address)) != heard.end())
       ++reachable;
   }
+  if (voters == 0) return "no quorum: this member is not in the cluster's configuration yet";
   return "no quorum: " + std::to_string(reachable) + " of " + std::to_string(voters) +
          " members reachable";
 }
@@ -365,22 +377,19 @@ void metadata_log::submit_waiting() {
         delete p;
         continue;
       }
-      uv_timer_start(
-          &retry_, [](uv_timer_t* t) { static_cast<metadata_log*>(t->data)->submit_waiting(); }, 10,
-          0);
-      return;
+      break;
     }
     auto bytes = encode_metadata_batch(p->batch);
     raft_buffer buf;
     buf.len = bytes.size();
     buf.base = raft_malloc(bytes.size());  // raft owns it once raft_apply takes it
-    if (buf.base == nullptr) return;       // tried again with the next proposal
+    if (buf.base == nullptr) break;        // tried again by the retry timer
     std::memcpy(buf.base, bytes.data(), bytes.size());
     p->req.data = p;
     int rc = raft_apply(&raft_, &p->req, &buf, 1, &metadata_log::on_applied);
     if (rc == RAFT_NOTLEADER) {
       raft_free(buf.base);
-      continue;  // leadership lost between the check and the call: wait again
+      break;  // leadership lost, or being transferred: tried again by the retry timer
     }
     waiting_.pop_front();
     if (rc != 0) {
@@ -389,6 +398,10 @@ void metadata_log::submit_waiting() {
       delete p;
     }
   }
+  if (!waiting_.empty())
+    uv_timer_start(
+        &retry_, [](uv_timer_t* t) { static_cast<metadata_log*>(t->data)->submit_waiting(); }, 10,
+        0);
 }
 
 // A failed entry may have reached a majority before its leader stepped down or closed: a later

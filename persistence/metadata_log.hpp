@@ -70,6 +70,7 @@ class metadata_log {
     uint64_t applied = 0;  // the last index applied into LMDB
     std::vector<member> voters;
     std::vector<member> others;  // in the configuration without a vote (being added)
+    uint64_t refused_streams = 0;  // raft streams ended for what a peer sent on them
   };
 
   /// The start of the answer to a proposal made on a member that does not lead.
@@ -144,6 +145,8 @@ class metadata_log {
   void submit_waiting();
   bool refuse_unless_leading(const answer& done, uint64_t arrived);
   std::string why_not_leading() const;
+  std::string leader_heard_from() const;
+  void refused_change(member_change* c, int rc);
   std::string no_quorum() const;
   void assign_voters();
   void change_members(member_change* c);
