@@ -21,9 +21,16 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { op_declare_exchange, op_declare_queue, op_bind, op_unbind, op_delete_queue,
-       op_delete_exchange, op_count };
-static const char *op_names[op_count] = {"exchange.declare", "queue.declare", "queue.bind",
+enum {
+  op_declare_exchange,
+  op_declare_queue,
+  op_bind,
+  op_unbind,
+  op_delete_queue,
+  op_delete_exchange,
+  op_count
+};
+static const char* op_names[op_count] = {"exchange.declare", "queue.declare", "queue.bind",
                                          "queue.unbind",     "queue.delete",  "exchange.delete"};
 
 static struct {
@@ -34,7 +41,7 @@ static struct {
 
 struct client {
   int index;
-  double *latency[op_count]; /* seconds, one per round */
+  double* latency[op_count]; /* seconds, one per round */
 };
 
 static double now_s(void) {
@@ -43,7 +50,7 @@ static double now_s(void) {
   return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static void fail(const char *fmt, ...) {
+static void fail(const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "metadata_bench: ");
@@ -53,20 +60,19 @@ static void fail(const char *fmt, ...) {
   exit(1);
 }
 
-static void check(amqp_rpc_reply_t r, const char *what) {
+static void check(amqp_rpc_reply_t r, const char* what) {
   if (r.reply_type == AMQP_RESPONSE_NORMAL) return;
-  if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
-      r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
-    amqp_channel_close_t *m = (amqp_channel_close_t *)r.reply.decoded;
+  if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION && r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
+    amqp_channel_close_t* m = (amqp_channel_close_t*)r.reply.decoded;
     fail("%s: %d %.*s", what, m->reply_code, (int)m->reply_text.len,
-         (const char *)m->reply_text.bytes);
+         (const char*)m->reply_text.bytes);
   }
   fail("%s failed (reply type %d)", what, r.reply_type);
 }
 
 static amqp_connection_state_t open_connection(void) {
   amqp_connection_state_t c = amqp_new_connection();
-  amqp_socket_t *s = amqp_tcp_socket_new(c);
+  amqp_socket_t* s = amqp_tcp_socket_new(c);
   if (!s || amqp_socket_open(s, opt.host, opt.port) != AMQP_STATUS_OK)
     fail("cannot connect to %s:%d", opt.host, opt.port);
   check(amqp_login(c, "/", 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, "guest", "guest"), "login");
@@ -76,8 +82,8 @@ static amqp_connection_state_t open_connection(void) {
 }
 
 /* One operation, timed from the request to its answer. */
-static void run_op(amqp_connection_state_t c, int op, const char *exchange, const char *queue,
-                   double *took) {
+static void run_op(amqp_connection_state_t c, int op, const char* exchange, const char* queue,
+                   double* took) {
   amqp_bytes_t x = amqp_cstring_bytes(exchange), q = amqp_cstring_bytes(queue);
   amqp_bytes_t key = amqp_cstring_bytes("k");
   double start = now_s();
@@ -89,17 +95,25 @@ static void run_op(amqp_connection_state_t c, int op, const char *exchange, cons
     case op_declare_queue:
       amqp_queue_declare(c, 1, q, 0, opt.durable, 0, 0, amqp_empty_table);
       break;
-    case op_bind: amqp_queue_bind(c, 1, q, x, key, amqp_empty_table); break;
-    case op_unbind: amqp_queue_unbind(c, 1, q, x, key, amqp_empty_table); break;
-    case op_delete_queue: amqp_queue_delete(c, 1, q, 0, 0); break;
-    case op_delete_exchange: amqp_exchange_delete(c, 1, x, 0); break;
+    case op_bind:
+      amqp_queue_bind(c, 1, q, x, key, amqp_empty_table);
+      break;
+    case op_unbind:
+      amqp_queue_unbind(c, 1, q, x, key, amqp_empty_table);
+      break;
+    case op_delete_queue:
+      amqp_queue_delete(c, 1, q, 0, 0);
+      break;
+    case op_delete_exchange:
+      amqp_exchange_delete(c, 1, x, 0);
+      break;
   }
   check(amqp_get_rpc_reply(c), op_names[op]);
   *took = now_s() - start;
 }
 
-static void *client_main(void *arg) {
-  struct client *self = arg;
+static void* client_main(void* arg) {
+  struct client* self = arg;
   amqp_connection_state_t c = open_connection();
   char exchange[128], queue[128];
   for (long i = 0; i < opt.rounds; ++i) {
@@ -112,28 +126,42 @@ static void *client_main(void *arg) {
   return NULL;
 }
 
-static int by_value(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
+static int by_value(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
   return (x > y) - (x < y);
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   int ch;
   while ((ch = getopt(argc, argv, "H:p:c:r:tP:")) != -1) {
     switch (ch) {
-      case 'H': opt.host = optarg; break;
-      case 'p': opt.port = atoi(optarg); break;
-      case 'c': opt.clients = atoi(optarg); break;
-      case 'r': opt.rounds = atol(optarg); break;
-      case 't': opt.durable = 0; break;
-      case 'P': opt.prefix = optarg; break;
-      default: fail("usage: metadata_bench [-H host] [-p port] [-c clients] [-r rounds] [-t] "
-                    "[-P prefix]");
+      case 'H':
+        opt.host = optarg;
+        break;
+      case 'p':
+        opt.port = atoi(optarg);
+        break;
+      case 'c':
+        opt.clients = atoi(optarg);
+        break;
+      case 'r':
+        opt.rounds = atol(optarg);
+        break;
+      case 't':
+        opt.durable = 0;
+        break;
+      case 'P':
+        opt.prefix = optarg;
+        break;
+      default:
+        fail(
+            "usage: metadata_bench [-H host] [-p port] [-c clients] [-r rounds] [-t] "
+            "[-P prefix]");
     }
   }
   if (opt.clients < 1 || opt.clients > 256 || opt.rounds < 1) fail("bad -c or -r");
-  struct client *clients = calloc((size_t)opt.clients, sizeof *clients);
-  pthread_t *threads = calloc((size_t)opt.clients, sizeof *threads);
+  struct client* clients = calloc((size_t)opt.clients, sizeof *clients);
+  pthread_t* threads = calloc((size_t)opt.clients, sizeof *threads);
   for (int i = 0; i < opt.clients; ++i) {
     clients[i].index = i;
     for (int op = 0; op < op_count; ++op)
@@ -145,7 +173,7 @@ int main(int argc, char **argv) {
   double elapsed = now_s() - start;
 
   size_t n = (size_t)opt.clients * (size_t)opt.rounds;
-  double *all = calloc(n, sizeof(double));
+  double* all = calloc(n, sizeof(double));
   for (int op = 0; op < op_count; ++op) {
     for (int i = 0; i < opt.clients; ++i)
       memcpy(all + (size_t)i * (size_t)opt.rounds, clients[i].latency[op],

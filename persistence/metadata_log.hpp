@@ -69,7 +69,7 @@ class metadata_log {
     uint64_t term = 0;
     uint64_t applied = 0;  // the last index applied into LMDB
     std::vector<member> voters;
-    std::vector<member> others;  // in the configuration without a vote (being added)
+    std::vector<member> others;    // in the configuration without a vote (being added)
     uint64_t refused_streams = 0;  // raft streams ended for what a peer sent on them
   };
 
