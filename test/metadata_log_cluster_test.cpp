@@ -5,6 +5,7 @@
 // off from the majority refuses changes with "no quorum", and a new member catches up.
 #include <boost/test/unit_test.hpp>
 
+#include "metadata_users.hpp"
 #include "persistence/metadata_codec.hpp"
 #include "persistence/metadata_log.hpp"
 #include "subprocess.hpp"
@@ -24,21 +25,12 @@ using warren::persistence::meta_mutation;
 using warren::persistence::meta_table;
 using warren::persistence::metadata_log;
 using warren::persistence::raft_frame;
+using warren::test::user;
+using warren::test::users_of;
 
 namespace {
 
 using namespace std::chrono_literals;
-
-meta_mutation user(const std::string& name) {
-  return {meta_table::users, warren::persistence::user_key(name),
-          warren::persistence::encode_user({name, "hash", {}}), false};
-}
-
-std::set<std::string> users_of(lmdb_store& store) {
-  std::set<std::string> out;
-  for (const auto& u : store.load().users) out.insert(u.name);
-  return out;
-}
 
 // Routes frames between members by address; a cut pair drops them both ways.
 class network {

@@ -3,6 +3,7 @@
 // was answered survives a reopen and a kill -9 of the process that proposed it.
 #include <boost/test/unit_test.hpp>
 
+#include "metadata_users.hpp"
 #include "persistence/metadata_codec.hpp"
 #include "persistence/metadata_log.hpp"
 #include "subprocess.hpp"
@@ -23,19 +24,10 @@ using warren::persistence::lmdb_store;
 using warren::persistence::meta_mutation;
 using warren::persistence::meta_table;
 using warren::persistence::metadata_log;
+using warren::test::user;
+using warren::test::users_of;
 
 namespace {
-
-meta_mutation user(const std::string& name) {
-  return {meta_table::users, warren::persistence::user_key(name),
-          warren::persistence::encode_user({name, "hash", {}}), false};
-}
-
-std::set<std::string> users_of(lmdb_store& store) {
-  std::set<std::string> out;
-  for (const auto& u : store.load().users) out.insert(u.name);
-  return out;
-}
 
 // Waits for the answers of the proposals it counted.
 struct answers {
