@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -20,7 +21,9 @@ constexpr const char* names[] = {"meta",     "vhosts",  "exchanges",   "queues",
                                  "cluster",  "streams", "grants"};
 const std::string version_key = "format-version";
 const std::string sealed_marker = "values-sealed";
-const std::string applied_key = "log-applied";  // the metadata log's last index applied
+const std::string applied_key = "log-applied";    // the metadata log's last index applied
+const std::string identity_key = "log-identity";  // lmdb_store::log_identity, as "STAGE NODE"
+constexpr const char* stage_names[] = {"none", "founding", "joining", "open"};
 
 void check(int rc, const std::string& what) {
   if (rc != MDB_SUCCESS) throw std::runtime_error("LMDB: " + what + ": " + mdb_strerror(rc));
@@ -366,6 +369,40 @@ uint64_t lmdb_store::applied_index() {
     throw std::runtime_error("metadata record damaged: table 'meta', key '" + applied_key +
                              "' is not a number");
   return index;
+}
+
+lmdb_store::log_identity lmdb_store::read_log_identity() {
+  txn_guard t;
+  check(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t.txn), "begin read");
+  MDB_val key = val(identity_key), value;
+  int rc = mdb_get(t.txn, dbis_[0], &key, &value);
+  if (rc == MDB_NOTFOUND) return {};
+  check(rc, "read " + identity_key);
+  auto text = view(value);
+  auto space = text.find(' ');
+  log_identity id;
+  for (uint8_t i = 0; space != std::string_view::npos && i < std::size(stage_names); ++i)
+    if (text.substr(0, space) == stage_names[i]) {
+      id.at = static_cast<log_identity::stage>(i);
+      id.node = std::string(text.substr(space + 1));
+      return id;
+    }
+  throw std::runtime_error("metadata record damaged: table 'meta', key '" + identity_key +
+                           "' is not a stage and a node name");
+}
+
+void lmdb_store::write_log_identity(const log_identity& id) {
+  txn_guard t;
+  check(mdb_txn_begin(env_, nullptr, 0, &t.txn), "begin write");
+  auto bytes = std::string(stage_names[static_cast<int>(id.at)]) + " " + id.node;
+  MDB_val key = val(identity_key), value = val(bytes);
+  check(mdb_put(t.txn, dbis_[0], &key, &value, 0), "write " + identity_key);
+  if (id.at == log_identity::stage::founding || id.at == log_identity::stage::joining) {
+    MDB_val applied = val(applied_key);
+    int rc = mdb_del(t.txn, dbis_[0], &applied, nullptr);
+    if (rc != MDB_NOTFOUND) check(rc, "reset " + applied_key);
+  }
+  t.commit("write " + identity_key);
 }
 
 bool lmdb_store::apply_entry(uint64_t index, const std::vector<meta_mutation>& batch) {

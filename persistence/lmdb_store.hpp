@@ -141,6 +141,24 @@ class lmdb_store {
   /// `index`, in one transaction (a snapshot taken from another member).
   void replace_all(const std::vector<meta_mutation>& records, uint64_t index);
 
+  /// Which metadata log this data dir belongs to, kept beside it so that a lost DATA_DIR/raft
+  /// is noticed: a member that made a new log with the same raft id would vote again in terms
+  /// it already voted in, and could elect a second leader.
+  struct log_identity {
+    enum class stage : uint8_t {
+      none,      // this data dir never had a log
+      founding,  // about to make a log that starts a cluster: no folder yet is fine
+      joining,   // about to make an empty log for a running cluster's leader to fill
+      open,      // its log was made and opened: the folder must be there
+    };
+    stage at = stage::none;
+    std::string node;  // the node name the log's raft id comes from
+  };
+  log_identity read_log_identity();
+  /// Records `id`; a founding or joining log starts with nothing applied, so the applied index
+  /// is reset with it (in the same transaction).
+  void write_log_identity(const log_identity& id);
+
  private:
   static constexpr int table_count = 11;
   MDB_env* env_ = nullptr;

@@ -148,15 +148,21 @@ void metadata_log::open(std::promise<void>& started) {
   });
   retry_.data = this;
   uv_timer_init(&loop_, &retry_);
+  publish_.data = this;
+  uv_timer_init(&loop_, &publish_);
   link_ = std::make_unique<metadata_link>(&loop_, opts_.send);
   auto fail = [this](const std::string& what, int rc, struct raft* r) {
     uv_close(reinterpret_cast<uv_handle_t*>(&wake_), nullptr);
     uv_close(reinterpret_cast<uv_handle_t*>(&retry_), nullptr);
+    uv_close(reinterpret_cast<uv_handle_t*>(&publish_), nullptr);
     uv_run(&loop_, UV_RUN_DEFAULT);
     check(rc, what, r);
   };
   if (int rc = raft_uv_init(&io_, &loop_, opts_.dir.c_str(), link_->transport()); rc != 0)
     fail("open " + opts_.dir + " (" + io_.errmsg + ")", rc, nullptr);
+  // A damaged segment stops the start, named, rather than being moved aside silently: entries
+  // this member acknowledged may be in it.
+  raft_uv_set_auto_recovery(&io_, false);
   if (int rc = raft_init(&raft_, &io_, fsm_.fsm(), opts_.id, opts_.address.c_str()); rc != 0) {
     raft_uv_close(&io_);
     fail("init", rc, nullptr);
@@ -174,8 +180,13 @@ void metadata_log::open(std::promise<void>& started) {
   if (rc != 0) {
     std::string detail = raft_errmsg(&raft_);
     raft_close(&raft_, &metadata_log::on_raft_closed);
-    fail("start" + (detail.empty() ? std::string() : " (" + detail + ")"), rc, nullptr);
+    fail("start in " + opts_.dir + (detail.empty() ? std::string() : " (" + detail + ")"), rc,
+         nullptr);
   }
+  publish_view();
+  uv_timer_start(
+      &publish_, [](uv_timer_t* t) { static_cast<metadata_log*>(t->data)->publish_view(); },
+      view_interval_ms, view_interval_ms);
   started.set_value();
 }
 
@@ -197,28 +208,44 @@ void metadata_log::member_lost(std::string address) {
   run_on_loop([this, a = std::move(address)] { link_->member_lost(a); });
 }
 
+metadata_log::view metadata_log::make_view() {
+  view v;
+  // The leader raft names counts only while heard from: a leader killed is still named until
+  // an election, which makes a stale answer.
+  v.leading = raft_state(&raft_) == RAFT_LEADER;
+  v.leader_address = v.leading ? opts_.address : leader_heard_from();
+  if (!v.leader_address.empty()) {
+    const char* address = nullptr;
+    raft_id leader = 0;
+    raft_leader(&raft_, &leader, &address);
+    v.leader_id = leader;
+  }
+  v.term = raft_.current_term;
+  v.applied = raft_last_applied(&raft_);
+  v.refused_streams = link_->refused_streams();
+  for (unsigned i = 0; i < raft_.configuration.n; ++i) {
+    const auto& s = raft_.configuration.servers[i];
+    (s.role == RAFT_VOTER ? v.voters : v.others).push_back({s.id, s.address});
+  }
+  return v;
+}
+
+void metadata_log::publish_view() {
+  auto v = make_view();
+  std::lock_guard<std::mutex> guard(view_mutex_);
+  latest_ = std::move(v);
+}
+
 metadata_log::view metadata_log::current() {
   std::promise<view> answer;
   auto ready = answer.get_future();
-  if (!run_on_loop([this, &answer] {
-        view v;
-        v.leading = raft_state(&raft_) == RAFT_LEADER;
-        const char* address = nullptr;
-        raft_id leader = 0;
-        raft_leader(&raft_, &leader, &address);
-        v.leader_id = leader;
-        if (address != nullptr) v.leader_address = address;
-        v.term = raft_.current_term;
-        v.applied = raft_last_applied(&raft_);
-        v.refused_streams = link_->refused_streams();
-        for (unsigned i = 0; i < raft_.configuration.n; ++i) {
-          const auto& s = raft_.configuration.servers[i];
-          (s.role == RAFT_VOTER ? v.voters : v.others).push_back({s.id, s.address});
-        }
-        answer.set_value(std::move(v));
-      }))
-    return {};
+  if (!run_on_loop([this, &answer] { answer.set_value(make_view()); })) return {};
   return ready.get();
+}
+
+metadata_log::view metadata_log::latest() {
+  std::lock_guard<std::mutex> guard(view_mutex_);
+  return latest_;
 }
 
 void metadata_log::add_member(member m, answer done) {
@@ -309,6 +336,7 @@ void metadata_log::take_incoming() {
   if (stop) return shut_down();
   assign_voters();
   submit_waiting();
+  publish_view();
 }
 
 void metadata_log::assign_voters() {
@@ -426,8 +454,10 @@ void metadata_log::shut_down() {
   }
   waiting_.clear();
   uv_timer_stop(&retry_);
+  uv_timer_stop(&publish_);
   uv_close(reinterpret_cast<uv_handle_t*>(&wake_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&retry_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&publish_), nullptr);
   // raft answers the proposals it holds (RAFT_SHUTDOWN), then io_ can be released.
   raft_close(&raft_, &metadata_log::on_raft_closed);
 }

@@ -64,7 +64,7 @@ class metadata_log {
   /// What this member knows of the cluster at one moment.
   struct view {
     bool leading = false;
-    uint64_t leader_id = 0;  // 0: no leader known
+    uint64_t leader_id = 0;  // 0: no leader known, or not heard from lately
     std::string leader_address;
     uint64_t term = 0;
     uint64_t applied = 0;  // the last index applied into LMDB
@@ -101,8 +101,12 @@ class metadata_log {
   void receive(raft_frame frame);
   /// The link to the member at `address` went down, from any thread.
   void member_lost(std::string address);
-  /// This member's view, from any thread but the log's.
+  /// This member's view, from any thread but the log's; waits for the log's thread.
   view current();
+  /// The view as the log's thread last published it (every view_interval_ms, and after each
+  /// batch of work): never waits, so that actors can ask for it.
+  view latest();
+  static constexpr unsigned view_interval_ms = 100;
 
  private:
   struct proposal {
@@ -127,6 +131,7 @@ class metadata_log {
   uv_loop_t loop_{};
   uv_async_t wake_{};
   uv_timer_t retry_{};
+  uv_timer_t publish_{};
   std::unique_ptr<metadata_link> link_;
   raft_io io_{};
   struct raft raft_ {};
@@ -137,8 +142,12 @@ class metadata_log {
   bool stopping_ = false;                    // guarded by mutex_
   std::deque<proposal*> waiting_;            // the log thread's: until there is a leader
   std::thread thread_;
+  std::mutex view_mutex_;
+  view latest_;  // guarded by view_mutex_
 
   void open(std::promise<void>& started);
+  view make_view();
+  void publish_view();
   void run(std::promise<void>& started);
   bool run_on_loop(std::function<void()> task);
   void take_incoming();
