@@ -203,6 +203,17 @@ void print_list(const std::vector<connection_row>& list, bool as_json) {
   print_table(rows);
 }
 
+namespace {
+
+// The node's part in the metadata log: leader, voter, joining (a log, no vote yet), or "-".
+std::string metadata_role(const node_row& n) {
+  if (n.leader) return "leader";
+  if (n.voter) return "voter";
+  return n.metadata_log ? "joining" : "-";
+}
+
+}  // namespace
+
 void print_list(const std::vector<node_row>& list, bool as_json) {
   if (as_json) {
     json out = json::array();
@@ -211,14 +222,17 @@ void print_list(const std::vector<node_row>& list, bool as_json) {
                          {"address", n.address},
                          {"running", n.running},
                          {"local", n.local},
-                         {"queues", n.queues}});
+                         {"queues", n.queues},
+                         {"metadata_log", n.metadata_log},
+                         {"voter", n.voter},
+                         {"leader", n.leader}});
     std::cout << dump_json(out) << '\n';
     return;
   }
-  table rows{{"name", "address", "running", "queues"}};
+  table rows{{"name", "address", "running", "queues", "metadata"}};
   for (const auto& n : list)
     rows.push_back({n.name + (n.local ? " (this node)" : ""), n.address, yes_no(n.running),
-                    std::to_string(n.queues)});
+                    std::to_string(n.queues), metadata_role(n)});
   print_table(rows);
 }
 

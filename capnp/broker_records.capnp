@@ -139,6 +139,11 @@ struct NodeInfo {
   running @2 :Bool;           # reachable from the answering node
   local @3 :Bool;             # the answering node itself
   queues @4 :UInt32;          # queues that live on it (0 while it is down)
+  # The cluster's metadata log, as the answering node sees it: the node holds a log, votes in
+  # its configuration, leads it.
+  metadataLog @5 :Bool;
+  voter @6 :Bool;
+  leader @7 :Bool;
 }
 
 # A grant as Connection.listGrants shows it (never its token).

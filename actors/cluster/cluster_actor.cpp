@@ -153,6 +153,7 @@ caf::result<std::vector<node_info>> list_nodes(cluster_self self) {
   auto one_done = [acc]() {
     if (--acc->left == 0) acc->rp.deliver(std::move(acc->rows));
   };
+  raft_fill_rows(self, acc->rows);
   for (const auto& [row, target] : asked)
     self->request(cluster_handle(target), peer_timeout, stats_atom::value)
         .then(
@@ -193,6 +194,7 @@ caf::result<void> forget(cluster_self self, const std::string& name) {
                              "node '" + name + "' is running; stop it before forgetting it");
   st.members.erase(it);
   erase_member_record(self, name);
+  st.config.raft->member_down(name);
   tell_node(self, removed_atom::value, name);
   note(log_level::info, "forgot node " + name);
   // Every running member forgets it too (a member that is down keeps it until told there).
@@ -214,6 +216,7 @@ void forgotten_by(cluster_self self, const std::string& from, const std::string&
   }
   st.members.erase(it);
   erase_member_record(self, name);
+  st.config.raft->member_down(name);
   tell_node(self, removed_atom::value, name);
   note(log_level::info, "forgot node " + name + " (as " + from + " did)");
 }
@@ -278,6 +281,7 @@ void on_down(cluster_self self, const caf::down_msg& dm) {
   for (auto& [name, m] : self->state.members)
     if (m.handle && m.handle.address() == dm.source) {
       m.handle = nullptr;
+      self->state.config.raft->member_down(name);
       note(log_level::warn, "node " + describe_member(m.info) + " is down");
       tell_node(self, down_atom::value, name);
     }
@@ -393,6 +397,13 @@ cluster_metadata_api::behavior_type metadata_behavior(cluster_self self) {
         if (!from_trusted(self)) return void(refuse_untrusted(self, "removed"));
         tell_node(self, removed_atom::value, vhost, name, from);
       },
+      [=](raft_atom, uint64_t token, const std::string& to, persistence::raft_frame& frame) {
+        raft_frame_out(self, token, to, frame);
+      },
+      [=](raft_atom, persistence::raft_frame& frame) {
+        if (!from_trusted(self)) return void(refuse_untrusted(self, "raft"));
+        raft_frame_in(self, frame);
+      },
   };
 }
 
@@ -430,6 +441,8 @@ namespace warren {
 cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_config config) {
   auto& st = self->state;
   st.config = std::move(config);
+  if (!st.config.raft) st.config.raft = std::make_shared<raft_relay>();
+  st.config.raft->set_cluster(caf::actor_cast<caf::actor>(self));
   st.metadata_version = st.config.metadata_version;
   st.first_join = st.config.first_join;
   for (const auto& m : st.config.stored)

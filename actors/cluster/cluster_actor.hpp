@@ -38,12 +38,17 @@
 // view is taken by no one. Changes for a member whose view is being put together are held back
 // and sent right after it, so the member never takes a view older than a change it already has.
 //
+// The metadata log (issue 33): raft's frames between members go through this actor (raft_atom;
+// raft_relay.hpp), and the log's leader keeps the log's voters equal to the members: a member
+// that is up and not yet a voter is added, one forgotten is removed (cluster_raft.cpp).
+//
 // Caveats: after a network split, the side with fewer changes since the split loses them when
 // the two meet again (as RabbitMQ's autoheal restarts the losing side); queues are not part of
 // this (each lives on its home node). A change a node makes in the moment between meeting a
 // member it is behind and taking that member's view can be undone on it (not on the member).
 #pragma once
 
+#include "actors/cluster/raft_relay.hpp"
 #include "actors/common/cluster_protocol.hpp"
 
 #include <caf/io/middleman_actor.hpp>
@@ -71,12 +76,14 @@ struct cluster_config {
   caf::io::middleman_actor middleman;  // connects to other nodes
   caf::actor node;                     // counts this node's queues
   caf::actor persistence;              // stores member records
+  std::shared_ptr<raft_relay> raft;    // this node's metadata log, once made (never null)
 };
 
 struct cluster_state {
   struct member {
     cluster_member info;
-    caf::actor handle;  // its cluster actor while running
+    caf::actor handle;     // its cluster actor while running
+    bool has_log = false;  // it held a metadata log when we last met it
   };
 
   cluster_config config;
@@ -98,7 +105,11 @@ struct cluster_state {
   std::shared_ptr<std::map<std::string, int>> failures =
       std::make_shared<std::map<std::string, int>>();
   bool joined = false;
-  caf::error refused;  // a node refused us: start-up fails with it
+  // Nodes in the metadata log's configuration that are no member, with the ticks they have
+  // been so (the leader removes them after a while: cluster_raft.cpp).
+  std::map<std::string, int> raft_strangers;
+  std::string raft_leader;  // the log's leader at the last tick, for the log
+  caf::error refused;       // a node refused us: start-up fails with it
 
   static inline const char* name = "cluster";
 };

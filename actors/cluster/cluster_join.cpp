@@ -44,10 +44,13 @@ void answer_ready(cluster_self self, const caf::error& err) {
 // when it is new or moved.
 // A join that proved itself always gets our placements and view, also from a handle we had: its
 // earlier join may have timed out on its side after we sent them, and then it dropped them.
-void add_running(cluster_self self, const cluster_member& m, const caf::actor& handle) {
+void add_running(cluster_self self, const cluster_member& m, const caf::actor& handle,
+                 bool has_log) {
   auto& st = self->state;
   auto [it, added] = st.members.try_emplace(m.name);
   auto& entry = it->second;
+  entry.has_log = has_log;
+  st.config.raft->member_up(m.name);
   if (added || entry.info.address != m.address) {
     entry.info = m;
     store_member(self, m);
@@ -133,7 +136,7 @@ void send_join(cluster_self self, const std::string& address, cluster_actor_type
             auto challenge = make_nonce();
             join_request req{st.config.self, nonce,
                              cluster_proof(st.config.secret, "join", nonce, st.config.self.name),
-                             challenge};
+                             challenge, st.config.raft->holds_log()};
             self->request(peer, peer_timeout, join_atom::value, std::move(req),
                           caf::actor_cast<caf::actor>(self))
                 .then(
@@ -150,7 +153,8 @@ void send_join(cluster_self self, const std::string& address, cluster_actor_type
                         return;
                       }
                       failures->erase(address);
-                      add_running(self, reply.member, caf::actor_cast<caf::actor>(peer));
+                      add_running(self, reply.member, caf::actor_cast<caf::actor>(peer),
+                                  reply.has_log);
                       for (const auto& m : reply.members) learn_member(self, m);
                       joined_through(self, address);
                     },
@@ -240,6 +244,7 @@ void reconnect(cluster_self self) {
   for (const auto& address : std::set<std::string>(st.join_pending)) join_address(self, address);
   for (auto& [name, m] : st.members)
     if (!m.handle) join_address(self, m.info.address);
+  raft_tick(self);
   self->delayed_send(self, reconnect_interval, tick_atom::value);
 }
 
@@ -250,13 +255,14 @@ caf::result<join_reply> accept_join(cluster_self self, const join_request& req,
   join_reply reply;
   reply.member = st.config.self;
   reply.proof = cluster_proof(st.config.secret, "welcome", req.challenge, st.config.self.name);
+  reply.has_log = st.config.raft->holds_log();
   for (const auto& [name, m] : st.members)
     if (name != req.member.name) reply.members.push_back(m.info);
   // The reply goes first: the joining node trusts us once it has it, and add_running sends our
   // placements and view right away.
   auto rp = self->make_response_promise<join_reply>();
   rp.deliver(std::move(reply));
-  add_running(self, req.member, peer);
+  add_running(self, req.member, peer, req.has_log);
   return rp;
 }
 

@@ -26,6 +26,20 @@ inline std::string describe_member(const cluster_member& m) {
 /// Sends member `name` our whole metadata view, then what was held back for it meanwhile.
 void send_view(cluster_self self, const std::string& name);
 
+// --- cluster_raft.cpp ---------------------------------------------------------------------------
+
+/// A frame of this node's log for member `to` (the relay's token checked).
+void raft_frame_out(cluster_self self, uint64_t token, const std::string& to,
+                    persistence::raft_frame& frame);
+/// A frame from a member's log; the member is the one whose node sent it.
+void raft_frame_in(cluster_self self, persistence::raft_frame& frame);
+/// Runs every second: logs a change of the log's leader, and on the leader adds a running member
+/// that is not a voter, or removes a configured node that is no member (forgotten); one change
+/// at a time.
+void raft_tick(cluster_self self);
+/// Fills in the metadata log's columns of `list nodes` (rows[0] is this node).
+void raft_fill_rows(cluster_self self, std::vector<node_info>& rows);
+
 // --- cluster_join.cpp ----------------------------------------------------------------------------
 
 /// Joins the --join addresses not reached yet and the members that are down; runs every second.

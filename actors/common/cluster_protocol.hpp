@@ -4,6 +4,7 @@
 #pragma once
 
 #include "actors/common/protocol.hpp"
+#include "persistence/raft_frame.hpp"
 
 #include <caf/actor_cast.hpp>
 #include <caf/typed_actor.hpp>
@@ -24,6 +25,7 @@ using replicate_atom = caf::atom_constant<caf::atom("replicate")>;
 using claim_atom = caf::atom_constant<caf::atom("claim")>;
 using view_atom = caf::atom_constant<caf::atom("view")>;
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
+using raft_atom = caf::atom_constant<caf::atom("raft")>;
 
 /// A member's answer to a node about to create a queue: granted, or the queue (or a claim that
 /// wins over the asker's: the lower node name) is already there, with its declaration and the
@@ -92,6 +94,7 @@ struct join_request {
   std::string nonce;      // the one the asked node handed out with hello
   std::string proof;      // cluster_proof(secret, "join", nonce, member.name)
   std::string challenge;  // a nonce of the asker's, for the answer's proof
+  bool has_log = false;   // the asker holds a metadata log with a configuration (raft_relay)
 };
 
 /// The answer of a node that let another join.
@@ -99,6 +102,7 @@ struct join_reply {
   cluster_member member;                // who answers
   std::string proof;                    // cluster_proof(secret, "welcome", challenge, name)
   std::vector<cluster_member> members;  // every other node it knows, for a full mesh
+  bool has_log = false;                 // the answerer holds a log with a configuration
 };
 
 /// One row of `warrenctl list nodes`.
@@ -108,6 +112,11 @@ struct node_info {
   bool running = false;
   bool local = false;   // the node answering
   uint32_t queues = 0;  // queues that live on it (0 while it is not running)
+  // The metadata log, as the answering node sees it: whether the node holds a log (as it said
+  // when the two met), votes in the log's configuration, leads it.
+  bool has_log = false;
+  bool voter = false;
+  bool leader = false;
 };
 
 template <class Inspector>
@@ -136,16 +145,22 @@ typename Inspector::result_type inspect(Inspector& f, queue_placement& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, join_request& x) {
-  return f(x.member, x.nonce, x.proof, x.challenge);
+  return f(x.member, x.nonce, x.proof, x.challenge, x.has_log);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, join_reply& x) {
-  return f(x.member, x.proof, x.members);
+  return f(x.member, x.proof, x.members, x.has_log);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_info& x) {
-  return f(x.name, x.address, x.running, x.local, x.queues);
+  return f(x.name, x.address, x.running, x.local, x.queues, x.has_log, x.voter, x.leader);
 }
+namespace persistence {  // found by argument-dependent lookup
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, raft_frame& x) {
+  return f(x.what, x.from, x.from_id, x.stream, x.by_connector, x.bytes);
+}
+}  // namespace persistence
 
 /// Membership: joining, the member list, forgetting, readiness.
 using cluster_membership_api = caf::typed_actor<
@@ -191,7 +206,11 @@ using cluster_metadata_api = caf::typed_actor<
                                                                               queue_placement>,
     caf::replies_to<declare_atom, std::string, queue_spec>::with<queue_info, queue_placement>,
     // a member's whole view, sent as it comes up (catching up on what one of us missed)
-    caf::reacts_to<replicate_atom, metadata_view>>;
+    caf::reacts_to<replicate_atom, metadata_view>,
+    // the metadata log's frames: from this node's log (the relay's token, the member it is
+    // for), and from a member's log (its sender names the member)
+    caf::reacts_to<raft_atom, uint64_t, std::string, persistence::raft_frame>,
+    caf::reacts_to<raft_atom, persistence::raft_frame>>;
 
 /// The cluster actor's whole interface. How it is cut into parts changes nothing on the link: a
 /// peer sends messages, and the cluster actor is published and reached untyped (warren-node,

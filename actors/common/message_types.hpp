@@ -87,6 +87,7 @@ void for_each_message_type(Visitor&& visit) {
   visit(message_type_tag<join_request>{}, "warren::join_request");
   visit(message_type_tag<join_reply>{}, "warren::join_reply");
   visit(message_type_tag<node_info>{}, "warren::node_info");
+  visit(message_type_tag<persistence::raft_frame>{}, "warren::persistence::raft_frame");
   // persistence
   visit(message_type_tag<persistence::meta_mutation>{}, "warren::persistence::meta_mutation");
 }

@@ -138,6 +138,9 @@ void write_node(const node_info& info, rpc::NodeInfo::Builder out) {
   out.setRunning(info.running);
   out.setLocal(info.local);
   out.setQueues(info.queues);
+  out.setMetadataLog(info.has_log);
+  out.setVoter(info.voter);
+  out.setLeader(info.leader);
 }
 
 void write_connection(const connection_info& info, rpc::ConnectionInfo::Builder out) {

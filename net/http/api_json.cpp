@@ -153,7 +153,10 @@ json node_json(const node_info& n, const node_stats_info& stats) {
               {"type", "disc"},
               {"running", n.running},
               {"address", n.address},
-              {"queues", n.queues}};
+              {"queues", n.queues},
+              {"metadata_log", n.has_log},
+              {"metadata_voter", n.voter},
+              {"metadata_leader", n.leader}};
   if (n.local) {
     out["mem_used"] = stats.rss_bytes;
     out["uptime"] = stats.uptime_ms;

@@ -174,6 +174,10 @@ struct node_row {
   bool running = false;
   bool local = false;  // the node this connection is connected to
   uint32_t queues = 0;
+  // The cluster's metadata log as the connected node sees it: holds a log, votes, leads.
+  bool metadata_log = false;
+  bool voter = false;
+  bool leader = false;
 };
 
 /// One reading of the node's statistics (connection::node_stats).
