@@ -61,23 +61,25 @@ std::string describe_local_data(const persistence::metadata_contents& contents,
   return out;
 }
 
-std::string move_data_dir_aside(const std::string& data_dir) {
-  auto from = fs::absolute(fs::path(data_dir)).lexically_normal();
+std::string move_aside_before_join(const std::string& from_path) {
+  auto from = fs::absolute(fs::path(from_path)).lexically_normal();
   if (!from.has_filename()) from = from.parent_path();
   std::time_t now = std::time(nullptr);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", std::gmtime(&now));
-  auto to = from;
-  to += std::string(".before-join-") + stamp;
+  auto base = from.string() + ".before-join-" + stamp;
+  fs::path to = base;
+  for (int n = 2; fs::exists(to); ++n) to = base + "-" + std::to_string(n);
   std::error_code ec;
-  if (fs::exists(to, ec))
-    throw std::runtime_error(to.string() + " exists already; not moving " + from.string() +
-                             " over it");
   fs::rename(from, to, ec);
   if (ec)
     throw std::runtime_error("could not move " + from.string() + " aside to " + to.string() + ": " +
                              ec.message());
   return to.string();
+}
+
+std::string move_data_dir_aside(const std::string& data_dir) {
+  return move_aside_before_join(data_dir);
 }
 
 }  // namespace warren::node

@@ -15,8 +15,12 @@ namespace warren::node {
 std::string describe_local_data(const persistence::metadata_contents& contents,
                                 const std::string& data_dir);
 
-/// Renames `data_dir` to DATA_DIR.before-join-YYYYMMDDTHHMMSSZ beside it and returns the new
-/// path. Throws std::runtime_error when it cannot.
+/// Renames `from` to FROM.before-join-YYYYMMDDTHHMMSSZ beside it (with -2, -3... when that
+/// exists: an earlier copy is never overwritten) and returns the new path. Throws
+/// std::runtime_error when it cannot.
+std::string move_aside_before_join(const std::string& from);
+
+/// move_aside_before_join of the data dir itself.
 std::string move_data_dir_aside(const std::string& data_dir);
 
 }  // namespace warren::node

@@ -11,6 +11,7 @@
 #include "apps/cluster_link.hpp"
 #include "apps/data_check.hpp"
 #include "apps/local_data.hpp"
+#include "apps/node_metadata_log.hpp"
 #include "apps/node_options.hpp"
 #include "apps/node_stats.hpp"
 #include "core/log.hpp"
@@ -32,6 +33,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <set>
 
@@ -117,7 +119,14 @@ bool is_first_join(const node_options& opt, const std::vector<warren::cluster_me
 void settle_first_join(const node_options& opt, opened_storage& opened) {
   if (!is_first_join(opt, opened.contents.members)) return;
   auto held = warren::node::describe_local_data(opened.contents, opt.data_dir);
-  if (held.empty()) return;
+  if (held.empty()) {
+    // A metadata log this node held alone is left behind: it joins the cluster's.
+    auto moved = warren::node::leave_own_log(*opened.metadata, opt.data_dir);
+    if (!moved.empty())
+      warren::log(warren::log_level::info, "node",
+                  "joining a cluster: this node's own metadata log moved aside to " + moved);
+    return;
+  }
   if (!opt.reset_local_data)
     throw std::runtime_error(
         "refusing to join: this node holds data of its own (" + held + ") in " + opt.data_dir +
@@ -154,14 +163,19 @@ std::string wait_until_joined(caf::actor_system& system, const caf::actor& clust
   }
 }
 
+bool is_clustered(const node_options& opt) {
+  return !opt.link.secret.empty() && opt.cluster_port != 0;
+}
+
 // Spawns the cluster actor; when clustered (a secret and a cluster port), publishes it on the
 // cluster port and waits until it joined the nodes --join names. Throws std::runtime_error
 // naming what stopped it (the port, a node that refused us).
 caf::actor start_cluster(caf::actor_system& system, const node_options& opt, caf::actor node,
                          caf::actor persistence, std::vector<warren::cluster_member> stored,
-                         uint64_t metadata_version, const sigset_t& stop_signals) {
+                         uint64_t metadata_version, std::shared_ptr<warren::raft_relay> relay,
+                         const sigset_t& stop_signals) {
   auto node_actor = node;
-  bool clustered = !opt.link.secret.empty() && opt.cluster_port != 0;
+  bool clustered = is_clustered(opt);
   if (!opt.join.empty() && opt.cluster_port == 0)
     throw std::runtime_error("--join needs a cluster port (--cluster-port is 0)");
   std::string port = std::to_string(opt.cluster_port);
@@ -181,6 +195,7 @@ caf::actor start_cluster(caf::actor_system& system, const node_options& opt, caf
   config.middleman = warren::node::cluster_connector(system, opt.link);
   config.node = std::move(node);
   config.persistence = std::move(persistence);
+  config.raft = std::move(relay);
   auto cluster = caf::actor_cast<caf::actor>(system.spawn(warren::cluster_actor, config));
   // The vhosts announce their queues to it from now on.
   caf::anon_send(warren::node_handle(node_actor), warren::cluster_atom::value, cluster,
@@ -205,6 +220,62 @@ caf::actor start_cluster(caf::actor_system& system, const node_options& opt, caf
     throw std::runtime_error(refused);
   }
   return cluster;
+}
+
+// What the data dir says about the metadata log, and the members known before joining.
+warren::node::log_facts local_log_facts(const node_options& opt,
+                                        warren::persistence::lmdb_store& store,
+                                        const std::vector<warren::cluster_member>& stored) {
+  warren::node::log_facts facts;
+  facts.identity = store.read_log_identity();
+  facts.folder = std::filesystem::exists(std::filesystem::path(opt.data_dir) / "raft");
+  facts.self = node_name_of(opt);
+  facts.clustered = is_clustered(opt);
+  facts.first_join = is_first_join(opt, stored);
+  for (const auto& m : stored)
+    if (m.name != facts.self) facts.members.push_back(m.name);
+  return facts;
+}
+
+// The members as the cluster actor knows them once joined: which it knows, which hold a log.
+void add_joined_facts(caf::actor_system& system, const caf::actor& cluster,
+                      warren::node::log_facts& facts) {
+  facts.joined = true;
+  facts.members.clear();
+  caf::scoped_actor self{system};
+  self->request(warren::cluster_handle(cluster), std::chrono::seconds(30), warren::list_atom::value,
+                warren::nodes_atom::value)
+      .receive(
+          [&](std::vector<warren::node_info>& rows) {
+            for (const auto& row : rows) {
+              if (row.local) continue;
+              facts.members.push_back(row.name);
+              if (row.has_log) facts.holding.push_back(row.name);
+            }
+          },
+          [&](caf::error& err) {
+            throw std::runtime_error("cannot list the cluster's members: " +
+                                     warren::to_string(warren::describe(err)));
+          });
+}
+
+// Starts the metadata log the way `how` says, carried by `relay`; throws std::runtime_error.
+std::unique_ptr<warren::persistence::metadata_log> start_log(
+    const node_options& opt, warren::persistence::lmdb_store& store, warren::node::log_start how,
+    const std::shared_ptr<warren::raft_relay>& relay) {
+  warren::node::log_settings settings;
+  settings.data_dir = opt.data_dir;
+  settings.self = node_name_of(opt);
+  settings.send = [relay](const std::string& to, warren::persistence::raft_frame frame) {
+    return relay->send(to, std::move(frame));
+  };
+  auto log = warren::node::start_metadata_log(store, how, settings);
+  relay->attach(log.get());
+  static const char* verbs[] = {"", "opened", "founded", "joining", ""};
+  warren::log(warren::log_level::info, "cluster",
+              std::string("metadata log ") + verbs[static_cast<int>(how)] + " in " + opt.data_dir +
+                  "/raft");
+  return log;
 }
 
 // The listeners: Cap'n Proto and AMQP, each in the clear and, given --tls-cert, over TLS.
@@ -336,14 +407,37 @@ int run_node(caf::actor_system& system, node_options& opt, opened_storage& opene
   auto& storage = opened.storage;
   auto members = std::move(opened.contents.members);
   auto metadata_version = opened.contents.metadata_version;
+  auto store = opened.metadata;
+  auto relay = std::make_shared<warren::raft_relay>();
+  std::unique_ptr<warren::persistence::metadata_log> metadata_log;
+  auto facts = local_log_facts(opt, *store, members);
   auto node = spawn_node(system, opened);
   auto alarm = start_alarm(system, opt, node, storage);
   caf::actor cluster;
   try {
+    // A log whose start does not depend on the members starts first, so that the members this
+    // node meets learn it holds one.
+    auto former = warren::node::leave_log_of_former_name(*store, facts, opt.data_dir);
+    if (!former.empty())
+      warren::log(
+          warren::log_level::info, "cluster",
+          "the metadata log this node held alone under another name moved aside to " + former);
+    auto how = warren::node::decide_log_start(facts, opt.data_dir);
+    if (how == warren::node::log_start::open || how == warren::node::log_start::found ||
+        how == warren::node::log_start::join)
+      metadata_log = start_log(opt, *store, how, relay);
     cluster = start_cluster(system, opt, caf::actor_cast<caf::actor>(node), storage.persistence,
-                            std::move(members), metadata_version, stop_signals);
+                            std::move(members), metadata_version, relay, stop_signals);
+    if (how == warren::node::log_start::after_joining) {
+      add_joined_facts(system, cluster, facts);
+      metadata_log =
+          start_log(opt, *store, warren::node::decide_log_start(facts, opt.data_dir), relay);
+    }
   } catch (const std::exception& e) {
     warren::log(warren::log_level::error, "cluster", e.what());
+    relay->attach(nullptr);
+    metadata_log.reset();
+    if (cluster) caf::anon_send_exit(cluster, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(alarm, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(storage.persistence, caf::exit_reason::user_shutdown);
@@ -360,6 +454,8 @@ int run_node(caf::actor_system& system, node_options& opt, opened_storage& opene
   } catch (const std::exception& e) {
     warren::log(warren::log_level::error, "node", e.what());
     doors.stop();
+    relay->attach(nullptr);
+    metadata_log.reset();
     caf::anon_send_exit(cluster, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(alarm, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
@@ -375,6 +471,8 @@ int run_node(caf::actor_system& system, node_options& opt, opened_storage& opene
   warren::log(warren::log_level::info, "node",
               std::string("stopping on ") + (signal_number == SIGINT ? "SIGINT" : "SIGTERM"));
   doors.stop();
+  relay->attach(nullptr);
+  metadata_log.reset();
   caf::anon_send_exit(alarm, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(cluster, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(node, caf::exit_reason::user_shutdown);

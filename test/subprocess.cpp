@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <random>
 #include <regex>
 #include <set>
@@ -115,6 +116,9 @@ node_process::node_process(std::vector<std::string> extra_args, std::string data
     if (reader_.joinable()) reader_.join();  // a thrown constructor must not leave it running
     if (!port_taken || attempt == 5)
       throw std::runtime_error("warren-node did not start; it logged:\n" + log());
+    // Said, because a test reading the log afterwards sees only the last attempt's lines.
+    std::cerr << "node_process: a picked port was taken; starting warren-node again (attempt "
+              << attempt + 1 << ")\n";
     std::lock_guard<std::mutex> guard(mutex_);
     log_.clear();
     eof_ = false;

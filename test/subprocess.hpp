@@ -50,7 +50,8 @@ class tmpfs_mount {
 /// `extra_args` names one. `prefix` runs before it (e.g. prlimit to set its limits). Stopped
 /// (SIGTERM, then SIGKILL if it lingers) when destroyed. The environment variable
 /// WARREN_TEST_NODE, when set, names another warren-node binary to run (an older build, to see
-/// a new test fail against it).
+/// a new test fail against it). The node is killed when the thread that constructed it ends
+/// (PR_SET_PDEATHSIG follows the forking thread), so construct it on a thread that outlives it.
 class node_process {
  public:
   explicit node_process(std::vector<std::string> extra_args = {}, std::string data_dir = {},

@@ -1,0 +1,72 @@
+// How a warren-node's metadata log starts (issue 33): opened, founded or joined, under
+// DATA_DIR/raft, with raft id raft_id_of(node name) and the node name as its raft address.
+// A standalone node (no secret or no cluster port) keeps none: with no one to agree with, LMDB
+// alone holds its metadata, and a log would cost a thread and a second fsync per change.
+//
+// The data dir records which log it belongs to (lmdb_store::log_identity) before the log's
+// folder is made, so that what a start finds says what happened:
+// - a log that was opened before must be there and belong to this node's name: a lost folder,
+//   or a renamed node, stops the start, named. A member that made a new log under an id that
+//   voted before could vote twice in one term, and elect a second leader. (A node that never
+//   had a member voted alone: it makes a new one, leaving a log of a former name behind);
+// - a log made halfway (its intent recorded, no folder) is made again the same way;
+// - with no log: a node with no other member founds one alone. Otherwise it decides once it has
+//   joined: if a member it met holds a log it joins that (the leader adds it as a voter); if
+//   none does (a new cluster whose nodes all --join each other, or a cluster made before the
+//   log existed) the lowest node name of all it knows founds it, and the others join.
+// A node joining a cluster for the first time leaves a log it held alone behind (moved aside to
+// DATA_DIR/raft.before-join-STAMP): it joins the cluster's log instead.
+#pragma once
+
+#include "persistence/lmdb_store.hpp"
+#include "persistence/metadata_log.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace warren::node {
+
+enum class log_start { none, open, found, join, after_joining };
+
+/// What a start finds.
+struct log_facts {
+  persistence::lmdb_store::log_identity identity;
+  bool folder = false;               // DATA_DIR/raft exists
+  std::string self;                  // this node's name
+  bool clustered = false;            // a secret and a cluster port
+  bool first_join = false;           // --join, and no member known yet
+  bool joined = false;               // the facts below are from after joining
+  std::vector<std::string> members;  // the other members known
+  std::vector<std::string> holding;  // members met that hold a log
+};
+
+/// How the log starts; after_joining only when !facts.joined. Throws std::runtime_error naming
+/// the data dir and what to do when the node must not start.
+log_start decide_log_start(const log_facts& facts, const std::string& data_dir);
+
+/// Moves DATA_DIR/raft aside and clears the identity, for a first join; returns where it went,
+/// "" when there was no log.
+std::string leave_own_log(persistence::lmdb_store& store, const std::string& data_dir);
+
+/// A clustered node without members whose log was made under another node name voted alone:
+/// its log is moved aside (leave_own_log) and `facts` updated, so that it founds one under its
+/// new name. Returns where the log went, "" when nothing moved.
+std::string leave_log_of_former_name(persistence::lmdb_store& store, log_facts& facts,
+                                     const std::string& data_dir);
+
+struct log_settings {
+  std::string data_dir;
+  std::string self;
+  persistence::raft_frame_sender send;
+  unsigned election_timeout_ms = 1000;
+  unsigned quorum_timeout_ms = 5000;
+};
+
+/// Records the intent, makes or opens the log, and records it as open. Throws
+/// std::runtime_error naming DATA_DIR/raft when it cannot.
+std::unique_ptr<persistence::metadata_log> start_metadata_log(persistence::lmdb_store& store,
+                                                              log_start how,
+                                                              const log_settings& settings);
+
+}  // namespace warren::node
