@@ -119,9 +119,17 @@ struct StoredMessage {
 }
 
 # The cluster's metadata as a Raft log (persistence/metadata_fsm.hpp): each entry is one batch of
-# LMDB changes, applied in log order on every member.
+# LMDB changes, applied in log order on every member; none of them when a condition fails.
 struct MetadataBatch {
   mutations @0 :List(MetadataMutation);
+  conditions @1 :List(MetadataCondition);
+}
+
+# A key that must be present, or absent, when the entry is applied.
+struct MetadataCondition {
+  table @0 :UInt8;  # persistence::meta_table
+  key @1 :Data;
+  present @2 :Bool;
 }
 
 struct MetadataMutation {

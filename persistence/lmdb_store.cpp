@@ -9,6 +9,7 @@
 #include <charconv>
 #include <iterator>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 
@@ -77,7 +78,11 @@ std::string_view view(const MDB_val& v) {
 }
 
 // Aborts a transaction unless committed.
+// A transaction and, for its whole life, a shared hold on the store's resize lock: LMDB allows
+// mdb_env_set_mapsize only while this process has no transaction open.
 struct txn_guard {
+  explicit txn_guard(std::shared_mutex& resizing) : resize_hold(resizing) {}
+  std::shared_lock<std::shared_mutex> resize_hold;
   MDB_txn* txn = nullptr;
   ~txn_guard() {
     if (txn != nullptr) mdb_txn_abort(txn);
@@ -96,7 +101,7 @@ lmdb_store::lmdb_store(const std::string& env_dir, const std::string& refuse_fre
   try {
     open_env(env_dir, 0, map_bytes);
     make_room_to_rewrite();
-    txn_guard t;
+    txn_guard t{resize_mutex_};
     check(mdb_txn_begin(env_, nullptr, 0, &t.txn), "begin");
     for (int i = 0; i < table_count; ++i) {
       check(mdb_dbi_open(t.txn, names[i], MDB_CREATE, &dbis_[i]), names[i]);
@@ -116,7 +121,7 @@ lmdb_store::lmdb_store(const std::string& env_dir, const std::string& refuse_fre
 lmdb_store::lmdb_store(const std::string& env_dir, read_only_t) {
   try {
     open_env(env_dir, MDB_RDONLY | MDB_NOLOCK, default_map_bytes);
-    txn_guard t;
+    txn_guard t{resize_mutex_};
     check(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t.txn), "begin read");
     for (int i = 0; i < table_count; ++i) {
       int rc = mdb_dbi_open(t.txn, names[i], 0, &dbis_[i]);
@@ -226,7 +231,7 @@ void lmdb_store::make_room_to_rewrite() {
   check(mdb_env_stat(env_, &stat), "read environment statistics");
   size_t used = (info.me_last_pgno + 1) * size_t{stat.ms_psize};
   size_t wanted = std::min(2 * used + (size_t{1} << 20), max_map_bytes);
-  if (wanted > info.me_mapsize) check(mdb_env_set_mapsize(env_, wanted), "grow the map");
+  if (wanted > info.me_mapsize) grow_map(wanted);
 }
 
 // Seals the values of a directory written before format 3, in the transaction that opens it:
@@ -264,7 +269,7 @@ void lmdb_store::seal_unsealed_values(MDB_txn* txn) {
 }
 
 void lmdb_store::write_format_version() {
-  txn_guard t;
+  txn_guard t{resize_mutex_};
   check(mdb_txn_begin(env_, nullptr, 0, &t.txn), "begin write");
   auto bytes = encode_format_version(format_version);
   MDB_val key = val(version_key), value = val(bytes);
@@ -277,22 +282,27 @@ lmdb_store::~lmdb_store() {
   if (env_ != nullptr) mdb_env_close(env_);
 }
 
-// Writes the batch in one transaction (with the log index it applies, given one; after
-// emptying every data table, given `replace`); returns LMDB's code of the first failure (the
-// transaction is then aborted).
-int lmdb_store::write(const std::vector<meta_mutation>& batch, const uint64_t* index,
-                      bool replace) {
-  txn_guard t;
+// Writes the batch in one transaction as `plan` says; returns LMDB's code of the first failure
+// (the transaction is then aborted). When a condition does not hold, only the index is written.
+int lmdb_store::write(const std::vector<meta_mutation>& batch, const write_plan& plan) {
+  txn_guard t{resize_mutex_};
   if (int rc = mdb_txn_begin(env_, nullptr, 0, &t.txn); rc != MDB_SUCCESS) return rc;
-  for (int table = 1; replace && table < table_count; ++table)
+  bool refused = false;
+  if (plan.conditions != nullptr) {
+    int failed = first_failed_condition(t.txn, *plan.conditions);
+    refused = failed >= 0;
+    if (refused && plan.failed != nullptr) *plan.failed = static_cast<size_t>(failed);
+  }
+  for (int table = 1; plan.replace && table < table_count; ++table)
     if (in_log(static_cast<meta_table>(table - 1)))
       if (int rc = mdb_drop(t.txn, dbis_[table], 0); rc != MDB_SUCCESS) return rc;
-  if (index != nullptr) {
-    auto bytes = std::to_string(*index);
+  if (plan.index != nullptr) {
+    auto bytes = std::to_string(*plan.index);
     MDB_val key = val(applied_key), value = val(bytes);
     if (int rc = mdb_put(t.txn, dbis_[0], &key, &value, 0); rc != MDB_SUCCESS) return rc;
   }
   for (const auto& m : batch) {
+    if (refused) break;
     auto dbi = dbis_[1 + static_cast<int>(m.table)];
     MDB_val key = val(m.key);
     int rc = MDB_SUCCESS;
@@ -311,18 +321,31 @@ int lmdb_store::write(const std::vector<meta_mutation>& batch, const uint64_t* i
   return rc;
 }
 
-// The map is address space, not disk: a full one is doubled and the batch written again (the
-// persistence actor is the only writer, so no transaction is open here). Past max_map_bytes
+// The position of the first condition that does not hold in `txn`, -1 when all hold; throws
+// when LMDB cannot read (the transaction is then aborted, nothing written).
+int lmdb_store::first_failed_condition(MDB_txn* txn,
+                                       const std::vector<meta_condition>& conditions) {
+  for (size_t i = 0; i < conditions.size(); ++i) {
+    const auto& c = conditions[i];
+    MDB_val key = val(c.key), value;
+    int rc = mdb_get(txn, dbis_[1 + static_cast<int>(c.table)], &key, &value);
+    if (rc != MDB_NOTFOUND) check(rc, "read a log entry's condition");
+    if ((rc == MDB_SUCCESS) != c.present) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// The map is address space, not disk: a full one is doubled (grow_map waits until no other
+// thread holds a transaction) and the batch written again. Past max_map_bytes
 // the write fails with a clear error instead; a full disk fails the commit itself (ENOSPC).
 void lmdb_store::apply(const std::vector<meta_mutation>& batch) {
   if (batch.empty()) return;
-  write_growing(batch, nullptr, false);
+  write_growing(batch, {});
 }
 
-void lmdb_store::write_growing(const std::vector<meta_mutation>& batch, const uint64_t* index,
-                               bool replace) {
+void lmdb_store::write_growing(const std::vector<meta_mutation>& batch, const write_plan& plan) {
   for (;;) {
-    int rc = write(batch, index, replace);
+    int rc = write(batch, plan);
     if (rc == MDB_SUCCESS) return;
     if (rc != MDB_MAP_FULL) check(rc, "write");
     MDB_envinfo info{};
@@ -330,8 +353,15 @@ void lmdb_store::write_growing(const std::vector<meta_mutation>& batch, const ui
     if (info.me_mapsize >= max_map_bytes)
       throw std::runtime_error("LMDB: the metadata store is full at its largest map (" +
                                std::to_string(info.me_mapsize >> 20) + " MiB)");
-    check(mdb_env_set_mapsize(env_, std::min(info.me_mapsize * 2, max_map_bytes)), "grow the map");
+    grow_map(std::min(info.me_mapsize * 2, max_map_bytes));
   }
+}
+
+// Waits until no other thread holds a transaction (the log's thread writes and reads beside the
+// persistence actor), since a map resized under an open transaction can crash its reader.
+void lmdb_store::grow_map(size_t bytes) {
+  std::unique_lock<std::shared_mutex> alone(resize_mutex_);
+  check(mdb_env_set_mapsize(env_, bytes), "grow the map");
 }
 
 std::string lmdb_store::change_problem(const meta_mutation& m) {
@@ -356,7 +386,7 @@ std::string lmdb_store::change_problem(const meta_mutation& m) {
 }
 
 uint64_t lmdb_store::applied_index() {
-  txn_guard t;
+  txn_guard t{resize_mutex_};
   check(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t.txn), "begin read");
   MDB_val key = val(applied_key), value;
   int rc = mdb_get(t.txn, dbis_[0], &key, &value);
@@ -372,7 +402,7 @@ uint64_t lmdb_store::applied_index() {
 }
 
 lmdb_store::log_identity lmdb_store::read_log_identity() {
-  txn_guard t;
+  txn_guard t{resize_mutex_};
   check(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t.txn), "begin read");
   MDB_val key = val(identity_key), value;
   int rc = mdb_get(t.txn, dbis_[0], &key, &value);
@@ -392,7 +422,7 @@ lmdb_store::log_identity lmdb_store::read_log_identity() {
 }
 
 void lmdb_store::write_log_identity(const log_identity& id) {
-  txn_guard t;
+  txn_guard t{resize_mutex_};
   check(mdb_txn_begin(env_, nullptr, 0, &t.txn), "begin write");
   auto bytes = std::string(stage_names[static_cast<int>(id.at)]) + " " + id.node;
   MDB_val key = val(identity_key), value = val(bytes);
@@ -405,19 +435,32 @@ void lmdb_store::write_log_identity(const log_identity& id) {
   t.commit("write " + identity_key);
 }
 
-bool lmdb_store::apply_entry(uint64_t index, const std::vector<meta_mutation>& batch) {
-  if (index <= applied_index()) return false;
-  write_growing(batch, &index, false);
-  return true;
+lmdb_store::entry_applied lmdb_store::apply_entry(uint64_t index,
+                                                  const std::vector<meta_mutation>& batch,
+                                                  const std::vector<meta_condition>& conditions,
+                                                  size_t* failed) {
+  if (index <= applied_index()) return entry_applied::skipped;
+  size_t failed_at = conditions.size();
+  write_plan plan;
+  plan.index = &index;
+  plan.conditions = &conditions;
+  plan.failed = &failed_at;
+  write_growing(batch, plan);
+  if (failed_at == conditions.size()) return entry_applied::changed;
+  if (failed != nullptr) *failed = failed_at;
+  return entry_applied::refused;
 }
 
 void lmdb_store::replace_all(const std::vector<meta_mutation>& records, uint64_t index) {
-  write_growing(records, &index, true);
+  write_plan plan;
+  plan.index = &index;
+  plan.replace = true;
+  write_growing(records, plan);
 }
 
 std::vector<meta_mutation> lmdb_store::records() {
   std::vector<meta_mutation> out;
-  txn_guard t;
+  txn_guard t{resize_mutex_};
   check(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t.txn), "begin read");
   for (int table = 1; table < table_count; ++table) {
     if (!in_log(static_cast<meta_table>(table - 1))) continue;
@@ -443,7 +486,7 @@ std::vector<meta_mutation> lmdb_store::records() {
 metadata_contents lmdb_store::load(std::vector<std::string>* damaged) {
   metadata_contents out;
   out.fresh = fresh_;
-  txn_guard t;
+  txn_guard t{resize_mutex_};
   check(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t.txn), "begin read");
   for (int table = 1; table < table_count; ++table)
     if (present_[table]) load_table(t.txn, table, out, damaged);

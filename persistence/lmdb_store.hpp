@@ -6,7 +6,10 @@
 // keys from metadata_codec.hpp. apply() writes a batch of mutations in one write transaction (LMDB
 // fsyncs on commit), so a batch is on disk, whole, or not at all.
 //
-// Caveats: one writer only (the persistence actor). Opening throws std::runtime_error, naming
+// Caveats: one writer at a time per table set: the persistence actor, and the metadata log's
+// thread (metadata_fsm) for the tables the log carries. Transactions from several threads are
+// safe, also while the map grows (a writer that needs a larger map waits until no transaction
+// is open, as LMDB requires). Opening throws std::runtime_error, naming
 // the file and the problem, rather than start on metadata it cannot trust: a format version
 // newer than this build's (or older than 1), a data.mdb shorter than its own last page (reading it
 // would crash the process with SIGBUS), or no metadata at all where `refuse_fresh` says there must
@@ -23,6 +26,7 @@
 #include <lmdb.h>
 
 #include <map>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -52,6 +56,20 @@ struct meta_mutation {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, meta_mutation& x) {
   return f(x.table, x.key, x.value, x.erase);
+}
+
+/// What a metadata log entry's changes depend on: a key present, or absent, when the entry is
+/// applied. Checked on every member alike in log order, so that of two members creating one
+/// name at once exactly one succeeds, whichever the client asked.
+struct meta_condition {
+  meta_table table = meta_table::vhosts;
+  std::string key;
+  bool present = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, meta_condition& x) {
+  return f(x.table, x.key, x.present);
 }
 
 struct metadata_contents {
@@ -132,9 +150,17 @@ class lmdb_store {
   static std::string change_problem(const meta_mutation& m);
   /// The last log index applied here; 0 when none was.
   uint64_t applied_index();
-  /// Applies log entry `index` and records its index, in one transaction. An index at or below
-  /// the one applied is skipped (a restarted member is given its log again): false then.
-  bool apply_entry(uint64_t index, const std::vector<meta_mutation>& batch);
+  /// What apply_entry did with an entry.
+  enum class entry_applied {
+    skipped,  // its index was applied before (a restarted member is given its log again)
+    changed,  // its changes and its index are stored
+    refused,  // a condition did not hold: only its index is stored
+  };
+  /// Applies log entry `index` and records its index, in one transaction, if every condition
+  /// holds; when one does not, only the index, and `*failed` (given) says which condition.
+  entry_applied apply_entry(uint64_t index, const std::vector<meta_mutation>& batch,
+                            const std::vector<meta_condition>& conditions = {},
+                            size_t* failed = nullptr);
   /// Every record of the tables the log carries, unsealed; a damaged one throws.
   std::vector<meta_mutation> records();
   /// Replaces every record of the tables the log carries with `records`, applied up to
@@ -168,16 +194,27 @@ class lmdb_store {
   bool values_sealed_ = true;       // read-only: false for a format-2 directory not yet sealed
   bool fresh_ = false;
   uint32_t found_version_ = format_version;
+  std::shared_mutex resize_mutex_;  // shared by every transaction, held alone to grow the map
 
   void open_env(const std::string& env_dir, unsigned flags, size_t map_bytes);
   void close_env();
-  int write(const std::vector<meta_mutation>& batch, const uint64_t* index, bool replace);
-  void write_growing(const std::vector<meta_mutation>& batch, const uint64_t* index, bool replace);
+  /// How one write transaction goes: with the log index it applies (`index`), after emptying
+  /// the tables the log carries (`replace`), and only if `conditions` hold.
+  struct write_plan {
+    const uint64_t* index = nullptr;
+    bool replace = false;
+    const std::vector<meta_condition>* conditions = nullptr;
+    size_t* failed = nullptr;  // set to the first condition that did not hold
+  };
+  int write(const std::vector<meta_mutation>& batch, const write_plan& plan);
+  void write_growing(const std::vector<meta_mutation>& batch, const write_plan& plan);
+  int first_failed_condition(MDB_txn* txn, const std::vector<meta_condition>& conditions);
   void check_not_truncated(const std::string& env_dir);
   void read_format_version(MDB_txn* txn);
   void check_format_version(MDB_txn* txn, const std::string& env_dir,
                             const std::string& refuse_fresh);
   void make_room_to_rewrite();
+  void grow_map(size_t bytes);
   void seal_unsealed_values(MDB_txn* txn);
   bool holds_no_records(MDB_txn* txn);
   void load_table(MDB_txn* txn, int table, metadata_contents& out,

@@ -20,6 +20,17 @@ std::string_view bytes_of(const raft_buffer* buf) {
   return {static_cast<const char*>(buf->base), buf->len};
 }
 
+// What keeps an entry from being applied as it is: a change that could not be stored and read
+// back, or a condition on a table or key LMDB cannot look up.
+std::string entry_problem(const metadata_entry& entry) {
+  for (const auto& m : entry.changes)
+    if (auto problem = lmdb_store::change_problem(m); !problem.empty()) return problem;
+  for (const auto& c : entry.conditions)
+    if (auto problem = lmdb_store::change_problem({c.table, c.key, {}, true}); !problem.empty())
+      return "a condition on " + problem;
+  return {};
+}
+
 }  // namespace
 
 metadata_fsm::metadata_fsm(lmdb_store& store) : store_(store) {
@@ -39,28 +50,32 @@ int metadata_fsm::apply(raft_fsm* fsm, const raft_buffer* buf, void** result) {
   *result = nullptr;
   if (self.raft_ == nullptr) return RAFT_INVALID;  // attach() first: no index without it
   auto index = raft_last_applied(self.raft_) + 1;
-  std::vector<meta_mutation> batch;
+  metadata_entry entry;
   std::string problem;
   try {
-    batch = decode_metadata_batch(bytes_of(buf));
-    for (const auto& m : batch)
-      if (problem = lmdb_store::change_problem(m); !problem.empty()) break;
+    entry = decode_metadata_entry(bytes_of(buf));
+    problem = entry_problem(entry);
   } catch (const std::exception& e) {
     problem = e.what();
   }
   if (!problem.empty()) {
-    batch.clear();
+    entry = {};
     ++self.undecodable_;
     log(log_level::error, "metadata",
         "log entry " + std::to_string(index) + " skipped: " + problem);
   }
+  self.outcome_ = {};
   try {
-    self.store_.apply_entry(index, batch);
+    auto done = self.store_.apply_entry(index, entry.changes, entry.conditions,
+                                        &self.outcome_.failed_condition);
+    self.outcome_.refused = done == lmdb_store::entry_applied::refused;
   } catch (const std::exception& e) {
     log(log_level::error, "metadata",
         "log entry " + std::to_string(index) + " could not be applied: " + e.what());
     return RAFT_IOERR;
   }
+  // Read by the proposer's callback, which libraft runs before this returns to it.
+  *result = &self.outcome_;
   return 0;
 }
 

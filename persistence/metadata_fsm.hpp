@@ -1,8 +1,10 @@
 // metadata_fsm: the cluster's metadata as the state machine of a Raft log (libraft; issue 33).
 // Each committed entry is one batch of LMDB changes (metadata_log_codec) and is applied, in log
-// order, into this member's LMDB together with its index, in one transaction. LMDB is the state
-// machine: raft replays a restarted member's log from its last snapshot, and the entries LMDB
-// already holds are skipped by their index. A snapshot is every record with the index applied.
+// order, into this member's LMDB together with its index, in one transaction; or only its index
+// when one of its conditions (a key present or absent) does not hold, the same on every member.
+// LMDB is the state machine: raft replays a restarted member's log from its last snapshot, and the
+// entries LMDB already holds are skipped by their index. A snapshot is every record with the index
+// applied.
 //
 // libraft is not thread-safe: one thread drives the raft instance and so this object.
 #pragma once
@@ -13,6 +15,7 @@ extern "C" {
 #include <raft.h>
 }
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -31,6 +34,13 @@ class metadata_fsm {
   /// last applied index while the entry is applied.
   void attach(raft* r) { raft_ = r; }
 
+  /// What applying an entry did, as its proposer's callback gets it (raft_apply's `result`):
+  /// refused when a condition did not hold, so that nothing but its index was stored.
+  struct outcome {
+    bool refused = false;
+    size_t failed_condition = 0;  // which one, when refused
+  };
+
   /// Entries that did not decode, or held a change LMDB could not store or read back (applied
   /// as empty: every member skips the same ones).
   uint64_t undecodable() const { return undecodable_; }
@@ -46,6 +56,7 @@ class metadata_fsm {
   lmdb_store& store_;
   raft* raft_ = nullptr;
   raft_fsm fsm_{};
+  outcome outcome_;  // the last entry's
   uint64_t undecodable_ = 0;
   uint64_t restored_ = 0;
 };

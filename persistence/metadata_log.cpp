@@ -7,9 +7,11 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
+#include <string_view>
 
 namespace warren::persistence {
 
@@ -104,7 +106,11 @@ metadata_log::~metadata_log() {
 }
 
 void metadata_log::propose(std::vector<meta_mutation> batch, answer done) {
-  auto* p = new proposal{this, std::move(batch), std::move(done), {}};
+  propose_if({std::move(batch), {}}, std::move(done));
+}
+
+void metadata_log::propose_if(metadata_entry entry, answer done) {
+  auto* p = new proposal{this, std::move(entry), std::move(done), {}};
   {
     // The wake-up is sent under the mutex: the loop closes wake_ only once it has seen
     // stopping_ under it, so no sender can reach a closed handle.
@@ -232,6 +238,10 @@ metadata_log::view metadata_log::make_view() {
 
 void metadata_log::publish_view() {
   auto v = make_view();
+  if (!term_noted_ && v.term > 0 && opts_.on_first_term) {
+    term_noted_ = true;
+    opts_.on_first_term();
+  }
   std::lock_guard<std::mutex> guard(view_mutex_);
   latest_ = std::move(v);
 }
@@ -407,7 +417,7 @@ void metadata_log::submit_waiting() {
       }
       break;
     }
-    auto bytes = encode_metadata_batch(p->batch);
+    auto bytes = encode_metadata_entry(p->entry);
     raft_buffer buf;
     buf.len = bytes.size();
     buf.base = raft_malloc(bytes.size());  // raft owns it once raft_apply takes it
@@ -434,12 +444,27 @@ void metadata_log::submit_waiting() {
 
 // A failed entry may have reached a majority before its leader stepped down or closed: a later
 // leader commits it then. Its answer says so rather than that it was refused.
-void metadata_log::on_applied(struct raft_apply* req, int status, void*) {
+void metadata_log::on_applied(struct raft_apply* req, int status, void* result) {
   auto* p = static_cast<proposal*>(req->data);
-  p->done(status == 0 ? std::string()
-                      : std::string("outcome unknown: ") + raft_strerror(status) +
-                            " before the change was committed; it may still be applied");
+  const auto* applied = static_cast<const metadata_fsm::outcome*>(result);
+  if (status != 0)
+    p->done(std::string("outcome unknown: ") + raft_strerror(status) +
+            " before the change was committed; it may still be applied");
+  else if (applied != nullptr && applied->refused)
+    p->done(conflict + std::to_string(applied->failed_condition) + " does not hold");
+  else
+    p->done({});
   delete p;
+}
+
+std::optional<size_t> metadata_log::failed_condition(const std::string& error) {
+  std::string_view prefix = conflict;
+  if (error.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  size_t at = 0;
+  auto digits = std::string_view(error).substr(prefix.size());
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), at);
+  if (ec != std::errc() || end == digits.data()) return std::nullopt;
+  return at;
 }
 
 void metadata_log::shut_down() {

@@ -19,6 +19,7 @@
 #include "persistence/lmdb_store.hpp"
 #include "persistence/metadata_fsm.hpp"
 #include "persistence/metadata_link.hpp"
+#include "persistence/metadata_log_codec.hpp"
 
 extern "C" {
 #include <raft.h>
@@ -32,6 +33,7 @@ extern "C" {
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,6 +61,9 @@ class metadata_log {
     unsigned quorum_timeout_ms = 5000;  // how long a proposal waits for a leader
     unsigned snapshot_threshold = 0;    // entries between snapshots; 0: libraft's default
     unsigned snapshot_trailing = 0;     // entries kept behind a snapshot; 0: libraft's default
+    /// Called once, on the log's thread, when this member first holds a term (on disk: from
+    /// then on it may have voted, and a new folder under its id could vote twice).
+    std::function<void()> on_first_term;
   };
 
   /// What this member knows of the cluster at one moment.
@@ -88,9 +93,18 @@ class metadata_log {
   metadata_log(const metadata_log&) = delete;
   metadata_log& operator=(const metadata_log&) = delete;
 
+  /// The start of the answer to an entry committed without its changes, followed by the
+  /// position of the condition that did not hold (failed_condition reads it back).
+  static constexpr const char* conflict = "conflict: condition ";
+  /// The condition an answer names as not holding; none for any other answer.
+  static std::optional<size_t> failed_condition(const std::string& error);
+
   /// Proposes one batch of changes, from any thread. `done` runs on the log's thread: keep it
   /// short, and do not call back into this object from it.
   void propose(std::vector<meta_mutation> batch, answer done);
+  /// Proposes changes that are applied only if every condition holds when the entry is
+  /// applied; otherwise the entry is committed empty and answered with `conflict`.
+  void propose_if(metadata_entry entry, answer done);
 
   /// Adds a voter (on the leader): answered once it holds the log and votes.
   void add_member(member m, answer done);
@@ -111,7 +125,7 @@ class metadata_log {
  private:
   struct proposal {
     metadata_log* log;
-    std::vector<meta_mutation> batch;
+    metadata_entry entry;
     answer done;
     struct raft_apply req;
     uint64_t arrived = 0;  // uv_now when the log thread took it
@@ -143,7 +157,8 @@ class metadata_log {
   std::deque<proposal*> waiting_;            // the log thread's: until there is a leader
   std::thread thread_;
   std::mutex view_mutex_;
-  view latest_;  // guarded by view_mutex_
+  view latest_;              // guarded by view_mutex_
+  bool term_noted_ = false;  // the log thread's: on_first_term was called
 
   void open(std::promise<void>& started);
   view make_view();

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 namespace warren::persistence {
 
@@ -28,6 +29,12 @@ std::string text_of(capnp::Data::Reader d) {
   return std::string(reinterpret_cast<const char*>(d.begin()), d.size());
 }
 
+uint8_t table_number(uint8_t table) {
+  if (table >= table_count)
+    throw std::runtime_error("metadata log: table " + std::to_string(table) + " does not exist");
+  return table;
+}
+
 void fill(capnp::List<storage::MetadataMutation>::Builder list,
           const std::vector<meta_mutation>& from) {
   for (unsigned i = 0; i < from.size(); ++i) {
@@ -43,10 +50,7 @@ std::vector<meta_mutation> read(capnp::List<storage::MetadataMutation>::Reader l
   std::vector<meta_mutation> out;
   out.reserve(list.size());
   for (auto m : list) {
-    if (m.getTable() >= table_count)
-      throw std::runtime_error("metadata log: table " + std::to_string(m.getTable()) +
-                               " does not exist");
-    out.push_back({static_cast<meta_table>(m.getTable()), text_of(m.getKey()),
+    out.push_back({static_cast<meta_table>(table_number(m.getTable())), text_of(m.getKey()),
                    text_of(m.getValue()), m.getErase()});
   }
   return out;
@@ -74,16 +78,41 @@ auto parse(std::string_view bytes, const char* what, F take) {
 
 }  // namespace
 
-std::string encode_metadata_batch(const std::vector<meta_mutation>& batch) {
+std::string encode_metadata_entry(const metadata_entry& entry) {
   capnp::MallocMessageBuilder builder;
   auto root = builder.initRoot<storage::MetadataBatch>();
-  fill(root.initMutations(static_cast<unsigned>(batch.size())), batch);
+  fill(root.initMutations(static_cast<unsigned>(entry.changes.size())), entry.changes);
+  if (!entry.conditions.empty()) {
+    auto list = root.initConditions(static_cast<unsigned>(entry.conditions.size()));
+    for (unsigned i = 0; i < entry.conditions.size(); ++i) {
+      list[i].setTable(static_cast<uint8_t>(entry.conditions[i].table));
+      list[i].setKey(data_of(entry.conditions[i].key));
+      list[i].setPresent(entry.conditions[i].present);
+    }
+  }
   return to_bytes(builder);
 }
 
+metadata_entry decode_metadata_entry(std::string_view bytes) {
+  return parse<storage::MetadataBatch>(bytes, "an entry", [](storage::MetadataBatch::Reader r) {
+    metadata_entry out;
+    out.changes = read(r.getMutations());
+    for (auto c : r.getConditions())
+      out.conditions.push_back({static_cast<meta_table>(table_number(c.getTable())),
+                                text_of(c.getKey()), c.getPresent()});
+    return out;
+  });
+}
+
+std::string encode_metadata_batch(const std::vector<meta_mutation>& batch) {
+  return encode_metadata_entry({batch, {}});
+}
+
 std::vector<meta_mutation> decode_metadata_batch(std::string_view bytes) {
-  return parse<storage::MetadataBatch>(
-      bytes, "an entry", [](storage::MetadataBatch::Reader r) { return read(r.getMutations()); });
+  auto entry = decode_metadata_entry(bytes);
+  if (!entry.conditions.empty())
+    throw std::runtime_error("metadata log: an entry with conditions read as a plain batch");
+  return std::move(entry.changes);
 }
 
 std::string encode_metadata_snapshot(const metadata_snapshot& snapshot) {

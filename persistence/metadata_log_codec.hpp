@@ -14,7 +14,17 @@
 
 namespace warren::persistence {
 
+/// One log entry: changes, applied only if every condition holds.
+struct metadata_entry {
+  std::vector<meta_mutation> changes;
+  std::vector<meta_condition> conditions;
+};
+
+std::string encode_metadata_entry(const metadata_entry& entry);
+metadata_entry decode_metadata_entry(std::string_view bytes);
+/// An entry without conditions.
 std::string encode_metadata_batch(const std::vector<meta_mutation>& batch);
+/// An entry's changes; throws when the entry has conditions (a caller that would ignore them).
 std::vector<meta_mutation> decode_metadata_batch(std::string_view bytes);
 
 struct metadata_snapshot {

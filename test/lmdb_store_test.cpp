@@ -11,9 +11,11 @@
 
 #include <lmdb.h>
 
+#include <atomic>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 using warren::persistence::lmdb_store;
@@ -148,6 +150,30 @@ BOOST_AUTO_TEST_CASE(a_full_map_is_grown_and_nothing_is_refused) {
   auto users = store.load().users;
   BOOST_REQUIRE(users.size() == 3000u);
   BOOST_TEST(users.front().password_hash == std::string(1024, 'h'));
+}
+
+// The metadata log's thread reads and writes beside the persistence actor. A map grown under a
+// reader's open transaction could leave it reading unmapped pages: growth waits for readers.
+BOOST_AUTO_TEST_CASE(the_map_grows_while_another_thread_reads) {
+  warren::test::temp_dir dir;
+  lmdb_store store(dir.path(), {}, small_map);
+  std::atomic<bool> writing{true};
+  std::atomic<size_t> reads{0}, wrong{0};
+  std::thread reader([&] {
+    size_t last = 0;
+    do {
+      auto users = store.load().users.size();         // one read transaction over every table
+      if (users < last || users % 100 != 0) ++wrong;  // batches land whole, and never go
+      last = users;
+      ++reads;
+    } while (writing);
+  });
+  add_users(store, 0, 3000);  // grows the map from 256 KiB to over 3 MiB, step by step
+  writing = false;
+  reader.join();
+  BOOST_TEST(wrong == 0u);
+  BOOST_TEST(reads > 0u);
+  BOOST_TEST(store.load().users.size() == 3000u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

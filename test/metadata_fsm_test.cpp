@@ -29,6 +29,18 @@ meta_mutation user(const std::string& name) {
           warren::persistence::encode_user({name, "hash-of-" + name, {}}), false};
 }
 
+meta_mutation user_with_hash(const std::string& name, const std::string& hash) {
+  return {meta_table::users, warren::persistence::user_key(name),
+          warren::persistence::encode_user({name, hash, {}}), false};
+}
+
+// The password hash of user `name` in `store`, "" when there is no such user.
+std::string hash_of(lmdb_store& store, const std::string& name) {
+  for (const auto& u : store.load().users)
+    if (u.name == name) return u.password_hash;
+  return {};
+}
+
 std::vector<std::string> users_of(lmdb_store& store) {
   std::vector<std::string> out;
   for (const auto& u : store.load().users) out.push_back(u.name);
@@ -82,8 +94,9 @@ struct cluster {
   }
 
   // Proposes `batch` on member `i`; the entry's index, or 0 when refused at once.
-  raft_index propose(unsigned i, const std::vector<meta_mutation>& batch) {
-    auto bytes = warren::persistence::encode_metadata_batch(batch);
+  raft_index propose(unsigned i, const std::vector<meta_mutation>& batch,
+                     const std::vector<warren::persistence::meta_condition>& conditions = {}) {
+    auto bytes = warren::persistence::encode_metadata_entry({batch, conditions});
     raft_buffer buf;
     buf.len = bytes.size();
     buf.base = raft_malloc(bytes.size());  // raft owns it from here
@@ -143,10 +156,22 @@ BOOST_AUTO_TEST_CASE(log_bytes_round_trip_and_hostile_ones_are_refused_by_name) 
                         });
   BOOST_CHECK_THROW(decode_metadata_batch("not a message"), std::runtime_error);
   BOOST_CHECK_THROW(decode_metadata_batch(std::string(64, '\xff')), std::runtime_error);
+  metadata_entry conditional{{user("ann")}, {{meta_table::users, user_key("ann"), false}}};
+  auto entry = decode_metadata_entry(encode_metadata_entry(conditional));
+  BOOST_REQUIRE(entry.conditions.size() == 1u);
+  BOOST_TEST(entry.conditions[0].key == user_key("ann"));
+  BOOST_TEST(!entry.conditions[0].present);
+  BOOST_TEST((entry.conditions[0].table == meta_table::users));
+  // A reader of plain batches must not drop conditions silently.
+  BOOST_CHECK_THROW(decode_metadata_batch(encode_metadata_entry(conditional)), std::runtime_error);
+  conditional.conditions[0].table = static_cast<meta_table>(99);
+  BOOST_CHECK_THROW(decode_metadata_entry(encode_metadata_entry(conditional)), std::runtime_error);
   metadata_snapshot with_erase{7, {{meta_table::users, "k", "", true}}};
   BOOST_CHECK_THROW(decode_metadata_snapshot(encode_metadata_snapshot(with_erase)),
                     std::runtime_error);
 }
+
+using applied = lmdb_store::entry_applied;
 
 // raft hands a restarted member its log again from the last snapshot: what LMDB holds already
 // is skipped by its index.
@@ -155,20 +180,41 @@ BOOST_AUTO_TEST_CASE(an_entry_is_applied_once_with_its_index) {
   {
     lmdb_store store(dir.path());
     BOOST_TEST(store.applied_index() == 0u);
-    BOOST_TEST(store.apply_entry(1, {user("ann")}));
-    BOOST_TEST(store.apply_entry(2, {user("bob")}));
+    BOOST_TEST((store.apply_entry(1, {user("ann")}) == applied::changed));
+    BOOST_TEST((store.apply_entry(2, {user("bob")}) == applied::changed));
   }
   lmdb_store store(dir.path());
   BOOST_TEST(store.applied_index() == 2u);
-  BOOST_TEST(!store.apply_entry(2, {user("carl")}));
-  BOOST_TEST(
-      !store.apply_entry(1, {{meta_table::users, warren::persistence::user_key("ann"), "", true}}));
+  BOOST_TEST((store.apply_entry(2, {user("carl")}) == applied::skipped));
+  BOOST_TEST((store.apply_entry(1, {{meta_table::users, warren::persistence::user_key("ann"), "",
+                                     true}}) == applied::skipped));
   BOOST_TEST((users_of(store) == std::vector<std::string>{"ann", "bob"}));
-  BOOST_TEST(store.apply_entry(3, {}));  // an empty entry still moves the index
+  BOOST_TEST((store.apply_entry(3, {}) == applied::changed));  // an empty entry moves the index
   BOOST_TEST(store.applied_index() == 3u);
   store.replace_all({user("dora")}, 10);  // a snapshot: what it lacks goes
   BOOST_TEST((users_of(store) == std::vector<std::string>{"dora"}));
   BOOST_TEST(store.applied_index() == 10u);
+}
+
+// An entry whose condition does not hold records its index and nothing else, and says which
+// condition failed.
+BOOST_AUTO_TEST_CASE(an_entry_whose_condition_fails_changes_nothing_but_the_index) {
+  using warren::persistence::meta_condition;
+  using warren::persistence::user_key;
+  warren::test::temp_dir dir;
+  lmdb_store store(dir.path());
+  BOOST_TEST((store.apply_entry(1, {user("ann")}) == applied::changed));
+  size_t failed = 99;
+  std::vector<meta_condition> bob_absent_ann_absent{{meta_table::users, user_key("bob"), false},
+                                                    {meta_table::users, user_key("ann"), false}};
+  BOOST_TEST(
+      (store.apply_entry(2, {user("bob")}, bob_absent_ann_absent, &failed) == applied::refused));
+  BOOST_TEST(failed == 1u);
+  BOOST_TEST((users_of(store) == std::vector<std::string>{"ann"}));
+  BOOST_TEST(store.applied_index() == 2u);
+  std::vector<meta_condition> ann_present{{meta_table::users, user_key("ann"), true}};
+  BOOST_TEST((store.apply_entry(3, {user("bob")}, ann_present) == applied::changed));
+  BOOST_TEST((users_of(store) == std::vector<std::string>{"ann", "bob"}));
 }
 
 // A node's own tables (its cluster members, its metadata version, the offsets of streams living
@@ -225,6 +271,43 @@ BOOST_AUTO_TEST_CASE(three_members_apply_the_same_entries_in_order_through_an_el
     BOOST_REQUIRE(c.applied(m, last));
     BOOST_TEST(users_of(c.members[m]->store) == expected);
     BOOST_TEST(c.members[m]->store.applied_index() == last);
+  }
+}
+
+// Two members create one name at the same moment: both entries commit, and every member applies
+// the first and refuses the second alike, whoever proposed which.
+BOOST_AUTO_TEST_CASE(of_two_creates_of_one_name_every_member_keeps_the_first) {
+  using warren::persistence::user_key;
+  cluster c(3);
+  auto leader = c.leader();
+  std::vector<warren::persistence::meta_condition> absent{
+      {meta_table::users, user_key("x"), false}};
+  auto first = c.propose(leader, {user_with_hash("x", "first")}, absent);
+  auto second = c.propose(leader, {user_with_hash("x", "second")}, absent);
+  auto other = c.propose(leader, {user("y")}, {{meta_table::users, user_key("y"), false}});
+  BOOST_REQUIRE(first != 0u);
+  BOOST_REQUIRE(second != 0u);
+  for (unsigned m = 0; m < 3; ++m) {
+    BOOST_REQUIRE(c.applied(m, other));
+    BOOST_TEST(hash_of(c.members[m]->store, "x") == "first");
+    BOOST_TEST((users_of(c.members[m]->store) == std::vector<std::string>{"x", "y"}));
+    BOOST_TEST(c.members[m]->fsm.undecodable() == 0u);
+  }
+}
+
+// A condition no member could look up (a key LMDB refuses) skips the entry alike, as a change
+// that could not be stored does.
+BOOST_AUTO_TEST_CASE(an_entry_with_a_condition_lmdb_cannot_look_up_is_skipped_alike) {
+  cluster c(3);
+  auto leader = c.leader();
+  auto bad =
+      c.propose(leader, {user("kept-out")}, {{meta_table::users, std::string(600, 'k'), false}});
+  auto good = c.propose(leader, {user("after")});
+  BOOST_REQUIRE(bad != 0u);
+  for (unsigned m = 0; m < 3; ++m) {
+    BOOST_REQUIRE(c.applied(m, good));
+    BOOST_TEST((users_of(c.members[m]->store) == std::vector<std::string>{"after"}));
+    BOOST_TEST(c.members[m]->fsm.undecodable() == 1u);
   }
 }
 

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -95,6 +96,27 @@ BOOST_AUTO_TEST_CASE(proposals_are_applied_in_order_and_kept_across_a_reopen) {
   expected.insert("later");
   BOOST_TEST(users_of(store) == expected);
   BOOST_TEST(store.applied_index() > applied);
+}
+
+// A proposal whose condition fails is committed without its changes, and its answer names the
+// condition, for the proposer to say what was in the way ("user 'x' already exists").
+BOOST_AUTO_TEST_CASE(a_proposal_whose_condition_fails_is_answered_with_a_conflict) {
+  using warren::persistence::user_key;
+  warren::test::temp_dir dir;
+  lmdb_store store(dir.path());
+  metadata_log log(store, in(dir));
+  answers a;
+  log.propose({user("x")}, a.one());
+  log.propose_if(
+      {{user("y")},
+       {{meta_table::users, user_key("y"), false}, {meta_table::users, user_key("x"), false}}},
+      a.one());
+  BOOST_REQUIRE(a.all());
+  BOOST_REQUIRE(a.errors.size() == 1u);
+  BOOST_TEST(a.errors[0] == "conflict: condition 1 does not hold");
+  BOOST_TEST((metadata_log::failed_condition(a.errors[0]) == std::optional<size_t>(1)));
+  BOOST_TEST(!metadata_log::failed_condition("no quorum: 1 of 3 members reachable").has_value());
+  BOOST_TEST(users_of(store) == std::set<std::string>{"x"});
 }
 
 // A log folder is made whole or not at all: what an interrupted creation left (DIR.new) is made
