@@ -323,7 +323,8 @@ cluster_membership_api::behavior_type membership_behavior(cluster_self self) {
         return st.waiting_ready.back();
       },
       [=](tick_atom) {
-        if (!from_trusted(self)) return void(refuse_untrusted(self, "tick"));
+        // Only its own timer ticks: each tick from elsewhere would start another timer chain.
+        if (self->current_sender() != self->ctrl()) return void(refuse_untrusted(self, "tick"));
         reconnect(self);
       },
   };

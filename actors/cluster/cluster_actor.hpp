@@ -108,8 +108,9 @@ struct cluster_state {
   // Nodes in the metadata log's configuration that are no member, with the ticks they have
   // been so (the leader removes them after a while: cluster_raft.cpp).
   std::map<std::string, int> raft_strangers;
-  std::string raft_leader;  // the log's leader at the last tick, for the log
-  caf::error refused;       // a node refused us: start-up fails with it
+  std::string raft_leader;      // the log's leader at the last tick, for the log
+  std::string raft_last_added;  // the member last made a voter: additions take turns
+  caf::error refused;           // a node refused us: start-up fails with it
 
   static inline const char* name = "cluster";
 };

@@ -77,11 +77,18 @@ void raft_tick(cluster_self self) {
                                   (add ? " to" : " from") + " the metadata log: " + error);
     };
   };
+  // One addition a tick, taking turns, so that a member that cannot be added (it never
+  // catches up) does not hold back the others.
+  std::vector<std::string> wanting;
   for (const auto& [name, m] : st.members)
-    if (m.handle && !in(view->voters, name)) {
-      relay.change_voters(true, {raft_id_of(name), name}, report(true, name));
-      return;
-    }
+    if (m.handle && !in(view->voters, name)) wanting.push_back(name);
+  if (!wanting.empty()) {
+    auto next = std::upper_bound(wanting.begin(), wanting.end(), st.raft_last_added);
+    const auto& name = next == wanting.end() ? wanting.front() : *next;
+    st.raft_last_added = name;
+    relay.change_voters(true, {raft_id_of(name), name}, report(true, name));
+    return;
+  }
   // A configured node that is no member was forgotten. It is removed only once it has stayed
   // unknown for a while: a node added by the previous leader may not have met this one yet.
   std::vector<persistence::metadata_log::member> configured = view->voters;
