@@ -1,6 +1,7 @@
 #include "apps/node_metadata_log.hpp"
 
 #include "apps/local_data.hpp"
+#include "core/log.hpp"
 #include "persistence/raft_frame.hpp"
 
 #include <algorithm>
@@ -29,6 +30,13 @@ log_start decide_log_start(const log_facts& f, const std::string& data_dir) {
         raft_dir + " holds the metadata log of node '" + id.node + "', and this node is named '" +
         f.self + "': under another name it would vote with another raft id. Start it with " +
         "--node-name " + id.node + ", or move " + data_dir + " aside and join as a new node");
+  if (f.folder && id.at == stage::open && !f.raft_state)
+    throw std::runtime_error(
+        raft_dir + " holds no raft state, but this node's metadata log had a term there: " +
+        "opened empty it would vote again in terms it voted in, and could elect a second " +
+        "leader. Restore the folder's files from a backup; or forget this node on the cluster " +
+        "(warrenctl forget-node " + f.self + "), move " + data_dir +
+        " aside and start it again with --join");
   if (f.folder) return log_start::open;
   // A node that never had members voted alone: a new log can disagree with no one.
   if (id.at == stage::open && f.members.empty() && !f.first_join) return log_start::found;
@@ -40,12 +48,11 @@ log_start decide_log_start(const log_facts& f, const std::string& data_dir) {
         f.self + "), move " + data_dir + " aside and start it again with --join");
   if (id.at == stage::founding) return log_start::found;
   if (id.at == stage::joining) return log_start::join;
+  // Only the first node, started with no one to join, founds. Every other node joins: its empty
+  // log waits for the leader to add it. A node deciding from what it learned while joining
+  // could found a second log (a member not yet met, a --join address that was itself).
   if (f.members.empty() && !f.first_join) return log_start::found;
-  if (!f.joined) return log_start::after_joining;
-  if (!f.holding.empty()) return log_start::join;
-  bool lowest = std::all_of(f.members.begin(), f.members.end(),
-                            [&](const std::string& m) { return f.self < m; });
-  return lowest ? log_start::found : log_start::join;
+  return log_start::join;
 }
 
 std::string leave_own_log(persistence::lmdb_store& store, const std::string& data_dir) {
@@ -87,8 +94,19 @@ std::unique_ptr<persistence::metadata_log> start_metadata_log(persistence::lmdb_
   o.send = settings.send;
   o.election_timeout_ms = settings.election_timeout_ms;
   o.quorum_timeout_ms = settings.quorum_timeout_ms;
+  // A joiner's log counts as opened once it holds a term: before that it has never voted, and
+  // an emptied folder is as good as a new one.
+  o.on_first_term = [&store, self = settings.self] {
+    try {
+      if (store.read_log_identity().at != stage::open)
+        store.write_log_identity({stage::open, self});
+    } catch (const std::exception& e) {
+      warren::log(warren::log_level::error, "cluster",
+                  std::string("cannot record that the metadata log holds a term: ") + e.what());
+    }
+  };
   auto log = std::make_unique<persistence::metadata_log>(store, o);
-  if (store.read_log_identity().at != stage::open)
+  if (how == log_start::found && store.read_log_identity().at != stage::open)
     store.write_log_identity({stage::open, settings.self});
   return log;
 }

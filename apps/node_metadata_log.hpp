@@ -5,15 +5,20 @@
 //
 // The data dir records which log it belongs to (lmdb_store::log_identity) before the log's
 // folder is made, so that what a start finds says what happened:
-// - a log that was opened before must be there and belong to this node's name: a lost folder,
-//   or a renamed node, stops the start, named. A member that made a new log under an id that
-//   voted before could vote twice in one term, and elect a second leader. (A node that never
-//   had a member voted alone: it makes a new one, leaving a log of a former name behind);
+// - a log that was opened before must be there and belong to this node's name: a lost or
+//   emptied folder, or a renamed node, stops the start, named. (A joiner's log counts as opened
+//   once it holds a term, which it keeps on disk before it can vote.) A member that made a new log
+//   under an id that voted before could vote twice in one term, and elect a second leader. (A node
+//   that never had a member voted alone: it makes a new one, leaving a log of a former name
+//   behind);
 // - a log made halfway (its intent recorded, no folder) is made again the same way;
-// - with no log: a node with no other member founds one alone. Otherwise it decides once it has
-//   joined: if a member it met holds a log it joins that (the leader adds it as a voter); if
-//   none does (a new cluster whose nodes all --join each other, or a cluster made before the
-//   log existed) the lowest node name of all it knows founds it, and the others join.
+// - with no log: a node with no other member and nothing to join (the first node) founds one
+//   alone. Every other node joins: its empty log waits for the leader to add it as a voter. It
+//   never founds from what it learned while joining, which can be partial (a member not met yet,
+//   one that founds a moment later, a --join address that is the node itself): two logs could
+//   then meet, and elect two leaders. So nodes that all --join each other keep waiting, as does
+//   a cluster made before the log existed, until a way to found one for them (a list of
+//   founders given to each, as etcd's --initial-cluster) exists.
 // A node joining a cluster for the first time leaves a log it held alone behind (moved aside to
 // DATA_DIR/raft.before-join-STAMP): it joins the cluster's log instead.
 #pragma once
@@ -27,22 +32,21 @@
 
 namespace warren::node {
 
-enum class log_start { none, open, found, join, after_joining };
+enum class log_start { none, open, found, join };
 
 /// What a start finds.
 struct log_facts {
   persistence::lmdb_store::log_identity identity;
   bool folder = false;               // DATA_DIR/raft exists
+  bool raft_state = false;           // and holds raft's metadata (a term, perhaps a vote)
   std::string self;                  // this node's name
   bool clustered = false;            // a secret and a cluster port
   bool first_join = false;           // --join, and no member known yet
-  bool joined = false;               // the facts below are from after joining
   std::vector<std::string> members;  // the other members known
-  std::vector<std::string> holding;  // members met that hold a log
 };
 
-/// How the log starts; after_joining only when !facts.joined. Throws std::runtime_error naming
-/// the data dir and what to do when the node must not start.
+/// How the log starts. Throws std::runtime_error naming the data dir and what to do when the
+/// node must not start.
 log_start decide_log_start(const log_facts& facts, const std::string& data_dir);
 
 /// Moves DATA_DIR/raft aside and clears the identity, for a first join; returns where it went,

@@ -228,35 +228,16 @@ warren::node::log_facts local_log_facts(const node_options& opt,
                                         const std::vector<warren::cluster_member>& stored) {
   warren::node::log_facts facts;
   facts.identity = store.read_log_identity();
-  facts.folder = std::filesystem::exists(std::filesystem::path(opt.data_dir) / "raft");
+  auto raft = std::filesystem::path(opt.data_dir) / "raft";
+  facts.folder = std::filesystem::exists(raft);
+  facts.raft_state =
+      std::filesystem::exists(raft / "metadata1") || std::filesystem::exists(raft / "metadata2");
   facts.self = node_name_of(opt);
   facts.clustered = is_clustered(opt);
   facts.first_join = is_first_join(opt, stored);
   for (const auto& m : stored)
     if (m.name != facts.self) facts.members.push_back(m.name);
   return facts;
-}
-
-// The members as the cluster actor knows them once joined: which it knows, which hold a log.
-void add_joined_facts(caf::actor_system& system, const caf::actor& cluster,
-                      warren::node::log_facts& facts) {
-  facts.joined = true;
-  facts.members.clear();
-  caf::scoped_actor self{system};
-  self->request(warren::cluster_handle(cluster), std::chrono::seconds(30), warren::list_atom::value,
-                warren::nodes_atom::value)
-      .receive(
-          [&](std::vector<warren::node_info>& rows) {
-            for (const auto& row : rows) {
-              if (row.local) continue;
-              facts.members.push_back(row.name);
-              if (row.has_log) facts.holding.push_back(row.name);
-            }
-          },
-          [&](caf::error& err) {
-            throw std::runtime_error("cannot list the cluster's members: " +
-                                     warren::to_string(warren::describe(err)));
-          });
 }
 
 // Starts the metadata log the way `how` says, carried by `relay`; throws std::runtime_error.
@@ -271,7 +252,7 @@ std::unique_ptr<warren::persistence::metadata_log> start_log(
   };
   auto log = warren::node::start_metadata_log(store, how, settings);
   relay->attach(log.get());
-  static const char* verbs[] = {"", "opened", "founded", "joining", ""};
+  static const char* verbs[] = {"", "opened", "founded", "joining"};
   warren::log(warren::log_level::info, "cluster",
               std::string("metadata log ") + verbs[static_cast<int>(how)] + " in " + opt.data_dir +
                   "/raft");
@@ -410,29 +391,21 @@ int run_node(caf::actor_system& system, node_options& opt, opened_storage& opene
   auto store = opened.metadata;
   auto relay = std::make_shared<warren::raft_relay>();
   std::unique_ptr<warren::persistence::metadata_log> metadata_log;
-  auto facts = local_log_facts(opt, *store, members);
   auto node = spawn_node(system, opened);
   auto alarm = start_alarm(system, opt, node, storage);
   caf::actor cluster;
   try {
-    // A log whose start does not depend on the members starts first, so that the members this
-    // node meets learn it holds one.
+    // Started before the cluster, so that the members this node meets learn it holds one.
+    auto facts = local_log_facts(opt, *store, members);
     auto former = warren::node::leave_log_of_former_name(*store, facts, opt.data_dir);
     if (!former.empty())
       warren::log(
           warren::log_level::info, "cluster",
           "the metadata log this node held alone under another name moved aside to " + former);
     auto how = warren::node::decide_log_start(facts, opt.data_dir);
-    if (how == warren::node::log_start::open || how == warren::node::log_start::found ||
-        how == warren::node::log_start::join)
-      metadata_log = start_log(opt, *store, how, relay);
+    if (how != warren::node::log_start::none) metadata_log = start_log(opt, *store, how, relay);
     cluster = start_cluster(system, opt, caf::actor_cast<caf::actor>(node), storage.persistence,
                             std::move(members), metadata_version, relay, stop_signals);
-    if (how == warren::node::log_start::after_joining) {
-      add_joined_facts(system, cluster, facts);
-      metadata_log =
-          start_log(opt, *store, warren::node::decide_log_start(facts, opt.data_dir), relay);
-    }
   } catch (const std::exception& e) {
     warren::log(warren::log_level::error, "cluster", e.what());
     relay->attach(nullptr);

@@ -125,45 +125,52 @@ BOOST_AUTO_TEST_CASE(a_forgotten_node_is_removed_from_the_log) {
   BOOST_CHECK(!agreed_leader({&a, &b}, {"a", "b"}).empty());
 }
 
-BOOST_AUTO_TEST_CASE(nodes_that_all_join_each_other_found_one_log) {
+// Nodes that all --join each other never found a log from what they learned while joining (it
+// can be partial: two logs could meet); both wait to be added by a leader neither is.
+BOOST_AUTO_TEST_CASE(nodes_that_all_join_each_other_found_no_second_log) {
   uint16_t pa = free_port(), pb = free_port();
+  temp_dir a_dir, b_dir;
   // Without TLS (loopback): over CAF's OpenSSL module, two nodes that connect to each other at
   // the same moment lose the link every few seconds (a fault of the link, not of the log).
-  auto args = [](const std::string& name, uint16_t port, uint16_t join) {
+  auto args = [](const std::string& name, uint16_t port) {
     return std::vector<std::string>{
-        "--cluster-port", std::to_string(port), "--node-name", name, "--cluster-secret", secret,
-        "--join",         address(join)};
+        "--cluster-port", std::to_string(port), "--node-name", name, "--cluster-secret", secret};
   };
-  // Neither is ready before it has met the other: start a on a second thread. That thread
-  // must live as long as a does: a node dies with the thread that forked it (PR_SET_PDEATHSIG).
-  std::promise<node_process*> a_started;
-  std::promise<void> a_done;
-  std::thread a_owner([&] {
-    try {
-      node_process node(args("a", pa, pb));
-      a_started.set_value(&node);
-      a_done.get_future().wait();
-    } catch (...) {
-      a_started.set_exception(std::current_exception());
+  auto joining = [&](const std::string& name, uint16_t port, uint16_t join) {
+    auto out = args(name, port);
+    out.insert(out.end(), {"--join", address(join)});
+    return out;
+  };
+  {
+    // Neither is ready before it has met the other: start a on a second thread, which must
+    // live as long as a does (a node dies with the thread that forked it: PR_SET_PDEATHSIG).
+    std::promise<node_process*> a_started;
+    std::promise<void> a_done;
+    std::thread a_owner([&] {
+      try {
+        node_process node(joining("a", pa, pb), a_dir.path());
+        a_started.set_value(&node);
+        a_done.get_future().wait();
+      } catch (...) {
+        a_started.set_exception(std::current_exception());
+      }
+    });
+    struct release_a {
+      std::promise<void>& done;
+      std::thread& owner;
+      ~release_a() {
+        done.set_value();
+        owner.join();
+      }
+    } release{a_done, a_owner};
+    node_process b(joining("b", pb, pa), b_dir.path());
+    node_process* a = a_started.get_future().get();
+    for (const auto* node : {a, &b}) {
+      BOOST_CHECK_MESSAGE(node->log().find("metadata log joining") != std::string::npos,
+                          node->log());
+      BOOST_CHECK(node->log().find("founded") == std::string::npos);
     }
-  });
-  struct release_a {
-    std::promise<void>& done;
-    std::thread& owner;
-    ~release_a() {
-      done.set_value();
-      owner.join();
-    }
-  } release{a_done, a_owner};
-  auto b = std::make_unique<node_process>(args("b", pb, pa));
-  node_process* a = a_started.get_future().get();
-  // The lowest name founds the log; the other joins it. ("opened" when node_process started a
-  // again because a picked port was taken: its first attempt founded it.)
-  BOOST_CHECK_MESSAGE(a->log().find("metadata log opened") != std::string::npos ||
-                          a->wait_for_log("metadata log founded"),
-                      a->log());
-  BOOST_CHECK_MESSAGE(b->log().find("metadata log joining") != std::string::npos, b->log());
-  BOOST_CHECK(!agreed_leader({a, b.get()}, {"a", "b"}).empty());
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_node_that_ran_alone_and_joins_leaves_its_own_log_behind) {
@@ -200,6 +207,13 @@ BOOST_AUTO_TEST_CASE(a_member_whose_log_is_lost_or_renamed_does_not_start) {
   auto lost = run_node(b_dir.path(), cluster_args("b", pb));
   BOOST_CHECK_NE(lost.exit_code, 0);
   BOOST_CHECK_MESSAGE(lost.err.find(raft + " is missing") != std::string::npos, lost.err);
+  // Emptied, it would open as a new member under an id that voted.
+  fs::create_directory(raft);
+  auto emptied = run_node(b_dir.path(), cluster_args("b", pb));
+  BOOST_CHECK_NE(emptied.exit_code, 0);
+  BOOST_CHECK_MESSAGE(emptied.err.find(raft + " holds no raft state") != std::string::npos,
+                      emptied.err);
+  fs::remove(raft);
   // Given back, it starts and votes again.
   fs::rename(raft + ".kept", raft);
   node_process b(cluster_args("b", pb), b_dir.path());
