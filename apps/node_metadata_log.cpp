@@ -4,7 +4,6 @@
 #include "core/log.hpp"
 #include "persistence/raft_frame.hpp"
 
-#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 
