@@ -51,15 +51,8 @@ class raw_client {
   }
   ~raw_client() { close(fd_); }
 
-  void send(const std::string& bytes) {
-    BOOST_REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
-                  static_cast<ssize_t>(bytes.size()));
-  }
-  void send_method(uint16_t channel, writer w) {
-    std::string out;
-    write_frame(out, frame_type::method, channel, w.bytes());
-    send(out);
-  }
+  void send(const std::string& bytes) { BOOST_REQUIRE(sent_whole(bytes)); }
+  void send_method(uint16_t channel, writer w) { send(method_frame(channel, w)); }
   void close_write() { shutdown(fd_, SHUT_WR); }
 
   // The next frame, or nullopt once the node closed the socket.
@@ -86,39 +79,54 @@ class raw_client {
 
   // The next method frame's id (skipping heartbeats), with a reader over its arguments.
   std::pair<method_id, std::string> next_method() {
+    auto m = try_next_method();
+    BOOST_REQUIRE_MESSAGE(m.has_value(), "the node closed the socket");
+    return *m;
+  }
+
+  // The next method, or nullopt once the node closed the socket: for callers that retry.
+  std::optional<std::pair<method_id, std::string>> try_next_method() {
     for (;;) {
       auto f = next_frame();
-      BOOST_REQUIRE_MESSAGE(f.has_value(), "the node closed the socket");
+      if (!f) return std::nullopt;
       if (f->type != frame_type::method) continue;
       reader r(f->payload);
       method_id id{r.short_uint(), r.short_uint()};
-      return {id, f->payload.substr(4)};
+      return std::pair{id, f->payload.substr(4)};
     }
   }
 
   // Protocol header, start-ok as guest, tune-ok, open "/".
   void handshake(uint16_t heartbeat = 0, bool wants_blocked = false) {
-    send(std::string(protocol_header));
-    BOOST_REQUIRE((next_method().first == method_id{10, 10}));
+    std::string failure = try_handshake(heartbeat, wants_blocked);
+    BOOST_REQUIRE_MESSAGE(failure.empty(), failure);
+  }
+
+  // The handshake without failing the test: what went wrong, or "" once the connection is open.
+  // For callers that retry while the node may still shed connections (out of descriptors).
+  std::string try_handshake(uint16_t heartbeat = 0, bool wants_blocked = false) {
+    const char* closed = "the node closed the socket during the handshake";
+    if (!sent_whole(std::string(protocol_header))) return closed;
+    if (auto why = expect_method({10, 10}, "connection.start"); !why.empty()) return why;
     auto ok = method_payload({10, 11});
     table capabilities{{"connection.blocked", value::of_bool(wants_blocked)}};
     ok.field_table({{"capabilities", value::of_table(capabilities)}});
     ok.short_string("PLAIN");
     ok.long_string(std::string("\0guest\0guest", 12));
     ok.short_string("en_US");
-    send_method(0, std::move(ok));
-    BOOST_REQUIRE((next_method().first == method_id{10, 30}));
+    if (!sent_whole(method_frame(0, ok))) return closed;
+    if (auto why = expect_method({10, 30}, "connection.tune"); !why.empty()) return why;
     auto tune = method_payload({10, 31});
     tune.short_uint(0);
     tune.long_uint(131072);
     tune.short_uint(heartbeat);
-    send_method(0, std::move(tune));
+    if (!sent_whole(method_frame(0, tune))) return closed;
     auto open = method_payload({10, 40});
     open.short_string("/");
     open.short_string("");
     open.bits({false});
-    send_method(0, std::move(open));
-    BOOST_REQUIRE((next_method().first == method_id{10, 41}));
+    if (!sent_whole(method_frame(0, open))) return closed;
+    return expect_method({10, 41}, "connection.open-ok");
   }
 
   void open_channel(uint16_t id) {
@@ -137,6 +145,26 @@ class raw_client {
   }
 
  private:
+  bool sent_whole(const std::string& bytes) {
+    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(bytes.size());
+  }
+
+  static std::string method_frame(uint16_t channel, writer& w) {
+    std::string out;
+    write_frame(out, frame_type::method, channel, w.bytes());
+    return out;
+  }
+
+  // "" when the next method is `want`, else what came instead.
+  std::string expect_method(method_id want, const char* name) {
+    auto m = try_next_method();
+    if (!m) return std::string("the node closed the socket before ") + name;
+    if (m->first == want) return "";
+    return std::string("expected ") + name + ", got method " + std::to_string(m->first.class_id) +
+           "." + std::to_string(m->first.method);
+  }
+
   bool read_some() {
     pollfd p{fd_, POLLIN, 0};
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(patience).count();
