@@ -156,11 +156,14 @@ void metadata_log::open(std::promise<void>& started) {
   uv_timer_init(&loop_, &retry_);
   publish_.data = this;
   uv_timer_init(&loop_, &publish_);
+  lead_check_.data = this;
+  uv_check_init(&loop_, &lead_check_);
   link_ = std::make_unique<metadata_link>(&loop_, opts_.send);
   auto fail = [this](const std::string& what, int rc, struct raft* r) {
     uv_close(reinterpret_cast<uv_handle_t*>(&wake_), nullptr);
     uv_close(reinterpret_cast<uv_handle_t*>(&retry_), nullptr);
     uv_close(reinterpret_cast<uv_handle_t*>(&publish_), nullptr);
+    uv_close(reinterpret_cast<uv_handle_t*>(&lead_check_), nullptr);
     uv_run(&loop_, UV_RUN_DEFAULT);
     check(rc, what, r);
   };
@@ -193,6 +196,10 @@ void metadata_log::open(std::promise<void>& started) {
   uv_timer_start(
       &publish_, [](uv_timer_t* t) { static_cast<metadata_log*>(t->data)->publish_view(); },
       view_interval_ms, view_interval_ms);
+  // raft becomes leader inside its own callbacks (a vote counted, an election timer); the check
+  // after each iteration of the loop sees it before the next one reads any reply.
+  uv_check_start(&lead_check_,
+                 [](uv_check_t* h) { static_cast<metadata_log*>(h->data)->commit_own_term(); });
   started.set_value();
 }
 
@@ -228,6 +235,7 @@ metadata_log::view metadata_log::make_view() {
   }
   v.term = raft_.current_term;
   v.applied = raft_last_applied(&raft_);
+  v.term_committed = v.leading && committed_term_ == raft_.current_term;
   v.refused_streams = link_->refused_streams();
   for (unsigned i = 0; i < raft_.configuration.n; ++i) {
     const auto& s = raft_.configuration.servers[i];
@@ -327,6 +335,27 @@ void metadata_log::on_member_changed(struct raft_change* req, int status) {
                       : std::string("outcome unknown: ") + raft_strerror(status) +
                             " before the membership change was committed");
   delete c;
+}
+
+void metadata_log::commit_own_term() {
+  if (raft_state(&raft_) != RAFT_LEADER || barrier_term_ == raft_.current_term) return;
+  auto* b = new barrier{this, raft_.current_term, {}};
+  b->req.data = b;
+  if (raft_barrier(&raft_, &b->req, &metadata_log::on_barrier) != 0) {
+    delete b;  // out of memory, or leadership already lost: the next iteration tries again
+    return;
+  }
+  barrier_term_ = b->term;
+}
+
+void metadata_log::on_barrier(struct raft_barrier* req, int status) {
+  auto* b = static_cast<barrier*>(req->data);
+  auto* self = b->log;
+  if (status == 0)
+    self->committed_term_ = std::max(self->committed_term_, b->term);
+  else if (self->barrier_term_ == b->term)
+    self->barrier_term_ = 0;  // still leading in that term (an I/O error): tried again
+  delete b;
 }
 
 void metadata_log::take_incoming() {
@@ -480,7 +509,9 @@ void metadata_log::shut_down() {
   waiting_.clear();
   uv_timer_stop(&retry_);
   uv_timer_stop(&publish_);
+  uv_check_stop(&lead_check_);
   uv_close(reinterpret_cast<uv_handle_t*>(&wake_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&lead_check_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&retry_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&publish_), nullptr);
   // raft answers the proposals it holds (RAFT_SHUTDOWN), then io_ can be released.

@@ -7,6 +7,12 @@
 // alone by default. A folder that exists keeps its configuration. Raft's messages travel as frames
 // (metadata_link) that the node carries over the cluster link: no port is opened here.
 //
+// Each new leader commits a barrier (an empty entry) of its own term at once. libraft 0.15 commits
+// an entry of an earlier term by counting the members that hold it, which Raft's Figure 8 shows
+// unsafe: such an entry can still be overwritten by a later leader. Appended before the new
+// leader has heard back from anyone, the barrier travels with those entries, so they commit
+// with an entry of the leader's own term, as Raft requires (upstream fixed this in 0.17.1).
+//
 // Only the leader takes changes. A proposal on another member is answered at once with the
 // leader's address, for the caller to forward it; with no leader it waits, and is refused after
 // quorum_timeout_ms naming how many members this one hears from. A proposal whose leader lost
@@ -73,6 +79,10 @@ class metadata_log {
     std::string leader_address;
     uint64_t term = 0;
     uint64_t applied = 0;  // the last index applied into LMDB
+    /// This member leads and has committed an entry of its own term, so that everything before
+    /// it is committed too (what a leader must know before it answers a read). Each new leader
+    /// commits an empty entry (a barrier) for it at once.
+    bool term_committed = false;
     std::vector<member> voters;
     std::vector<member> others;    // in the configuration without a vote (being added)
     uint64_t refused_streams = 0;  // raft streams ended for what a peer sent on them
@@ -130,6 +140,11 @@ class metadata_log {
     struct raft_apply req;
     uint64_t arrived = 0;  // uv_now when the log thread took it
   };
+  struct barrier {
+    metadata_log* log;
+    uint64_t term;
+    struct raft_barrier req;
+  };
   struct member_change {
     metadata_log* log;
     bool add;
@@ -146,6 +161,7 @@ class metadata_log {
   uv_async_t wake_{};
   uv_timer_t retry_{};
   uv_timer_t publish_{};
+  uv_check_t lead_check_{};  // after each loop iteration: a new leader's barrier
   std::unique_ptr<metadata_link> link_;
   raft_io io_{};
   struct raft raft_ {};
@@ -157,8 +173,10 @@ class metadata_log {
   std::deque<proposal*> waiting_;            // the log thread's: until there is a leader
   std::thread thread_;
   std::mutex view_mutex_;
-  view latest_;              // guarded by view_mutex_
-  bool term_noted_ = false;  // the log thread's: on_first_term was called
+  view latest_;                  // guarded by view_mutex_
+  bool term_noted_ = false;      // the log thread's: on_first_term was called
+  uint64_t barrier_term_ = 0;    // the log thread's: the term whose barrier was proposed
+  uint64_t committed_term_ = 0;  // the log thread's: the term whose barrier was applied
 
   void open(std::promise<void>& started);
   view make_view();
@@ -174,6 +192,8 @@ class metadata_log {
   std::string no_quorum() const;
   void assign_voters();
   void change_members(member_change* c);
+  void commit_own_term();
+  static void on_barrier(struct raft_barrier* req, int status);
   static void on_member_changed(struct raft_change* req, int status);
   void shut_down();
   static void on_applied(struct raft_apply* req, int status, void* result);

@@ -283,6 +283,37 @@ BOOST_AUTO_TEST_CASE(a_member_cut_off_refuses_changes_and_the_majority_goes_on) 
     BOOST_TEST(eventually([&] { return users_of(*m->store) == expected; }), m->address);
 }
 
+// A new leader commits an entry of its own term at once, without waiting for a change: only
+// then are the entries before it committed by Raft's rule (libraft 0.15 would count replicas).
+BOOST_AUTO_TEST_CASE(a_new_leader_commits_an_entry_of_its_own_term_before_any_change) {
+  cluster c(3);
+  BOOST_TEST(c.propose_on_leader({user("before")}) == "");
+  auto* old = c.leader();
+  BOOST_REQUIRE(eventually([&] { return old->log->current().term_committed; }));
+  auto applied_before = old->log->current().applied;
+  c.net.isolate(old->address);
+  member* next = nullptr;
+  metadata_log::view seen;
+  BOOST_REQUIRE(eventually([&] {
+    for (auto& m : c.members) {
+      if (m.get() == old) continue;
+      auto v = m->log->current();
+      if (v.leading && v.term_committed) {
+        next = m.get();
+        seen = v;
+      }
+    }
+    return next != nullptr;
+  }));
+  BOOST_TEST(seen.term > old->log->current().term);
+  BOOST_TEST(seen.applied > applied_before, "no entry was committed past the old leader's");
+  // The third member applies up to the barrier too: the leader's commit reached it.
+  for (auto& m : c.members)
+    if (m.get() != old)
+      BOOST_TEST(eventually([&] { return m->log->current().applied >= seen.applied; }), m->address);
+  BOOST_TEST(users_of(*next->store).count("before") == 1u);
+}
+
 // A member added to a running cluster receives what it missed (by snapshot: the log was
 // truncated long before) and becomes a voter; added again, nothing changes; removed, three
 // voters are left.
