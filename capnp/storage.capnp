@@ -123,6 +123,9 @@ struct StoredMessage {
 struct MetadataBatch {
   mutations @0 :List(MetadataMutation);
   conditions @1 :List(MetadataCondition);
+  # The log's first state: the mutations replace every record of the tables the log carries,
+  # unless a seed was applied before (then nothing changes).
+  seed @2 :Bool;
 }
 
 # A key that must be present, or absent, when the entry is applied.
@@ -143,4 +146,5 @@ struct MetadataMutation {
 struct MetadataSnapshot {
   appliedIndex @0 :UInt64;
   records @1 :List(MetadataMutation);
+  seeded @2 :Bool;  # a seed entry was applied
 }

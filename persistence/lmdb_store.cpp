@@ -22,6 +22,7 @@ constexpr const char* names[] = {"meta",     "vhosts",  "exchanges",   "queues",
                                  "cluster",  "streams", "grants"};
 const std::string version_key = "format-version";
 const std::string sealed_marker = "values-sealed";
+const std::string seeded_key = "log-seeded";      // a seed entry was applied: "1"
 const std::string applied_key = "log-applied";    // the metadata log's last index applied
 const std::string identity_key = "log-identity";  // lmdb_store::log_identity, as "STAGE NODE"
 constexpr const char* stage_names[] = {"none", "founding", "joining", "open"};
@@ -293,7 +294,22 @@ int lmdb_store::write(const std::vector<meta_mutation>& batch, const write_plan&
     refused = failed >= 0;
     if (refused && plan.failed != nullptr) *plan.failed = static_cast<size_t>(failed);
   }
-  for (int table = 1; plan.replace && table < table_count; ++table)
+  bool replace = plan.replace;
+  bool mark_seeded = plan.mark_seeded;
+  if (plan.seed) {
+    MDB_val key = val(seeded_key), value;
+    int rc = mdb_get(t.txn, dbis_[0], &key, &value);
+    if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) return rc;
+    refused = rc == MDB_SUCCESS;
+    if (refused && plan.seed_ignored != nullptr) *plan.seed_ignored = true;
+    replace = mark_seeded = !refused;
+  }
+  if (mark_seeded) {
+    const std::string yes = "1";
+    MDB_val key = val(seeded_key), value = val(yes);
+    if (int rc = mdb_put(t.txn, dbis_[0], &key, &value, 0); rc != MDB_SUCCESS) return rc;
+  }
+  for (int table = 1; replace && table < table_count; ++table)
     if (in_log(static_cast<meta_table>(table - 1)))
       if (int rc = mdb_drop(t.txn, dbis_[table], 0); rc != MDB_SUCCESS) return rc;
   if (plan.index != nullptr) {
@@ -401,6 +417,16 @@ uint64_t lmdb_store::applied_index() {
   return index;
 }
 
+bool lmdb_store::log_seeded() {
+  txn_guard t{resize_mutex_};
+  check(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t.txn), "begin read");
+  MDB_val key = val(seeded_key), value;
+  int rc = mdb_get(t.txn, dbis_[0], &key, &value);
+  if (rc == MDB_NOTFOUND) return false;
+  check(rc, "read " + seeded_key);
+  return true;
+}
+
 lmdb_store::log_identity lmdb_store::read_log_identity() {
   txn_guard t{resize_mutex_};
   check(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t.txn), "begin read");
@@ -428,9 +454,12 @@ void lmdb_store::write_log_identity(const log_identity& id) {
   MDB_val key = val(identity_key), value = val(bytes);
   check(mdb_put(t.txn, dbis_[0], &key, &value, 0), "write " + identity_key);
   if (id.at == log_identity::stage::founding || id.at == log_identity::stage::joining) {
-    MDB_val applied = val(applied_key);
-    int rc = mdb_del(t.txn, dbis_[0], &applied, nullptr);
-    if (rc != MDB_NOTFOUND) check(rc, "reset " + applied_key);
+    // A new log starts from nothing: its entries are not the ones a former log applied.
+    for (const auto* name : {&applied_key, &seeded_key}) {
+      MDB_val key = val(*name);
+      int rc = mdb_del(t.txn, dbis_[0], &key, nullptr);
+      if (rc != MDB_NOTFOUND) check(rc, "reset " + *name);
+    }
   }
   t.commit("write " + identity_key);
 }
@@ -438,23 +467,29 @@ void lmdb_store::write_log_identity(const log_identity& id) {
 lmdb_store::entry_applied lmdb_store::apply_entry(uint64_t index,
                                                   const std::vector<meta_mutation>& batch,
                                                   const std::vector<meta_condition>& conditions,
-                                                  size_t* failed) {
+                                                  size_t* failed, bool seed) {
   if (index <= applied_index()) return entry_applied::skipped;
   size_t failed_at = conditions.size();
+  bool seed_ignored = false;
   write_plan plan;
   plan.index = &index;
   plan.conditions = &conditions;
   plan.failed = &failed_at;
+  plan.seed = seed;
+  plan.seed_ignored = &seed_ignored;
   write_growing(batch, plan);
+  if (seed_ignored) return entry_applied::ignored;
   if (failed_at == conditions.size()) return entry_applied::changed;
   if (failed != nullptr) *failed = failed_at;
   return entry_applied::refused;
 }
 
-void lmdb_store::replace_all(const std::vector<meta_mutation>& records, uint64_t index) {
+void lmdb_store::replace_all(const std::vector<meta_mutation>& records, uint64_t index,
+                             bool seeded) {
   write_plan plan;
   plan.index = &index;
   plan.replace = true;
+  plan.mark_seeded = seeded;
   write_growing(records, plan);
 }
 

@@ -139,11 +139,11 @@ class lmdb_store {
 
   // --- the metadata as a Raft log's state machine (persistence/metadata_fsm.hpp) ---------------
 
-  /// Whether the metadata log carries `table`: not the node's own ones (its cluster members,
-  /// its metadata version, the offsets of the streams living on it).
+  /// Whether the metadata log carries `table`: users and permissions. The other tables join it
+  /// as their changes move to the log (issue 33); until then each node's own records stay out of
+  /// snapshots and seeds, which replace what a member holds of the log's tables.
   static bool in_log(meta_table table) {
-    return table != meta_table::members && table != meta_table::cluster &&
-           table != meta_table::streams;
+    return table == meta_table::users || table == meta_table::permissions;
   }
   /// What keeps `m` from being stored and read back (a key LMDB refuses, a value that does not
   /// decode as its table's record), or "". A change from the log is checked before it is applied.
@@ -155,17 +155,23 @@ class lmdb_store {
     skipped,  // its index was applied before (a restarted member is given its log again)
     changed,  // its changes and its index are stored
     refused,  // a condition did not hold: only its index is stored
+    ignored,  // a seed after the log's first one: only its index is stored
   };
   /// Applies log entry `index` and records its index, in one transaction, if every condition
   /// holds; when one does not, only the index, and `*failed` (given) says which condition.
+  /// A seed (`seed`) replaces every record of the log's tables with `batch`, unless one was
+  /// applied before.
   entry_applied apply_entry(uint64_t index, const std::vector<meta_mutation>& batch,
                             const std::vector<meta_condition>& conditions = {},
-                            size_t* failed = nullptr);
+                            size_t* failed = nullptr, bool seed = false);
+  /// Whether a seed entry was applied here (or came with a snapshot) since the data dir last
+  /// started a log.
+  bool log_seeded();
   /// Every record of the tables the log carries, unsealed; a damaged one throws.
   std::vector<meta_mutation> records();
   /// Replaces every record of the tables the log carries with `records`, applied up to
   /// `index`, in one transaction (a snapshot taken from another member).
-  void replace_all(const std::vector<meta_mutation>& records, uint64_t index);
+  void replace_all(const std::vector<meta_mutation>& records, uint64_t index, bool seeded);
 
   /// Which metadata log this data dir belongs to, kept beside it so that a lost DATA_DIR/raft
   /// is noticed: a member that made a new log with the same raft id would vote again in terms
@@ -204,7 +210,10 @@ class lmdb_store {
     const uint64_t* index = nullptr;
     bool replace = false;
     const std::vector<meta_condition>* conditions = nullptr;
-    size_t* failed = nullptr;  // set to the first condition that did not hold
+    size_t* failed = nullptr;      // set to the first condition that did not hold
+    bool seed = false;             // replace and mark seeded, unless seeded already
+    bool* seed_ignored = nullptr;  // set when a seed found the store seeded
+    bool mark_seeded = false;      // with replace: a snapshot of a seeded log
   };
   int write(const std::vector<meta_mutation>& batch, const write_plan& plan);
   void write_growing(const std::vector<meta_mutation>& batch, const write_plan& plan);

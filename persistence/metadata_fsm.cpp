@@ -65,15 +65,19 @@ int metadata_fsm::apply(raft_fsm* fsm, const raft_buffer* buf, void** result) {
         "log entry " + std::to_string(index) + " skipped: " + problem);
   }
   self.outcome_ = {};
+  bool changed = false;
   try {
     auto done = self.store_.apply_entry(index, entry.changes, entry.conditions,
-                                        &self.outcome_.failed_condition);
+                                        &self.outcome_.failed_condition, entry.seed);
     self.outcome_.refused = done == lmdb_store::entry_applied::refused;
+    self.outcome_.seed_ignored = done == lmdb_store::entry_applied::ignored;
+    changed = done == lmdb_store::entry_applied::changed;
   } catch (const std::exception& e) {
     log(log_level::error, "metadata",
         "log entry " + std::to_string(index) + " could not be applied: " + e.what());
     return RAFT_IOERR;
   }
+  if (changed && self.listener_) self.listener_(entry.changes, entry.seed);
   // Read by the proposer's callback, which libraft runs before this returns to it.
   *result = &self.outcome_;
   return 0;
@@ -83,7 +87,8 @@ int metadata_fsm::snapshot(raft_fsm* fsm, raft_buffer* bufs[], unsigned* n_bufs)
   auto& self = self_of(fsm);
   std::string bytes;
   try {
-    bytes = encode_metadata_snapshot({self.store_.applied_index(), self.store_.records()});
+    bytes = encode_metadata_snapshot(
+        {self.store_.applied_index(), self.store_.records(), self.store_.log_seeded()});
   } catch (const std::exception& e) {
     log(log_level::error, "metadata", std::string("no snapshot taken: ") + e.what());
     return RAFT_IOERR;
@@ -114,8 +119,9 @@ int metadata_fsm::restore(raft_fsm* fsm, raft_buffer* buf) {
       if (auto problem = lmdb_store::change_problem(m); !problem.empty())
         throw std::runtime_error("it holds " + problem);
     if (snap.applied_index > self.store_.applied_index()) {
-      self.store_.replace_all(snap.records, snap.applied_index);
+      self.store_.replace_all(snap.records, snap.applied_index, snap.seeded);
       ++self.restored_;
+      if (self.listener_) self.listener_(snap.records, true);
     }
   } catch (const std::exception& e) {
     log(log_level::error, "metadata", std::string("snapshot not restored: ") + e.what());

@@ -17,7 +17,9 @@ extern "C" {
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace warren::persistence {
 
@@ -34,11 +36,18 @@ class metadata_fsm {
   /// last applied index while the entry is applied.
   void attach(raft* r) { raft_ = r; }
 
+  /// What an applied entry changed, in log order, on raft's thread: the changes of an entry
+  /// applied (`whole` false), or every record of the log's tables after a seed or a snapshot
+  /// replaced them (`whole` true). For the node to bring what it holds in memory in line.
+  using change_listener = std::function<void(const std::vector<meta_mutation>&, bool whole)>;
+  void on_change(change_listener listener) { listener_ = std::move(listener); }
+
   /// What applying an entry did, as its proposer's callback gets it (raft_apply's `result`):
   /// refused when a condition did not hold, so that nothing but its index was stored.
   struct outcome {
     bool refused = false;
     size_t failed_condition = 0;  // which one, when refused
+    bool seed_ignored = false;    // a seed, after the log's first one
   };
 
   /// Entries that did not decode, or held a change LMDB could not store or read back (applied
@@ -57,6 +66,7 @@ class metadata_fsm {
   raft* raft_ = nullptr;
   raft_fsm fsm_{};
   outcome outcome_;  // the last entry's
+  change_listener listener_;
   uint64_t undecodable_ = 0;
   uint64_t restored_ = 0;
 };

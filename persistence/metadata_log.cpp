@@ -1,5 +1,6 @@
 #include "persistence/metadata_log.hpp"
 
+#include "core/log.hpp"
 #include "persistence/data_dir.hpp"
 #include "persistence/metadata_log_codec.hpp"
 
@@ -84,6 +85,7 @@ void make_fresh_log(const metadata_log::options& o) {
 
 metadata_log::metadata_log(lmdb_store& store, options opts)
     : store_(store), opts_(std::move(opts)), fsm_(store) {
+  fsm_.on_change(opts_.on_change);
   if (!fs::exists(opts_.dir)) make_fresh_log(opts_);
   std::promise<void> started;
   auto ready = started.get_future();
@@ -110,6 +112,11 @@ void metadata_log::propose(std::vector<meta_mutation> batch, answer done) {
 }
 
 void metadata_log::propose_if(metadata_entry entry, answer done) {
+  submit(std::move(entry),
+         [done = std::move(done)](const std::string& error, uint64_t) { done(error); });
+}
+
+void metadata_log::submit(metadata_entry entry, indexed_answer done) {
   auto* p = new proposal{this, std::move(entry), std::move(done), {}};
   {
     // The wake-up is sent under the mutex: the loop closes wake_ only once it has seen
@@ -121,8 +128,26 @@ void metadata_log::propose_if(metadata_entry entry, answer done) {
       return;
     }
   }
-  p->done("the metadata log is closing");
+  p->done("the metadata log is closing", 0);
   delete p;
+}
+
+void metadata_log::after_applied(uint64_t index, answer then) {
+  auto shared = std::make_shared<answer>(std::move(then));
+  if (!run_on_loop([this, index, shared] {
+        after_applied_.emplace(index, std::move(*shared));
+        run_applied_waiters();
+      }))
+    (*shared)("the metadata log is closing");
+}
+
+void metadata_log::run_applied_waiters() {
+  auto applied = raft_last_applied(&raft_);
+  while (!after_applied_.empty() && after_applied_.begin()->first <= applied) {
+    auto then = std::move(after_applied_.begin()->second);
+    after_applied_.erase(after_applied_.begin());
+    then("");
+  }
 }
 
 // The log thread: set up, then the loop until shut_down() has closed every handle.
@@ -198,8 +223,11 @@ void metadata_log::open(std::promise<void>& started) {
       view_interval_ms, view_interval_ms);
   // raft becomes leader inside its own callbacks (a vote counted, an election timer); the check
   // after each iteration of the loop sees it before the next one reads any reply.
-  uv_check_start(&lead_check_,
-                 [](uv_check_t* h) { static_cast<metadata_log*>(h->data)->commit_own_term(); });
+  uv_check_start(&lead_check_, [](uv_check_t* h) {
+    auto* self = static_cast<metadata_log*>(h->data);
+    self->commit_own_term();
+    self->run_applied_waiters();
+  });
   started.set_value();
 }
 
@@ -337,8 +365,19 @@ void metadata_log::on_member_changed(struct raft_change* req, int status) {
   delete c;
 }
 
+// From the check after each loop iteration, never from inside raft's callbacks: raft_apply is
+// not for raft's own callbacks. The seed goes in before the leader counts as ready, so that no
+// change waiting on the same iteration is appended ahead of it.
 void metadata_log::commit_own_term() {
-  if (raft_state(&raft_) != RAFT_LEADER || barrier_term_ == raft_.current_term) return;
+  if (raft_state(&raft_) != RAFT_LEADER) return;
+  auto term = raft_.current_term;
+  if (barrier_applied_term_ == term && committed_term_ != term) {
+    seed_if_unseeded();
+    committed_term_ = term;
+    submit_waiting();
+    return;
+  }
+  if (barrier_term_ == term) return;
   auto* b = new barrier{this, raft_.current_term, {}};
   b->req.data = b;
   if (raft_barrier(&raft_, &b->req, &metadata_log::on_barrier) != 0) {
@@ -352,10 +391,35 @@ void metadata_log::on_barrier(struct raft_barrier* req, int status) {
   auto* b = static_cast<barrier*>(req->data);
   auto* self = b->log;
   if (status == 0)
-    self->committed_term_ = std::max(self->committed_term_, b->term);
+    self->barrier_applied_term_ = std::max(self->barrier_applied_term_, b->term);
   else if (self->barrier_term_ == b->term)
     self->barrier_term_ = 0;  // still leading in that term (an I/O error): tried again
   delete b;
+}
+
+// Runs on the leader once its barrier is applied, before any waiting change is submitted.
+void metadata_log::seed_if_unseeded() {
+  metadata_entry seed;
+  try {
+    if (store_.log_seeded()) return;
+    seed.changes = store_.records();
+  } catch (const std::exception& e) {
+    log(log_level::error, "metadata", std::string("cannot seed the metadata log: ") + e.what());
+    return;
+  }
+  seed.seed = true;
+  auto records = seed.changes.size();
+  auto noted = [records](const std::string& error, uint64_t index) {
+    if (error.empty())
+      log(log_level::info, "metadata",
+          "metadata log seeded at index " + std::to_string(index) + " with " +
+              std::to_string(records) + " record(s)");
+    else
+      log(log_level::warn, "metadata", "the metadata log's seed failed: " + error);
+  };
+  auto* p = new proposal{this, std::move(seed), std::move(noted), {}};
+  p->arrived = uv_now(&loop_);
+  waiting_.push_front(p);
 }
 
 void metadata_log::take_incoming() {
@@ -390,10 +454,10 @@ void metadata_log::assign_voters() {
 // Answers `done` when this member cannot take a change: another member leads (the answer names
 // it, for the caller to forward), or none has since `arrived` plus the quorum timeout. False
 // while waiting for a leader is still worth it.
-bool metadata_log::refuse_unless_leading(const answer& done, uint64_t arrived) {
+bool metadata_log::refuse_unless_leading(const indexed_answer& done, uint64_t arrived) {
   bool elsewhere = !leader_heard_from().empty();
   if (!elsewhere && uv_now(&loop_) - arrived < opts_.quorum_timeout_ms) return false;
-  done(why_not_leading());
+  done(why_not_leading(), 0);
   return true;
 }
 
@@ -438,7 +502,10 @@ std::string metadata_log::no_quorum() const {
 void metadata_log::submit_waiting() {
   while (!waiting_.empty()) {
     auto* p = waiting_.front();
-    if (raft_state(&raft_) != RAFT_LEADER) {
+    bool leading = raft_state(&raft_) == RAFT_LEADER;
+    // A new leader takes changes once its barrier (and the seed it may have put first) is in.
+    if (leading && committed_term_ != raft_.current_term) break;
+    if (!leading) {
       if (refuse_unless_leading(p->done, p->arrived)) {
         waiting_.pop_front();
         delete p;
@@ -461,7 +528,7 @@ void metadata_log::submit_waiting() {
     waiting_.pop_front();
     if (rc != 0) {
       raft_free(buf.base);
-      p->done(std::string("refused by raft: ") + raft_strerror(rc));
+      p->done(std::string("refused by raft: ") + raft_strerror(rc), 0);
       delete p;
     }
   }
@@ -478,11 +545,14 @@ void metadata_log::on_applied(struct raft_apply* req, int status, void* result) 
   const auto* applied = static_cast<const metadata_fsm::outcome*>(result);
   if (status != 0)
     p->done(std::string("outcome unknown: ") + raft_strerror(status) +
-            " before the change was committed; it may still be applied");
+                " before the change was committed; it may still be applied",
+            0);
+  else if (applied != nullptr && applied->seed_ignored)
+    p->done("the metadata log was seeded before", req->index);
   else if (applied != nullptr && applied->refused)
-    p->done(conflict + std::to_string(applied->failed_condition) + " does not hold");
+    p->done(conflict + std::to_string(applied->failed_condition) + " does not hold", req->index);
   else
-    p->done({});
+    p->done({}, req->index);
   delete p;
 }
 
@@ -503,10 +573,12 @@ void metadata_log::shut_down() {
   }
   assigning_.clear();
   for (auto* p : waiting_) {
-    p->done("the metadata log is closing");
+    p->done("the metadata log is closing", 0);
     delete p;
   }
   waiting_.clear();
+  for (auto& [index, then] : after_applied_) then("the metadata log is closing");
+  after_applied_.clear();
   uv_timer_stop(&retry_);
   uv_timer_stop(&publish_);
   uv_check_stop(&lead_check_);

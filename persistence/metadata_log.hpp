@@ -13,6 +13,11 @@
 // leader has heard back from anyone, the barrier travels with those entries, so they commit
 // with an entry of the leader's own term, as Raft requires (upstream fixed this in 0.17.1).
 //
+// A log starts from a seed: the first leader that finds its LMDB unseeded (after its barrier,
+// so that it knows every committed entry) proposes its records of the log's tables as the log's
+// first state, which replaces what every member held; later seeds change nothing. A leader takes
+// no change before its barrier and that seed are in the log, so none is lost under the seed.
+//
 // Only the leader takes changes. A proposal on another member is answered at once with the
 // leader's address, for the caller to forward it; with no leader it waits, and is refused after
 // quorum_timeout_ms naming how many members this one hears from. A proposal whose leader lost
@@ -37,6 +42,7 @@ extern "C" {
 #include <deque>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -70,6 +76,8 @@ class metadata_log {
     /// Called once, on the log's thread, when this member first holds a term (on disk: from
     /// then on it may have voted, and a new folder under its id could vote twice).
     std::function<void()> on_first_term;
+    /// Told what each applied entry changed, on the log's thread (metadata_fsm::on_change).
+    metadata_fsm::change_listener on_change;
   };
 
   /// What this member knows of the cluster at one moment.
@@ -93,6 +101,9 @@ class metadata_log {
 
   /// How a proposal ended: "" when committed and applied, else what went wrong.
   using answer = std::function<void(const std::string& error)>;
+  /// The same with the entry's index in the log (0 when it has none): other members have
+  /// applied the entry once their applied index reaches it.
+  using indexed_answer = std::function<void(const std::string& error, uint64_t index)>;
 
   /// Opens (or makes) the log and starts its thread; throws std::runtime_error naming what
   /// failed. Entries in the log beyond what `store` applied are applied again on start.
@@ -115,6 +126,11 @@ class metadata_log {
   /// Proposes changes that are applied only if every condition holds when the entry is
   /// applied; otherwise the entry is committed empty and answered with `conflict`.
   void propose_if(metadata_entry entry, answer done);
+  /// propose_if, answered with the entry's index.
+  void submit(metadata_entry entry, indexed_answer done);
+  /// Runs `then` on the log's thread once this member has applied the log up to `index`;
+  /// with "the metadata log is closing" should it close first.
+  void after_applied(uint64_t index, answer then);
 
   /// Adds a voter (on the leader): answered once it holds the log and votes.
   void add_member(member m, answer done);
@@ -136,7 +152,7 @@ class metadata_log {
   struct proposal {
     metadata_log* log;
     metadata_entry entry;
-    answer done;
+    indexed_answer done;
     struct raft_apply req;
     uint64_t arrived = 0;  // uv_now when the log thread took it
   };
@@ -173,10 +189,12 @@ class metadata_log {
   std::deque<proposal*> waiting_;            // the log thread's: until there is a leader
   std::thread thread_;
   std::mutex view_mutex_;
-  view latest_;                  // guarded by view_mutex_
-  bool term_noted_ = false;      // the log thread's: on_first_term was called
-  uint64_t barrier_term_ = 0;    // the log thread's: the term whose barrier was proposed
-  uint64_t committed_term_ = 0;  // the log thread's: the term whose barrier was applied
+  view latest_;                        // guarded by view_mutex_
+  bool term_noted_ = false;            // the log thread's: on_first_term was called
+  uint64_t barrier_term_ = 0;          // the log thread's: the term whose barrier was proposed
+  uint64_t barrier_applied_term_ = 0;  // the log thread's: the term whose barrier was applied
+  uint64_t committed_term_ = 0;        // the log thread's: that term's leader is ready for changes
+  std::multimap<uint64_t, answer> after_applied_;  // the log thread's: by index
 
   void open(std::promise<void>& started);
   view make_view();
@@ -185,7 +203,7 @@ class metadata_log {
   bool run_on_loop(std::function<void()> task);
   void take_incoming();
   void submit_waiting();
-  bool refuse_unless_leading(const answer& done, uint64_t arrived);
+  bool refuse_unless_leading(const indexed_answer& done, uint64_t arrived);
   std::string why_not_leading() const;
   std::string leader_heard_from() const;
   void refused_change(member_change* c, int rc);
@@ -193,6 +211,8 @@ class metadata_log {
   void assign_voters();
   void change_members(member_change* c);
   void commit_own_term();
+  void seed_if_unseeded();
+  void run_applied_waiters();
   static void on_barrier(struct raft_barrier* req, int status);
   static void on_member_changed(struct raft_change* req, int status);
   void shut_down();

@@ -90,6 +90,7 @@ std::string encode_metadata_entry(const metadata_entry& entry) {
       list[i].setPresent(entry.conditions[i].present);
     }
   }
+  root.setSeed(entry.seed);
   return to_bytes(builder);
 }
 
@@ -100,6 +101,12 @@ metadata_entry decode_metadata_entry(std::string_view bytes) {
     for (auto c : r.getConditions())
       out.conditions.push_back({static_cast<meta_table>(table_number(c.getTable())),
                                 text_of(c.getKey()), c.getPresent()});
+    out.seed = r.getSeed();
+    if (out.seed && !out.conditions.empty())
+      throw std::runtime_error("metadata log: a seed entry with conditions");
+    for (const auto& m : out.changes)
+      if (out.seed && m.erase)
+        throw std::runtime_error("metadata log: a seed entry holds an erase");
     return out;
   });
 }
@@ -110,7 +117,7 @@ std::string encode_metadata_batch(const std::vector<meta_mutation>& batch) {
 
 std::vector<meta_mutation> decode_metadata_batch(std::string_view bytes) {
   auto entry = decode_metadata_entry(bytes);
-  if (!entry.conditions.empty())
+  if (!entry.conditions.empty() || entry.seed)
     throw std::runtime_error("metadata log: an entry with conditions read as a plain batch");
   return std::move(entry.changes);
 }
@@ -119,6 +126,7 @@ std::string encode_metadata_snapshot(const metadata_snapshot& snapshot) {
   capnp::MallocMessageBuilder builder;
   auto root = builder.initRoot<storage::MetadataSnapshot>();
   root.setAppliedIndex(snapshot.applied_index);
+  root.setSeeded(snapshot.seeded);
   fill(root.initRecords(static_cast<unsigned>(snapshot.records.size())), snapshot.records);
   return to_bytes(builder);
 }
@@ -128,6 +136,7 @@ metadata_snapshot decode_metadata_snapshot(std::string_view bytes) {
       bytes, "a snapshot", [](storage::MetadataSnapshot::Reader r) {
         metadata_snapshot out;
         out.applied_index = r.getAppliedIndex();
+        out.seeded = r.getSeeded();
         out.records = read(r.getRecords());
         for (const auto& m : out.records)
           if (m.erase) throw std::runtime_error("metadata log: a snapshot holds an erase");

@@ -14,10 +14,13 @@
 
 namespace warren::persistence {
 
-/// One log entry: changes, applied only if every condition holds.
+/// One log entry: changes, applied only if every condition holds. A seed entry is the log's
+/// first state (a leader's records when the log had none): its changes replace every record of
+/// the tables the log carries, once; a later seed changes nothing.
 struct metadata_entry {
   std::vector<meta_mutation> changes;
   std::vector<meta_condition> conditions;
+  bool seed = false;
 };
 
 std::string encode_metadata_entry(const metadata_entry& entry);
@@ -30,6 +33,7 @@ std::vector<meta_mutation> decode_metadata_batch(std::string_view bytes);
 struct metadata_snapshot {
   uint64_t applied_index = 0;
   std::vector<meta_mutation> records;  // puts only
+  bool seeded = false;
 };
 
 std::string encode_metadata_snapshot(const metadata_snapshot& snapshot);

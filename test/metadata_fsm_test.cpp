@@ -191,7 +191,7 @@ BOOST_AUTO_TEST_CASE(an_entry_is_applied_once_with_its_index) {
   BOOST_TEST((users_of(store) == std::vector<std::string>{"ann", "bob"}));
   BOOST_TEST((store.apply_entry(3, {}) == applied::changed));  // an empty entry moves the index
   BOOST_TEST(store.applied_index() == 3u);
-  store.replace_all({user("dora")}, 10);  // a snapshot: what it lacks goes
+  store.replace_all({user("dora")}, 10, false);  // a snapshot: what it lacks goes
   BOOST_TEST((users_of(store) == std::vector<std::string>{"dora"}));
   BOOST_TEST(store.applied_index() == 10u);
 }
@@ -218,26 +218,63 @@ BOOST_AUTO_TEST_CASE(an_entry_whose_condition_fails_changes_nothing_but_the_inde
 }
 
 // A node's own tables (its cluster members, its metadata version, the offsets of streams living
-// on it) are not the log's: a snapshot neither carries nor replaces them, and an entry may not
-// change them.
+// on it, and the queues, exchanges and bindings until their changes move to the log) are not the
+// log's: a snapshot neither carries nor replaces them, and an entry may not change them.
 BOOST_AUTO_TEST_CASE(a_snapshot_leaves_the_members_own_tables_alone) {
   using namespace warren::persistence;
   warren::test::temp_dir dir;
   lmdb_store store(dir.path());
   warren::cluster_member self{"n1", "127.0.0.1:1"};
+  stored_queue q{"/", {}, 1};
+  q.spec.name = "mine";
+  q.spec.durable = true;
   store.apply({{meta_table::members, member_key("n1"), encode_member(self), false},
                {meta_table::cluster, cluster_state_key, encode_cluster_state(7), false},
+               {meta_table::queues, queue_key("/", "mine"), encode_queue(q), false},
                user("ann")});
-  for (const auto& r : store.records())
-    BOOST_TEST((r.table != meta_table::members && r.table != meta_table::cluster), r.key);
-  store.replace_all({user("dora")}, 10);
+  for (const auto& r : store.records()) BOOST_TEST((r.table == meta_table::users), r.key);
+  store.replace_all({user("dora")}, 10, false);
   auto contents = store.load();
+  BOOST_TEST(contents.queues.size() == 1u, "a snapshot replaced this node's own queues");
   BOOST_TEST(contents.members.size() == 1u);
   BOOST_TEST(contents.metadata_version == 7u);
   BOOST_TEST((users_of(store) == std::vector<std::string>{"dora"}));
   BOOST_TEST(lmdb_store::change_problem(
                  {meta_table::members, member_key("n2"), encode_member(self), false})
                  .find("this node's own") != std::string::npos);
+}
+
+// A seed is the log's first state: it replaces what the log's tables held, once. A later seed
+// (a second leader that found the log unseeded before the first seed reached it) changes
+// nothing but the index; a snapshot carries whether the log was seeded; a new log starts over.
+BOOST_AUTO_TEST_CASE(a_seed_replaces_the_logs_tables_once) {
+  using namespace warren::persistence;
+  warren::test::temp_dir dir;
+  lmdb_store store(dir.path());
+  store.apply({user("local")});
+  BOOST_TEST(!store.log_seeded());
+  BOOST_TEST((store.apply_entry(1, {user("ann")}, {}, nullptr, true) ==
+              lmdb_store::entry_applied::changed));
+  BOOST_TEST((users_of(store) == std::vector<std::string>{"ann"}));
+  BOOST_TEST(store.log_seeded());
+  BOOST_TEST((store.apply_entry(2, {user("bob")}, {}, nullptr, true) ==
+              lmdb_store::entry_applied::ignored));
+  BOOST_TEST((users_of(store) == std::vector<std::string>{"ann"}));
+  BOOST_TEST(store.applied_index() == 2u);
+
+  auto snap = decode_metadata_snapshot(encode_metadata_snapshot({2, store.records(), true}));
+  BOOST_TEST(snap.seeded);
+  warren::test::temp_dir other_dir;
+  lmdb_store other(other_dir.path());
+  other.replace_all(snap.records, snap.applied_index, snap.seeded);
+  BOOST_TEST(other.log_seeded());
+
+  store.write_log_identity({lmdb_store::log_identity::stage::joining, "n1"});
+  BOOST_TEST(!store.log_seeded());
+  BOOST_TEST(store.applied_index() == 0u);
+  BOOST_CHECK_THROW(decode_metadata_entry(encode_metadata_entry(
+                        {{{meta_table::users, user_key("x"), "", true}}, {}, true})),
+                    std::runtime_error);
 }
 
 // What a log entry may change is checked as the store would read it back.

@@ -12,6 +12,8 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -136,8 +138,12 @@ struct cluster {
   network net;
   std::vector<std::unique_ptr<member>> members;
   metadata_log::options base;
+  // What a member's LMDB holds before its log starts (a node's records from before the log).
+  std::function<void(lmdb_store&, uint64_t id)> prepare;
 
-  explicit cluster(size_t founders, unsigned snapshot_threshold = 0) {
+  explicit cluster(size_t founders, unsigned snapshot_threshold = 0,
+                   std::function<void(lmdb_store&, uint64_t id)> before_start = {})
+      : prepare(std::move(before_start)) {
     base.election_timeout_ms = 300;  // a busy two-core machine still keeps its leader
     base.quorum_timeout_ms = 1000;
     base.snapshot_threshold = snapshot_threshold;
@@ -155,6 +161,7 @@ struct cluster {
     auto m = std::make_unique<member>();
     m->address = "m" + std::to_string(id);
     m->store = std::make_unique<lmdb_store>(m->dir.path());
+    if (prepare) prepare(*m->store, id);
     auto opts = base;
     opts.dir = m->dir.path() + "/raft";
     opts.id = id;
@@ -312,6 +319,57 @@ BOOST_AUTO_TEST_CASE(a_new_leader_commits_an_entry_of_its_own_term_before_any_ch
     if (m.get() != old)
       BOOST_TEST(eventually([&] { return m->log->current().applied >= seen.applied; }), m->address);
   BOOST_TEST(users_of(*next->store).count("before") == 1u);
+}
+
+// The first leader seeds the log with what its LMDB held of the log's tables, which replaces
+// what every member held: all end with the leader's users, and a later leader seeds nothing.
+BOOST_AUTO_TEST_CASE(the_first_leader_seeds_the_log_and_every_member_takes_its_records) {
+  cluster c(3, 0, [](lmdb_store& store, uint64_t id) {
+    store.apply({user("shared"), user("only-on-m" + std::to_string(id))});
+  });
+  auto* lead = c.leader();
+  std::set<std::string> expected{"shared", "only-on-" + lead->address};
+  for (auto& m : c.members) {
+    BOOST_TEST(eventually([&] { return users_of(*m->store) == expected; }), m->address);
+    BOOST_TEST(m->store->log_seeded(), m->address);
+  }
+  BOOST_TEST(c.propose_on_leader({user("after")}) == "");
+  expected.insert("after");
+  c.net.isolate(lead->address);
+  member* next = nullptr;
+  BOOST_REQUIRE(eventually([&] {
+    for (auto& m : c.members)
+      if (m.get() != lead && m->log->current().term_committed) next = m.get();
+    return next != nullptr;
+  }));
+  BOOST_TEST(c.propose_on_leader({user("later")}) == "");
+  expected.insert("later");
+  c.net.heal();
+  for (auto& m : c.members)
+    BOOST_TEST(eventually([&] { return users_of(*m->store) == expected; }), m->address);
+}
+
+// A member that forwarded a change learns the entry's index from the leader, and hears once it
+// has applied the entry itself: what a node waits for before it answers its client.
+BOOST_AUTO_TEST_CASE(a_follower_hears_once_it_has_applied_an_entry_the_leader_committed) {
+  cluster c(3);
+  auto* lead = c.leader();
+  auto* follower = c.follower_of(lead);
+  std::promise<std::pair<std::string, uint64_t>> committed;
+  lead->log->submit({{user("seen")}, {}}, [&](const std::string& error, uint64_t index) {
+    committed.set_value({error, index});
+  });
+  auto [error, index] = committed.get_future().get();
+  BOOST_REQUIRE_MESSAGE(error.empty(), error);
+  BOOST_TEST(index > 0u);
+  answer_box applied;
+  follower->log->after_applied(index, applied.callback());
+  BOOST_TEST(applied.wait() == "");
+  BOOST_TEST(users_of(*follower->store).count("seen") == 1u);
+  // An index already applied is answered at once.
+  answer_box again;
+  follower->log->after_applied(index, again.callback());
+  BOOST_TEST(again.wait() == "");
 }
 
 // A member added to a running cluster receives what it missed (by snapshot: the log was
