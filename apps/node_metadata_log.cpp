@@ -93,6 +93,7 @@ std::unique_ptr<persistence::metadata_log> start_metadata_log(persistence::lmdb_
   o.send = settings.send;
   o.election_timeout_ms = settings.election_timeout_ms;
   o.quorum_timeout_ms = settings.quorum_timeout_ms;
+  o.on_change = settings.on_change;
   // A joiner's log counts as opened once it holds a term: before that it has never voted, and
   // an emptied folder is as good as a new one.
   o.on_first_term = [&store, self = settings.self] {

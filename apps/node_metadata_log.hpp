@@ -65,6 +65,8 @@ struct log_settings {
   persistence::raft_frame_sender send;
   unsigned election_timeout_ms = 1000;
   unsigned quorum_timeout_ms = 5000;
+  /// Told what each applied entry changed (metadata_fsm::on_change), on the log's thread.
+  persistence::metadata_fsm::change_listener on_change;
 };
 
 /// Records the intent, makes or opens the log, and records it as open. Throws

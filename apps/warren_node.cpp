@@ -241,15 +241,23 @@ warren::node::log_facts local_log_facts(const node_options& opt,
 }
 
 // Starts the metadata log the way `how` says, carried by `relay`; throws std::runtime_error.
+// Users and permissions then follow the log: the node hears what each entry changed, with the
+// relay's token, which never leaves the process.
 std::unique_ptr<warren::persistence::metadata_log> start_log(
     const node_options& opt, warren::persistence::lmdb_store& store, warren::node::log_start how,
-    const std::shared_ptr<warren::raft_relay>& relay) {
+    const std::shared_ptr<warren::raft_relay>& relay, const warren::node_actor_type& node) {
   warren::node::log_settings settings;
   settings.data_dir = opt.data_dir;
   settings.self = node_name_of(opt);
   settings.send = [relay](const std::string& to, warren::persistence::raft_frame frame) {
     return relay->send(to, std::move(frame));
   };
+  auto token = relay->token();
+  settings.on_change = [node, token](const std::vector<warren::persistence::meta_mutation>& changes,
+                                     bool whole) {
+    caf::anon_send(node, warren::applied_atom::value, token, changes, whole);
+  };
+  caf::anon_send(node, warren::metalog_atom::value, token);
   auto log = warren::node::start_metadata_log(store, how, settings);
   relay->attach(log.get());
   static const char* verbs[] = {"", "opened", "founded", "joining"};
@@ -403,7 +411,8 @@ int run_node(caf::actor_system& system, node_options& opt, opened_storage& opene
           warren::log_level::info, "cluster",
           "the metadata log this node held alone under another name moved aside to " + former);
     auto how = warren::node::decide_log_start(facts, opt.data_dir);
-    if (how != warren::node::log_start::none) metadata_log = start_log(opt, *store, how, relay);
+    if (how != warren::node::log_start::none)
+      metadata_log = start_log(opt, *store, how, relay, node);
     cluster = start_cluster(system, opt, caf::actor_cast<caf::actor>(node), storage.persistence,
                             std::move(members), metadata_version, relay, stop_signals);
   } catch (const std::exception& e) {

@@ -74,6 +74,38 @@ bool sees(const node_process& node, const std::map<std::string, bool>& expected)
   return false;
 }
 
+bool log_voters_seen(const node_process& node, const names& voters) {
+  auto voting = [&] {
+    names out;
+    for (const auto& row : warrenctl_json(node, {"list", "nodes"}))
+      if (row["voter"].get<bool>()) out.insert(row["name"].get<std::string>());
+    return out;
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (voting() == voters) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::cerr << "last seen: " << warrenctl_json(node, {"list", "nodes"}).dump() << std::endl;
+  return false;
+}
+
+bool log_leader_seen(const node_process& node, const std::string& leader) {
+  auto named = [&] {
+    std::string out;
+    for (const auto& row : warrenctl_json(node, {"list", "nodes"}))
+      if (row["leader"].get<bool>()) out = row["name"].get<std::string>();
+    return out;
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (named() == leader) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::cerr << "last seen: " << warrenctl_json(node, {"list", "nodes"}).dump() << std::endl;
+  return false;
+}
+
 std::unique_ptr<warren::client::connection> connect(const node_process& node) {
   warren::client::connect_options o;
   o.port = node.port();

@@ -45,6 +45,10 @@ json warrenctl_json(const node_process& node, std::vector<std::string> args);
 std::map<std::string, bool> members_seen_by(const node_process& node);
 /// Polls until `node` sees exactly `expected`.
 bool sees(const node_process& node, const std::map<std::string, bool>& expected);
+/// Polls until `node` lists exactly `voters` as voting in the metadata log.
+bool log_voters_seen(const node_process& node, const names& voters);
+/// Polls until `node` names `leader` as the metadata log's leader ("": none).
+bool log_leader_seen(const node_process& node, const std::string& leader);
 
 std::unique_ptr<client::connection> connect(const node_process& node);
 

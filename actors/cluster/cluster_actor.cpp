@@ -405,6 +405,22 @@ cluster_metadata_api::behavior_type metadata_behavior(cluster_self self) {
         if (!from_trusted(self)) return void(refuse_untrusted(self, "raft"));
         raft_frame_in(self, frame);
       },
+      [=](propose_atom, std::string& entry) -> caf::result<std::string> {
+        if (self->current_sender() && self->current_sender()->node() != self->node())
+          return refuse_untrusted(self, "propose");
+        return propose_here(self, std::move(entry));
+      },
+      [=](propose_atom, const std::string&,
+          std::string& entry) -> caf::result<std::string, uint64_t> {
+        if (!from_trusted(self)) return refuse_untrusted(self, "propose");
+        return propose_for_member(self, std::move(entry));
+      },
+      [=](proposed_atom, uint64_t token, uint64_t id, const std::string& error, uint64_t index) {
+        proposal_answered(self, token, id, error, index);
+      },
+      [=](applied_atom, uint64_t token, uint64_t id, const std::string& error) {
+        proposal_applied(self, token, id, error);
+      },
   };
 }
 

@@ -110,7 +110,17 @@ struct cluster_state {
   std::map<std::string, int> raft_strangers;
   std::string raft_leader;      // the log's leader at the last tick, for the log
   std::string raft_last_added;  // the member last made a voter: additions take turns
-  caf::error refused;           // a node refused us: start-up fails with it
+  // Changes through the metadata log under way (cluster_proposals.cpp), by number.
+  struct proposal {
+    std::string entry;  // its bytes
+    bool from_member = false;
+    caf::typed_response_promise<std::string> local;             // made on this node
+    caf::typed_response_promise<std::string, uint64_t> member;  // forwarded to us as leader
+    int forwards = 0;
+  };
+  std::map<uint64_t, proposal> proposals;
+  uint64_t next_proposal = 1;
+  caf::error refused;  // a node refused us: start-up fails with it
 
   static inline const char* name = "cluster";
 };

@@ -40,6 +40,19 @@ void raft_tick(cluster_self self);
 /// Fills in the metadata log's columns of `list nodes` (rows[0] is this node).
 void raft_fill_rows(cluster_self self, std::vector<node_info>& rows);
 
+// --- cluster_proposals.cpp ----------------------------------------------------------------------
+
+/// A change made on this node (an entry's bytes): "" once the log committed it and this node
+/// applied it, or why not.
+caf::result<std::string> propose_here(cluster_self self, std::string entry);
+/// A change a member forwarded to us as the leader: why not, and the entry's index.
+caf::result<std::string, uint64_t> propose_for_member(cluster_self self, std::string entry);
+/// This node's log answered proposal `id` (the relay's token checked).
+void proposal_answered(cluster_self self, uint64_t token, uint64_t id, const std::string& error,
+                       uint64_t index);
+/// This node's log applied proposal `id`'s entry.
+void proposal_applied(cluster_self self, uint64_t token, uint64_t id, const std::string& error);
+
 // --- cluster_join.cpp ----------------------------------------------------------------------------
 
 /// Joins the --join addresses not reached yet and the members that are down; runs every second.

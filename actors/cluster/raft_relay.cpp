@@ -67,6 +67,23 @@ bool raft_relay::send(const std::string& to, persistence::raft_frame frame) {
   return true;
 }
 
+void raft_relay::submit(persistence::metadata_entry entry,
+                        persistence::metadata_log::indexed_answer done) {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (log_ != nullptr) return log_->submit(std::move(entry), std::move(done));
+  }
+  done(no_log, 0);
+}
+
+void raft_relay::after_applied(uint64_t index, persistence::metadata_log::answer then) {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (log_ != nullptr) return log_->after_applied(index, std::move(then));
+  }
+  then(no_log);
+}
+
 std::optional<persistence::metadata_log::view> raft_relay::latest() {
   std::lock_guard<std::mutex> guard(mutex_);
   if (log_ == nullptr) return std::nullopt;

@@ -55,6 +55,14 @@ class raft_relay {
   bool change_voters(bool add, persistence::metadata_log::member who,
                      std::function<void(const std::string& error)> log_note);
 
+  /// Proposes `entry` through this node's log. `done` runs on the log's thread, or at once
+  /// without a log, with "" or why not, and the entry's index.
+  void submit(persistence::metadata_entry entry, persistence::metadata_log::indexed_answer done);
+  /// Runs `then` once this node's log has applied up to `index` (at once without a log, with
+  /// no_log).
+  void after_applied(uint64_t index, persistence::metadata_log::answer then);
+  static constexpr const char* no_log = "this node holds no metadata log";
+
   /// The cluster actor that carries frames (it tells the relay when it starts).
   void set_cluster(const caf::actor& cluster);
 

@@ -26,6 +26,10 @@ using claim_atom = caf::atom_constant<caf::atom("claim")>;
 using view_atom = caf::atom_constant<caf::atom("view")>;
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 using raft_atom = caf::atom_constant<caf::atom("raft")>;
+using propose_atom = caf::atom_constant<caf::atom("propose")>;
+using proposed_atom = caf::atom_constant<caf::atom("proposed")>;
+using applied_atom = caf::atom_constant<caf::atom("applied")>;
+using metalog_atom = caf::atom_constant<caf::atom("metalog")>;
 
 /// A member's answer to a node about to create a queue: granted, or the queue (or a claim that
 /// wins over the asker's: the lower node name) is already there, with its declaration and the
@@ -210,7 +214,16 @@ using cluster_metadata_api = caf::typed_actor<
     // the metadata log's frames: from this node's log (the relay's token, the member it is
     // for), and from a member's log (its sender names the member)
     caf::reacts_to<raft_atom, uint64_t, std::string, persistence::raft_frame>,
-    caf::reacts_to<raft_atom, persistence::raft_frame>>;
+    caf::reacts_to<raft_atom, persistence::raft_frame>,
+    // a change through the metadata log (an entry's bytes, metadata_log_codec): from this node,
+    // answered "" once committed and applied here, or why not; from a member (its name first),
+    // answered by the leader with why not and the entry's index
+    caf::replies_to<propose_atom, std::string>::with<std::string>,
+    caf::replies_to<propose_atom, std::string, std::string>::with<std::string, uint64_t>,
+    // from this node's log (the relay's token): a proposal answered (its number, why not, its
+    // index), and applied here (its number, why not)
+    caf::reacts_to<proposed_atom, uint64_t, uint64_t, std::string, uint64_t>,
+    caf::reacts_to<applied_atom, uint64_t, uint64_t, std::string>>;
 
 /// The cluster actor's whole interface. How it is cut into parts changes nothing on the link: a
 /// peer sends messages, and the cluster actor is published and reached untyped (warren-node,

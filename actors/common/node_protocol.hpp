@@ -5,6 +5,7 @@
 
 #include "actors/common/cluster_protocol.hpp"
 #include "actors/common/protocol.hpp"
+#include "persistence/lmdb_store.hpp"
 
 #include <caf/actor_cast.hpp>
 #include <caf/typed_actor.hpp>
@@ -26,7 +27,10 @@ using node_login_api = caf::typed_actor<
                                                    std::vector<std::string>>,
     // from warren-node at start-up (the cluster actor, with this node's name)
     caf::reacts_to<alarm_atom, caf::actor>, caf::reacts_to<settings_atom, connection_settings>,
-    caf::reacts_to<ready_atom>, caf::reacts_to<cluster_atom, caf::actor, std::string>>;
+    caf::reacts_to<ready_atom>, caf::reacts_to<cluster_atom, caf::actor, std::string>,
+    // from warren-node before the cluster starts: users and permissions follow the metadata
+    // log, whose changes come with this token
+    caf::reacts_to<metalog_atom, uint64_t>>;
 
 /// The cluster: what the cluster actor tells and asks the node (node_cluster.cpp).
 using node_cluster_api = caf::typed_actor<
@@ -47,7 +51,10 @@ using node_cluster_api = caf::typed_actor<
     caf::replies_to<claim_atom, std::string, std::string, queue_spec>::with<claim_reply>,
     // the cluster: its members, forgetting a dead one (administrators)
     caf::replies_to<list_atom, nodes_atom>::with<std::vector<node_info>>,
-    caf::reacts_to<forget_atom, std::string>>;
+    caf::reacts_to<forget_atom, std::string>,
+    // from this node's metadata log (its token): what an applied entry changed, or (true) every
+    // record after a seed or a snapshot
+    caf::reacts_to<applied_atom, uint64_t, std::vector<persistence::meta_mutation>, bool>>;
 
 /// Administration, listings and statistics.
 using node_admin_api = caf::typed_actor<

@@ -352,9 +352,21 @@ caf::result<void> import_definitions(self_ptr self, const definitions& defs) {
   shared.put.vhosts = defs.vhosts;
   shared.put.permissions = defs.permissions;
   share_access(self, std::move(shared));
-  persist(self, apply_definitions(self, defs), [=](const caf::error& err) mutable {
-    if (err) {
-      rp.deliver(err);
+  // With a metadata log, users and permissions are one entry of it, made after the vhosts.
+  auto here = defs;
+  persistence::metadata_entry through_log;
+  if (log_backed(self->state)) {
+    for (const auto& u : defs.users) through_log.changes.push_back(user_change(u, false));
+    for (const auto& p : defs.permissions)
+      through_log.changes.push_back(permission_change(p, false));
+    here.users.clear();
+    here.permissions.clear();
+  }
+  auto topology = [=](const std::string& log_error) mutable {
+    if (!log_error.empty()) {
+      rp.deliver(
+          make_broker_error(reply_code::resource_error,
+                            "definitions not imported: users and permissions: " + log_error));
       return;
     }
     declare_topology(self, defs, [=](caf::error err) mutable {
@@ -370,6 +382,14 @@ caf::result<void> import_definitions(self_ptr self, const definitions& defs) {
               std::to_string(defs.bindings.size()) + " bindings");
       deliver_unit(rp);
     });
+  };
+  persist(self, apply_definitions(self, here), [=](const caf::error& err) mutable {
+    if (err) {
+      rp.deliver(err);
+      return;
+    }
+    if (through_log.changes.empty()) return topology("");
+    propose(self, through_log, topology);
   });
   return rp;
 }
@@ -426,6 +446,7 @@ node_login_api::behavior_type login_behavior(self_ptr self) {
       [=](cluster_atom, const caf::actor& cluster, text name) { set_cluster(self, cluster, name); },
       [=](settings_atom, const connection_settings& settings) { self->state.settings = settings; },
       [=](ready_atom) { return when_ready(self); },
+      [=](metalog_atom, uint64_t token) { use_metadata_log(self, token); },
   };
 }
 

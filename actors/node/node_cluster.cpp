@@ -157,8 +157,12 @@ void remove_what_view_lacks(const node_state& st, access_change& view) {
 }  // namespace
 
 void share_access(self_ptr self, access_change change) {
-  if (self->state.cluster)
-    self->send(cluster_handle(self->state.cluster), replicate_atom::value, std::move(change));
+  if (!self->state.cluster) return;
+  if (log_backed(self->state)) {
+    strip_log_owned(change);
+    if (change.put.vhosts.empty() && change.vhosts_deleted.empty()) return;
+  }
+  self->send(cluster_handle(self->state.cluster), replicate_atom::value, std::move(change));
 }
 
 access_change vhost_deleted(const std::string& name) {
@@ -169,6 +173,7 @@ access_change vhost_deleted(const std::string& name) {
 
 void apply_access(self_ptr self, const std::string& from, access_change& change) {
   auto& st = self->state;
+  if (log_backed(st)) strip_log_owned(change);  // the log brings those
   auto batch = apply_definitions(self, change.put);
   for (const auto& name : change.users_deleted) {
     if (st.users.erase(name) == 0) continue;
@@ -262,6 +267,8 @@ node_cluster_api::behavior_type cluster_behavior(self_ptr self) {
   return {
       [=](list_atom, nodes_atom) { return list_nodes(self); },
       [=](forget_atom, text name) { return forget_node(self, name); },
+      [=](applied_atom, uint64_t token, std::vector<persistence::meta_mutation>& changes,
+          bool whole) { log_applied(self, token, changes, whole); },
       [=](placed_atom, text from, std::vector<queue_placement>& ps, bool complete) {
         placements_arrived(self, from, ps, complete);
       },

@@ -6,6 +6,7 @@
 #include "actors/node/node_actor.hpp"
 #include "actors/vhost/vhost_actor.hpp"
 #include "persistence/metadata_codec.hpp"
+#include "persistence/metadata_log_codec.hpp"
 
 #include <caf/error.hpp>
 
@@ -95,6 +96,25 @@ void access_withdrawn(self_ptr self, const std::string& user, const std::string*
 /// user and vhost, `rights` what the grant allows and `grant` the grant (without its hash).
 std::string grant_login(self_ptr self, client_hello& hello, permission_record& rights,
                         grant_record& grant);
+
+// --- users and permissions in the metadata log (node_log_changes.cpp) ----------------------------
+
+/// Whether users and permissions change through the cluster's metadata log here (a clustered
+/// node with a log) rather than by sharing changes with the members.
+bool log_backed(const node_state& st);
+/// Takes the users and permissions out of a change shared the old way: the log carries them.
+void strip_log_owned(access_change& change);
+/// Proposes `entry` through the cluster actor: `done` hears "" once this node applied it.
+void propose(self_ptr self, persistence::metadata_entry entry,
+             std::function<void(const std::string& error)> done);
+/// Answers once `entry` is applied here; a refused condition is answered with `conflict(i)`.
+caf::result<void> change_through_log(self_ptr self, persistence::metadata_entry entry,
+                                     std::function<caf::error(size_t condition)> conflict);
+/// What this node's log applied (warren-node's token checked): its users and permissions.
+void log_applied(self_ptr self, uint64_t token,
+                 const std::vector<persistence::meta_mutation>& changes, bool whole);
+/// From warren-node, before the cluster starts: the log runs, and its changes carry `token`.
+void use_metadata_log(self_ptr self, uint64_t token);
 
 // --- the cluster (node_cluster.cpp) -------------------------------------------------------------
 

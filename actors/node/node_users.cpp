@@ -1,5 +1,6 @@
 // The node's users and permissions: added, changed, deleted and listed by administrators, each
-// change answered once it is stored.
+// change answered once it is stored. In a cluster with a metadata log each change is a log entry
+// instead (node_log_changes.cpp), answered once this node applied it.
 #include "actors/node/node_parts.hpp"
 
 #include "actors/common/broker_error.hpp"
@@ -18,6 +19,19 @@ access_change user_put(const user_record& u) {
   return shared;
 }
 
+persistence::meta_condition user_is(const std::string& name, bool present) {
+  return {persistence::meta_table::users, persistence::user_key(name), present};
+}
+
+caf::error user_exists(const std::string& name) {
+  return make_broker_error(reply_code::precondition_failed,
+                           "user " + quote(name) + " already exists");
+}
+
+caf::error no_user(const std::string& name) {
+  return make_broker_error(reply_code::not_found, "no user " + quote(name));
+}
+
 }  // namespace
 
 caf::result<void> add_user(self_ptr self, const std::string& name, const std::string& password,
@@ -32,6 +46,9 @@ caf::result<void> add_user(self_ptr self, const std::string& name, const std::st
     return make_broker_error(reply_code::precondition_failed,
                              "user " + quote(name) + " already exists");
   user_record u{name, hash_password(password), tags};
+  if (log_backed(self->state))
+    return change_through_log(self, {{user_change(u, false)}, {user_is(name, false)}},
+                              [name](size_t) { return user_exists(name); });
   self->state.users[name] = u;
   log(log_level::info, "node", "user " + quote(name) + " added");
   share_access(self, user_put(u));
@@ -47,6 +64,12 @@ caf::result<void> change_password(self_ptr self, const std::string& name,
   if (password.empty())
     return make_broker_error(reply_code::precondition_failed,
                              "user " + quote(name) + " needs a password");
+  if (log_backed(self->state)) {
+    auto changed = u->second;
+    changed.password_hash = hash_password(password);
+    return change_through_log(self, {{user_change(changed, false)}, {user_is(name, true)}},
+                              [name](size_t) { return no_user(name); });
+  }
   u->second.password_hash = hash_password(password);
   share_access(self, user_put(u->second));
   return store(self, {user_change(u->second, false)});
@@ -58,6 +81,13 @@ caf::result<void> delete_user(self_ptr self, const std::string& name) {
   if (u == self->state.users.end())
     return make_broker_error(reply_code::not_found, "no user " + quote(name));
   auto gone = u->second;
+  if (log_backed(self->state)) {
+    std::vector<persistence::meta_mutation> changes{user_change(gone, true)};
+    for (const auto& [key, p] : self->state.permissions)
+      if (key.first == name) changes.push_back(permission_change(p, true));
+    return change_through_log(self, {std::move(changes), {user_is(name, true)}},
+                              [name](size_t) { return no_user(name); });
+  }
   self->state.users.erase(u);
   std::vector<persistence::meta_mutation> batch{user_change(gone, true)};
   forget_permissions(self->state, batch, [&](const auto& key) { return key.first == name; });
@@ -85,6 +115,9 @@ caf::result<void> set_permissions(self_ptr self, const permission_record& p) {
   for (const auto* pattern : {&p.configure, &p.write, &p.read})
     if (auto problem = check_permission_pattern(*pattern); !problem.empty())
       return make_broker_error(reply_code::precondition_failed, problem);
+  if (log_backed(self->state))
+    return change_through_log(self, {{permission_change(p, false)}, {user_is(p.user, true)}},
+                              [user = p.user](size_t) { return no_user(user); });
   self->state.permissions[{p.user, p.vhost}] = p;
   access_change shared;
   shared.put.permissions.push_back(p);
@@ -98,6 +131,9 @@ caf::result<void> clear_permissions(self_ptr self, const std::string& user,
   auto p = self->state.permissions.find({user, vhost});
   if (p == self->state.permissions.end()) return caf::unit;
   auto gone = p->second;
+  if (log_backed(self->state))
+    return change_through_log(self, {{permission_change(gone, true)}, {}},
+                              [](size_t) { return caf::error{}; });
   self->state.permissions.erase(p);
   access_withdrawn(
       self, user, &vhost,

@@ -45,7 +45,9 @@ void drop_vhost(self_ptr self, const std::string& name, std::function<void(caf::
       return;
     }
     std::vector<persistence::meta_mutation> batch{vhost_record(name, true)};
-    forget_permissions(self->state, batch, [&](const auto& key) { return key.second == name; });
+    // With a metadata log, the node that deletes the vhost has the log drop its permissions.
+    if (!log_backed(self->state))
+      forget_permissions(self->state, batch, [&](const auto& key) { return key.second == name; });
     warren::persist(self, self->state.storage.persistence, std::move(batch),
                     [=](const caf::error& err) mutable {
                       if (!err) log(log_level::info, "node", "vhost " + quote(name) + " deleted");
@@ -56,15 +58,70 @@ void drop_vhost(self_ptr self, const std::string& name, std::function<void(caf::
       .then([=]() mutable { finish(caf::error{}); }, [=](caf::error& err) mutable { finish(err); });
 }
 
+namespace {
+
+// The creator's permissions go through the log first: on a minority nothing is added. Then the
+// vhost is started, shared and stored as without a log.
+caf::result<void> add_vhost_through_log(self_ptr self, const std::string& name,
+                                        const permission_record& creator) {
+  auto rp = self->make_response_promise<void>();
+  auto create = [=]() mutable {
+    if (self->state.vhosts.count(name) == 0) {  // an add of the same name may have come first
+      spawn_vhost(self, name, {});
+      log(log_level::info, "node", "vhost " + quote(name) + " added");
+    }
+    access_change shared;
+    shared.put.vhosts.push_back({name, {}});
+    share_access(self, std::move(shared));
+    warren::persist(self, self->state.storage.persistence, {vhost_record(name, false)},
+                    [=](const caf::error& err) mutable {
+                      if (err)
+                        rp.deliver(err);
+                      else
+                        deliver_unit(rp);
+                    });
+  };
+  if (creator.user.empty()) {  // the node's own asker: no one to grant
+    create();
+    return rp;
+  }
+  persistence::metadata_entry grant{
+      {permission_change(creator, false)},
+      {{persistence::meta_table::users, persistence::user_key(creator.user), true}}};
+  propose(self, grant, [=](const std::string& error) mutable {
+    if (error.empty()) return create();
+    rp.deliver(make_broker_error(reply_code::resource_error,
+                                 "vhost " + quote(name) + " not added: " + error));
+  });
+  return rp;
+}
+
+// The permissions of a vhost this node is deleting, dropped through the log before it goes.
+void drop_permissions_through_log(self_ptr self, const std::string& vhost,
+                                  std::function<void(caf::error)> done) {
+  std::vector<persistence::meta_mutation> gone;
+  for (const auto& [key, p] : self->state.permissions)
+    if (key.second == vhost) gone.push_back(permission_change(p, true));
+  if (gone.empty()) return done(caf::error{});
+  propose(self, {std::move(gone), {}}, [=](const std::string& error) {
+    if (error.empty()) return done(caf::error{});
+    done(make_broker_error(reply_code::resource_error,
+                           "vhost " + quote(vhost) + " not deleted: " + error));
+  });
+}
+
+}  // namespace
+
 caf::result<void> add_vhost(self_ptr self, const std::string& name) {
   if (auto err = require_admin(self, "adding a vhost")) return err;
   if (auto problem = check_name("vhost name", name); !problem.empty())
     return make_broker_error(reply_code::precondition_failed, problem);
   if (self->state.vhosts.count(name) != 0) return caf::unit;
-  spawn_vhost(self, name, {});
-  log(log_level::info, "node", "vhost " + quote(name) + " added");
   // Its creator may use it, as with RabbitMQ's management interface.
   permission_record all{requester(self), name, ".*", ".*", ".*"};
+  if (log_backed(self->state)) return add_vhost_through_log(self, name, all);
+  spawn_vhost(self, name, {});
+  log(log_level::info, "node", "vhost " + quote(name) + " added");
   self->state.permissions[{all.user, name}] = all;
   access_change shared;
   shared.put.vhosts.push_back({name, {}});
@@ -78,13 +135,25 @@ caf::result<void> delete_vhost(self_ptr self, const std::string& name) {
   if (self->state.vhosts.count(name) == 0)
     return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
   auto rp = self->make_response_promise<void>();
-  drop_vhost(self, name, [=](const caf::error& err) mutable {
-    if (err) {
+  auto drop = [=]() mutable {
+    drop_vhost(self, name, [=](const caf::error& err) mutable {
+      if (err) {
+        rp.deliver(err);
+        return;
+      }
+      share_access(self, vhost_deleted(name));
+      deliver_unit(rp);
+    });
+  };
+  if (!log_backed(self->state)) {
+    drop();
+    return rp;
+  }
+  drop_permissions_through_log(self, name, [=](caf::error err) mutable {
+    if (err)
       rp.deliver(err);
-      return;
-    }
-    share_access(self, vhost_deleted(name));
-    deliver_unit(rp);
+    else
+      drop();
   });
   return rp;
 }

@@ -1,0 +1,159 @@
+// The cluster actor's part in changes through the metadata log (issue 33): any member takes a
+// change, and the leader's log commits it.
+//
+// A change made on this node goes to this node's log. When another member leads, the log says
+// which, and the change is forwarded to that member's cluster actor, which submits it to its own
+// log and answers with the entry's index (or, should it have lost the lead meanwhile, the next
+// leader's name, a few times at most). The change is answered here only once this node's log has
+// applied the entry, so that whoever made it reads it back here.
+//
+// Answers from this node's log arrive with the relay's token, as its frames do.
+#include "actors/cluster/cluster_parts.hpp"
+
+#include "actors/common/broker_error.hpp"
+#include "persistence/metadata_log_codec.hpp"
+
+#include <caf/send.hpp>
+
+#include <chrono>
+
+namespace warren::cluster_parts {
+
+namespace {
+
+// How often a change follows the leader before it is refused: each hop is a change of leader
+// while it was under way.
+constexpr int max_forwards = 3;
+// A leader answers within its log's quorum timeout; this only ends a wait on a leader that died.
+constexpr auto leader_timeout = std::chrono::seconds(15);
+
+bool from_our_log(cluster_self self, uint64_t token) {
+  const auto& sender = self->current_sender();
+  if (sender && sender->node() != self->node()) return false;
+  return token == self->state.config.raft->token();
+}
+
+// The leader a log's refusal names ("not the leader: the leader is NAME"), or "".
+std::string leader_named_in(const std::string& error) {
+  const std::string prefix =
+      std::string(persistence::metadata_log::not_leader) + ": the leader is ";
+  return error.compare(0, prefix.size(), prefix) == 0 ? error.substr(prefix.size()) : "";
+}
+
+caf::weak_actor_ptr weak_self(cluster_self self) {
+  return caf::actor_cast<caf::weak_actor_ptr>(caf::actor_cast<caf::actor>(self));
+}
+
+void finish(cluster_self self, uint64_t id, const std::string& error) {
+  auto& proposals = self->state.proposals;
+  auto p = proposals.find(id);
+  if (p == proposals.end()) return;
+  if (p->second.from_member)
+    p->second.member.deliver(error, uint64_t{0});
+  else
+    p->second.local.deliver(error);
+  proposals.erase(p);
+}
+
+// Hands proposal `id` to this node's log; its answer comes back as proposed_atom.
+void submit_here(cluster_self self, uint64_t id) {
+  auto& p = self->state.proposals.at(id);
+  persistence::metadata_entry entry;
+  try {
+    entry = persistence::decode_metadata_entry(p.entry);
+  } catch (const std::exception& e) {
+    return finish(self, id, e.what());
+  }
+  auto token = self->state.config.raft->token();
+  self->state.config.raft->submit(std::move(entry), [cluster = weak_self(self), token, id](
+                                                        const std::string& error, uint64_t index) {
+    if (auto to = caf::actor_cast<caf::actor>(cluster.lock()))
+      caf::anon_send(cluster_handle(to), proposed_atom::value, token, id, error, index);
+  });
+}
+
+void wait_until_applied(cluster_self self, uint64_t id, uint64_t index) {
+  auto token = self->state.config.raft->token();
+  self->state.config.raft->after_applied(
+      index, [cluster = weak_self(self), token, id](const std::string& error) {
+        if (auto to = caf::actor_cast<caf::actor>(cluster.lock()))
+          caf::anon_send(cluster_handle(to), applied_atom::value, token, id, error);
+      });
+}
+
+void forward(cluster_self self, uint64_t id, const std::string& leader);
+
+// What came of a proposal made here, from this node's log or from the leader it went to.
+void answered(cluster_self self, uint64_t id, const std::string& error, uint64_t index) {
+  if (error.empty()) return wait_until_applied(self, id, index);
+  auto leader = leader_named_in(error);
+  if (leader.empty()) return finish(self, id, error);
+  forward(self, id, leader);
+}
+
+void forward(cluster_self self, uint64_t id, const std::string& leader) {
+  auto& st = self->state;
+  auto& p = st.proposals.at(id);
+  if (++p.forwards > max_forwards)
+    return finish(self, id,
+                  "no quorum: the metadata log's leader changed " + std::to_string(max_forwards) +
+                      " times while the change was under way; try again");
+  if (leader == st.config.self.name) return submit_here(self, id);
+  auto m = st.members.find(leader);
+  if (m == st.members.end() || !m->second.handle)
+    return finish(self, id,
+                  "no quorum: the metadata log's leader " + leader + " is not reachable from " +
+                      st.config.self.name);
+  self->request(cluster_handle(m->second.handle), leader_timeout, propose_atom::value,
+                st.config.self.name, p.entry)
+      .then([=](std::string& error, uint64_t index) { answered(self, id, error, index); },
+            [=](caf::error& err) {
+              finish(self, id,
+                     "outcome unknown: the metadata log's leader " + leader + " did not answer (" +
+                         to_string(describe(err)) + "); the change may still be applied");
+            });
+}
+
+}  // namespace
+
+caf::result<std::string> propose_here(cluster_self self, std::string entry) {
+  auto& st = self->state;
+  auto id = st.next_proposal++;
+  auto& p = st.proposals[id];
+  p.entry = std::move(entry);
+  p.local = self->make_response_promise<std::string>();
+  auto promise = p.local;
+  submit_here(self, id);
+  return promise;
+}
+
+caf::result<std::string, uint64_t> propose_for_member(cluster_self self, std::string entry) {
+  auto& st = self->state;
+  auto id = st.next_proposal++;
+  auto& p = st.proposals[id];
+  p.entry = std::move(entry);
+  p.from_member = true;
+  p.member = self->make_response_promise<std::string, uint64_t>();
+  auto promise = p.member;
+  submit_here(self, id);
+  return promise;
+}
+
+void proposal_answered(cluster_self self, uint64_t token, uint64_t id, const std::string& error,
+                       uint64_t index) {
+  if (!from_our_log(self, token)) return;
+  auto p = self->state.proposals.find(id);
+  if (p == self->state.proposals.end()) return;
+  if (p->second.from_member) {  // the member that forwarded it waits for its own apply
+    p->second.member.deliver(error, index);
+    self->state.proposals.erase(p);
+    return;
+  }
+  answered(self, id, error, index);
+}
+
+void proposal_applied(cluster_self self, uint64_t token, uint64_t id, const std::string& error) {
+  if (from_our_log(self, token)) finish(self, id, error);
+}
+
+}  // namespace warren::cluster_parts

@@ -1,0 +1,154 @@
+// The node's users and permissions when the cluster keeps them in the metadata log (issue 33).
+//
+// A change is not made here: it becomes a log entry, with conditions that make it mean the same
+// on every member (a user added only if absent, changed only if present), and goes to the
+// cluster actor, which has the leader's log commit it. The answer comes once this node applied
+// it. What the node holds in memory follows the log alone: every member's log tells its node
+// what each applied entry changed (log_applied), in log order, and the node closes the
+// connections of users whose access went. So changes made on two members at once, or on a
+// member cut off, end the same everywhere: committed in one order, or refused.
+#include "actors/node/node_parts.hpp"
+
+#include "actors/common/broker_error.hpp"
+#include "actors/storage/persistence_actor.hpp"
+#include "core/log.hpp"
+#include "core/names.hpp"
+#include "persistence/metadata_log.hpp"
+#include "persistence/metadata_log_codec.hpp"
+
+namespace warren::node_parts {
+
+namespace {
+
+using persistence::meta_table;
+
+// A reply code for why the log did not take a change: a refused condition is the caller's
+// `conflict`; a minority, a lost leader or a closing log are the node's state, for a retry.
+caf::error log_refusal(const std::string& error,
+                       const std::function<caf::error(size_t condition)>& conflict) {
+  if (auto failed = persistence::metadata_log::failed_condition(error)) return conflict(*failed);
+  return make_broker_error(reply_code::resource_error, "metadata change not made: " + error);
+}
+
+void forget_user(self_ptr self, const std::string& name) {
+  if (self->state.users.erase(name) == 0) return;
+  log(log_level::info, "node", "user " + quote(name) + " deleted");
+  access_withdrawn(self, name, nullptr, "user " + quote(name) + " was deleted");
+}
+
+void forget_permission(self_ptr self, const std::string& user, const std::string& vhost) {
+  if (self->state.permissions.erase({user, vhost}) == 0) return;
+  access_withdrawn(
+      self, user, &vhost,
+      "the permissions of user " + quote(user) + " in vhost " + quote(vhost) + " were cleared");
+}
+
+// One entry's changes to users and permissions, in order.
+void apply_changes(self_ptr self, const std::vector<persistence::meta_mutation>& changes) {
+  auto& st = self->state;
+  for (const auto& m : changes) {
+    if (m.table == meta_table::users) {
+      if (m.erase) {
+        forget_user(self, m.key);
+      } else {
+        auto u = persistence::decode_user(m.value);
+        auto name = u.name;
+        if (!st.users.insert_or_assign(name, std::move(u)).second) continue;
+        log(log_level::info, "node", "user " + quote(name) + " added");
+      }
+    } else if (m.table == meta_table::permissions) {
+      if (!m.erase) {
+        auto p = persistence::decode_permission(m.value);
+        st.permissions[{p.user, p.vhost}] = std::move(p);
+        continue;
+      }
+      for (const auto& [key, p] : st.permissions)
+        if (persistence::permission_key(key.first, key.second) == m.key) {
+          auto [user, vhost] = key;  // copies: forgetting erases `key`
+          forget_permission(self, user, vhost);
+          break;
+        }
+    }
+  }
+}
+
+// A seed or a snapshot: the log's users and permissions replace ours.
+void replace_all(self_ptr self, const std::vector<persistence::meta_mutation>& records) {
+  auto& st = self->state;
+  std::map<std::string, user_record> users;
+  std::map<std::pair<std::string, std::string>, permission_record> permissions;
+  for (const auto& m : records) {
+    if (m.table == meta_table::users) {
+      auto u = persistence::decode_user(m.value);
+      users[u.name] = std::move(u);
+    } else if (m.table == meta_table::permissions) {
+      auto p = persistence::decode_permission(m.value);
+      permissions[{p.user, p.vhost}] = std::move(p);
+    }
+  }
+  std::vector<std::string> users_gone;
+  for (const auto& [name, u] : st.users)
+    if (users.count(name) == 0) users_gone.push_back(name);
+  std::vector<std::pair<std::string, std::string>> permissions_gone;
+  for (const auto& [key, p] : st.permissions)
+    if (permissions.count(key) == 0 && users.count(key.first) != 0) permissions_gone.push_back(key);
+  for (const auto& name : users_gone) forget_user(self, name);
+  for (const auto& [user, vhost] : permissions_gone) forget_permission(self, user, vhost);
+  st.users = std::move(users);
+  st.permissions = std::move(permissions);
+}
+
+}  // namespace
+
+bool log_backed(const node_state& st) {
+  return st.log_token != 0;
+}
+
+void strip_log_owned(access_change& change) {
+  change.put.users.clear();
+  change.put.permissions.clear();
+  change.users_deleted.clear();
+  change.permissions_cleared.clear();
+}
+
+void propose(self_ptr self, persistence::metadata_entry entry,
+             std::function<void(const std::string& error)> done) {
+  if (!self->state.cluster) return done("this node has no cluster actor yet");
+  self->request(cluster_handle(self->state.cluster), caf::infinite, propose_atom::value,
+                persistence::encode_metadata_entry(entry))
+      .then([=](std::string& error) { done(error); },
+            [=](caf::error& err) { done(to_string(describe(err))); });
+}
+
+caf::result<void> change_through_log(self_ptr self, persistence::metadata_entry entry,
+                                     std::function<caf::error(size_t condition)> conflict) {
+  auto rp = self->make_response_promise<void>();
+  propose(self, std::move(entry), [=](const std::string& error) mutable {
+    if (error.empty())
+      deliver_unit(rp);
+    else
+      rp.deliver(log_refusal(error, conflict));
+  });
+  return rp;
+}
+
+void log_applied(self_ptr self, uint64_t token,
+                 const std::vector<persistence::meta_mutation>& changes, bool whole) {
+  if (token == 0 || token != self->state.log_token) return;
+  try {
+    if (whole)
+      replace_all(self, changes);
+    else
+      apply_changes(self, changes);
+  } catch (const std::exception& e) {
+    // The log checked every value as LMDB reads it back: this is a bug, not a peer's doing.
+    log(log_level::error, "node", std::string("a metadata log change not taken: ") + e.what());
+  }
+}
+
+void use_metadata_log(self_ptr self, uint64_t token) {
+  if (self->state.log_token != 0) return;  // set once, by warren-node, before the cluster
+  self->state.log_token = token;
+}
+
+}  // namespace warren::node_parts
