@@ -257,7 +257,7 @@ std::unique_ptr<warren::persistence::metadata_log> start_log(
                                      bool whole) {
     caf::anon_send(node, warren::applied_atom::value, token, changes, whole);
   };
-  caf::anon_send(node, warren::metalog_atom::value, token);
+  caf::anon_send(node, warren::metalog_atom::value, token, store.log_seeded());
   auto log = warren::node::start_metadata_log(store, how, settings);
   relay->attach(log.get());
   static const char* verbs[] = {"", "opened", "founded", "joining"};

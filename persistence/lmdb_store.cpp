@@ -325,6 +325,10 @@ int lmdb_store::write(const std::vector<meta_mutation>& batch, const write_plan&
     if (m.erase) {
       rc = mdb_del(t.txn, dbi, &key, nullptr);
       if (rc == MDB_NOTFOUND) rc = MDB_SUCCESS;
+      // A log entry that deletes a user deletes its permissions, those its proposer did not
+      // know of included (granted on another member meanwhile): none outlives the user.
+      if (rc == MDB_SUCCESS && plan.index != nullptr && m.table == meta_table::users)
+        rc = erase_prefixed(t.txn, meta_table::permissions, permission_key(m.key, ""));
     } else {
       auto sealed = seal(static_cast<uint8_t>(1 + static_cast<int>(m.table)), m.key, m.value);
       MDB_val value = val(sealed);
@@ -335,6 +339,28 @@ int lmdb_store::write(const std::vector<meta_mutation>& batch, const write_plan&
   int rc = mdb_txn_commit(t.txn);
   t.txn = nullptr;
   return rc;
+}
+
+// Deletes every record of `table` whose key starts with `prefix`; LMDB's code of a failure.
+int lmdb_store::erase_prefixed(MDB_txn* txn, meta_table table, const std::string& prefix) {
+  auto dbi = dbis_[1 + static_cast<int>(table)];
+  std::vector<std::string> keys;
+  {
+    MDB_cursor* cursor = nullptr;
+    if (int rc = mdb_cursor_open(txn, dbi, &cursor); rc != MDB_SUCCESS) return rc;
+    std::unique_ptr<MDB_cursor, void (*)(MDB_cursor*)> closing(cursor, mdb_cursor_close);
+    MDB_val k = val(prefix), v;
+    int rc = mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE);
+    for (; rc == MDB_SUCCESS && view(k).substr(0, prefix.size()) == prefix;
+         rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT))
+      keys.emplace_back(view(k));
+    if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) return rc;
+  }
+  for (const auto& key : keys) {
+    MDB_val k = val(key);
+    if (int rc = mdb_del(txn, dbi, &k, nullptr); rc != MDB_SUCCESS) return rc;
+  }
+  return MDB_SUCCESS;
 }
 
 // The position of the first condition that does not hold in `txn`, -1 when all hold; throws
@@ -391,13 +417,23 @@ std::string lmdb_store::change_problem(const meta_mutation& m) {
     return "a key of " + std::to_string(m.key.size()) + " bytes in table '" + names[table] +
            "' (at most " + std::to_string(max_key_bytes) + ")";
   if (m.erase) return {};
+  metadata_contents scratch;
   try {
-    metadata_contents scratch;
     decode_into(table, m.key, m.value, scratch);
   } catch (const std::exception& e) {
     return std::string("a value in table '") + names[table] + "' that does not decode (" +
            e.what() + ")";
   }
+  // A record is found by its key and known by what it holds: the two must name the same thing.
+  bool named_by_key = m.table == meta_table::users
+                          ? !scratch.users.empty() && user_key(scratch.users.back().name) == m.key
+                      : m.table == meta_table::permissions
+                          ? !scratch.permissions.empty() &&
+                                permission_key(scratch.permissions.back().user,
+                                               scratch.permissions.back().vhost) == m.key
+                          : true;
+  if (!named_by_key)
+    return std::string("a record in table '") + names[table] + "' that its key does not name";
   return {};
 }
 

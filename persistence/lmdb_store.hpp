@@ -218,6 +218,7 @@ class lmdb_store {
   int write(const std::vector<meta_mutation>& batch, const write_plan& plan);
   void write_growing(const std::vector<meta_mutation>& batch, const write_plan& plan);
   int first_failed_condition(MDB_txn* txn, const std::vector<meta_condition>& conditions);
+  int erase_prefixed(MDB_txn* txn, meta_table table, const std::string& prefix);
   void check_not_truncated(const std::string& env_dir);
   void read_format_version(MDB_txn* txn);
   void check_format_version(MDB_txn* txn, const std::string& env_dir,

@@ -226,6 +226,7 @@ void metadata_log::open(std::promise<void>& started) {
   uv_check_start(&lead_check_, [](uv_check_t* h) {
     auto* self = static_cast<metadata_log*>(h->data);
     self->commit_own_term();
+    self->send_commit_notice();
     self->run_applied_waiters();
   });
   started.set_value();
@@ -504,7 +505,15 @@ void metadata_log::submit_waiting() {
     auto* p = waiting_.front();
     bool leading = raft_state(&raft_) == RAFT_LEADER;
     // A new leader takes changes once its barrier (and the seed it may have put first) is in.
-    if (leading && committed_term_ != raft_.current_term) break;
+    if (leading && committed_term_ != raft_.current_term) {
+      if (uv_now(&loop_) - p->arrived < opts_.quorum_timeout_ms) break;
+      waiting_.pop_front();
+      p->done("no quorum: this member leads, but its first entry was not committed within " +
+                  std::to_string(opts_.quorum_timeout_ms) + " ms",
+              0);
+      delete p;
+      continue;
+    }
     if (!leading) {
       if (refuse_unless_leading(p->done, p->arrived)) {
         waiting_.pop_front();
@@ -553,7 +562,30 @@ void metadata_log::on_applied(struct raft_apply* req, int status, void* result) 
     p->done(conflict + std::to_string(applied->failed_condition) + " does not hold", req->index);
   else
     p->done({}, req->index);
+  if (status == 0) p->log->notice_due_ = true;
   delete p;
+}
+
+// Followers learn that an entry committed from the next message the leader sends them, which
+// without one would be a heartbeat up to two heartbeat intervals away (libraft 0.15): a member
+// that forwarded a change, and answers it once it applied it, would wait that long. An empty
+// entry right after a commit carries the commit to them at once; one at a time, however many
+// commits it covers.
+void metadata_log::send_commit_notice() {
+  if (!notice_due_ || notice_in_flight_ || raft_state(&raft_) != RAFT_LEADER) return;
+  notice_due_ = false;
+  auto* b = new barrier{this, raft_.current_term, {}};
+  b->req.data = b;
+  auto done = [](struct raft_barrier* req, int) {
+    auto* notice = static_cast<barrier*>(req->data);
+    notice->log->notice_in_flight_ = false;
+    delete notice;
+  };
+  if (raft_barrier(&raft_, &b->req, done) != 0) {
+    delete b;
+    return;
+  }
+  notice_in_flight_ = true;
 }
 
 std::optional<size_t> metadata_log::failed_condition(const std::string& error) {

@@ -195,6 +195,8 @@ class metadata_log {
   uint64_t barrier_applied_term_ = 0;  // the log thread's: the term whose barrier was applied
   uint64_t committed_term_ = 0;        // the log thread's: that term's leader is ready for changes
   std::multimap<uint64_t, answer> after_applied_;  // the log thread's: by index
+  bool notice_due_ = false;        // the log thread's: a change committed since the last notice
+  bool notice_in_flight_ = false;  // the log thread's: a commit notice is under way
 
   void open(std::promise<void>& started);
   view make_view();
@@ -212,6 +214,7 @@ class metadata_log {
   void change_members(member_change* c);
   void commit_own_term();
   void seed_if_unseeded();
+  void send_commit_notice();
   void run_applied_waiters();
   static void on_barrier(struct raft_barrier* req, int status);
   static void on_member_changed(struct raft_change* req, int status);

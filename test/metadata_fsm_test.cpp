@@ -277,7 +277,36 @@ BOOST_AUTO_TEST_CASE(a_seed_replaces_the_logs_tables_once) {
                     std::runtime_error);
 }
 
+// A log entry that deletes a user deletes every permission of that user, those it does not name
+// included (granted on another member while the delete was under way), and only that user's.
+BOOST_AUTO_TEST_CASE(deleting_a_user_through_the_log_deletes_all_its_permissions) {
+  using namespace warren::persistence;
+  warren::test::temp_dir dir;
+  lmdb_store store(dir.path());
+  auto permission = [](const std::string& user, const std::string& vhost) {
+    return meta_mutation{meta_table::permissions, permission_key(user, vhost),
+                         encode_permission({user, vhost, ".*", ".*", ".*"}), false};
+  };
+  BOOST_TEST((store.apply_entry(1, {user("al"), user("alice"), permission("al", "/"),
+                                    permission("al", "v2"), permission("alice", "/")}) ==
+              lmdb_store::entry_applied::changed));
+  store.apply_entry(2, {{meta_table::users, user_key("al"), "", true}});
+  auto left = store.load().permissions;
+  BOOST_REQUIRE(left.size() == 1u);
+  BOOST_TEST(left[0].user == "alice");
+}
+
 // What a log entry may change is checked as the store would read it back.
+BOOST_AUTO_TEST_CASE(a_record_its_key_does_not_name_is_refused) {
+  using namespace warren::persistence;
+  auto problem = lmdb_store::change_problem(
+      {meta_table::users, user_key("alice"), encode_user({"root", "h", {}}), false});
+  BOOST_TEST(problem.find("that its key does not name") != std::string::npos, problem);
+  problem = lmdb_store::change_problem({meta_table::permissions, permission_key("alice", "/"),
+                                        encode_permission({"root", "/", ".*", ".*", ".*"}), false});
+  BOOST_TEST(problem.find("that its key does not name") != std::string::npos, problem);
+}
+
 BOOST_AUTO_TEST_CASE(a_change_that_could_not_be_stored_or_read_back_is_named) {
   using warren::persistence::user_key;
   BOOST_TEST(lmdb_store::change_problem(user("ann")).empty());

@@ -406,8 +406,9 @@ cluster_metadata_api::behavior_type metadata_behavior(cluster_self self) {
         raft_frame_in(self, frame);
       },
       [=](propose_atom, std::string& entry) -> caf::result<std::string> {
-        if (self->current_sender() && self->current_sender()->node() != self->node())
-          return refuse_untrusted(self, "propose");
+        // Only this node's own actors: an anonymous message may come from anywhere.
+        const auto& sender = self->current_sender();
+        if (!sender || sender->node() != self->node()) return refuse_untrusted(self, "propose");
         return propose_here(self, std::move(entry));
       },
       [=](propose_atom, const std::string&,

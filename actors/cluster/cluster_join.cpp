@@ -5,6 +5,7 @@
 #include "actors/cluster/cluster_auth.hpp"
 #include "actors/cluster/cluster_parts.hpp"
 #include "actors/common/broker_error.hpp"
+#include "actors/common/node_protocol.hpp"
 #include "actors/storage/persistence_actor.hpp"
 #include "persistence/metadata_codec.hpp"
 
@@ -50,6 +51,9 @@ void add_running(cluster_self self, const cluster_member& m, const caf::actor& h
   auto [it, added] = st.members.try_emplace(m.name);
   auto& entry = it->second;
   entry.has_log = has_log;
+  // The node then makes its metadata changes through the log, also before its own log has
+  // caught up (cluster_proposals.cpp forwards them to a member whose log runs).
+  if (has_log && st.config.node) self->send(node_handle(st.config.node), metalog_atom::value, true);
   st.config.raft->member_up(m.name);
   if (added || entry.info.address != m.address) {
     entry.info = m;

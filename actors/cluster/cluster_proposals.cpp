@@ -26,6 +26,11 @@ namespace {
 constexpr int max_forwards = 3;
 // A leader answers within its log's quorum timeout; this only ends a wait on a leader that died.
 constexpr auto leader_timeout = std::chrono::seconds(15);
+// A change the log committed is answered as made once this node applied it, or after this long
+// (this node cut off from the leader right after the commit): it is made, only not readable here
+// yet.
+constexpr auto apply_timeout = std::chrono::seconds(15);
+const std::string applied_late = "\x01not applied here in time";
 
 bool from_our_log(cluster_self self, uint64_t token) {
   const auto& sender = self->current_sender();
@@ -55,8 +60,23 @@ void finish(cluster_self self, uint64_t id, const std::string& error) {
   proposals.erase(p);
 }
 
-// Hands proposal `id` to this node's log; its answer comes back as proposed_atom.
+void forward(cluster_self self, uint64_t id, const std::string& leader);
+
+// A running member that holds a log with a configuration, when this node's log has none yet (it
+// joined the cluster and waits for the leader to add it): "" otherwise.
+std::string member_with_a_log(cluster_self self) {
+  auto view = self->state.config.raft->latest();
+  if (view && (!view->voters.empty() || !view->others.empty())) return {};
+  for (const auto& [name, m] : self->state.members)
+    if (m.handle && m.has_log) return name;
+  return {};
+}
+
+// Hands proposal `id` to this node's log; its answer comes back as proposed_atom. A log that is
+// not in the cluster's configuration yet knows no leader: the change goes to a member's.
 void submit_here(cluster_self self, uint64_t id) {
+  if (!self->state.proposals.at(id).from_member)
+    if (auto member = member_with_a_log(self); !member.empty()) return forward(self, id, member);
   auto& p = self->state.proposals.at(id);
   persistence::metadata_entry entry;
   try {
@@ -74,14 +94,13 @@ void submit_here(cluster_self self, uint64_t id) {
 
 void wait_until_applied(cluster_self self, uint64_t id, uint64_t index) {
   auto token = self->state.config.raft->token();
+  self->delayed_send(self, apply_timeout, applied_atom::value, token, id, applied_late);
   self->state.config.raft->after_applied(
       index, [cluster = weak_self(self), token, id](const std::string& error) {
         if (auto to = caf::actor_cast<caf::actor>(cluster.lock()))
           caf::anon_send(cluster_handle(to), applied_atom::value, token, id, error);
       });
 }
-
-void forward(cluster_self self, uint64_t id, const std::string& leader);
 
 // What came of a proposal made here, from this node's log or from the leader it went to.
 void answered(cluster_self self, uint64_t id, const std::string& error, uint64_t index) {
@@ -153,7 +172,12 @@ void proposal_answered(cluster_self self, uint64_t token, uint64_t id, const std
 }
 
 void proposal_applied(cluster_self self, uint64_t token, uint64_t id, const std::string& error) {
-  if (from_our_log(self, token)) finish(self, id, error);
+  if (!from_our_log(self, token)) return;
+  if (error != applied_late) return finish(self, id, error);
+  if (self->state.proposals.count(id) == 0) return;  // applied in time
+  note(log_level::warn, "a change the metadata log committed was not applied on this node within " +
+                            std::to_string(apply_timeout.count()) + " s; answered as made");
+  finish(self, id, "");
 }
 
 }  // namespace warren::cluster_parts

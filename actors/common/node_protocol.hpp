@@ -29,8 +29,10 @@ using node_login_api = caf::typed_actor<
     caf::reacts_to<alarm_atom, caf::actor>, caf::reacts_to<settings_atom, connection_settings>,
     caf::reacts_to<ready_atom>, caf::reacts_to<cluster_atom, caf::actor, std::string>,
     // from warren-node before the cluster starts: users and permissions follow the metadata
-    // log, whose changes come with this token
-    caf::reacts_to<metalog_atom, uint64_t>>;
+    // log (once it holds them: seeded), whose changes come with this token
+    caf::reacts_to<metalog_atom, uint64_t, bool>,
+    // from the cluster actor: a member holds the metadata log
+    caf::reacts_to<metalog_atom, bool>>;
 
 /// The cluster: what the cluster actor tells and asks the node (node_cluster.cpp).
 using node_cluster_api = caf::typed_actor<

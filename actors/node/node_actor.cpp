@@ -446,7 +446,8 @@ node_login_api::behavior_type login_behavior(self_ptr self) {
       [=](cluster_atom, const caf::actor& cluster, text name) { set_cluster(self, cluster, name); },
       [=](settings_atom, const connection_settings& settings) { self->state.settings = settings; },
       [=](ready_atom) { return when_ready(self); },
-      [=](metalog_atom, uint64_t token) { use_metadata_log(self, token); },
+      [=](metalog_atom, uint64_t token, bool seeded) { use_metadata_log(self, token, seeded); },
+      [=](metalog_atom, bool) { cluster_keeps_a_log(self); },
   };
 }
 

@@ -77,7 +77,9 @@ struct node_state {
   connection_settings settings;  // handed to connections as they log in
   std::unordered_map<caf::actor_addr, std::string> connection_vhost;
   std::map<std::string, vhost_limits> limits_of;  // vhosts that have limits
-  uint64_t log_token = 0;  // users and permissions follow the metadata log: what it sends with
+  uint64_t log_token = 0;   // users and permissions follow the metadata log: what it sends with
+  bool log_seeded = false;  // ... once it holds them (node_log_changes.cpp)
+  bool cluster_has_log = false;  // a member holds one
 
   static inline const char* name = "node";
 };

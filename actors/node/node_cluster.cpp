@@ -173,7 +173,7 @@ access_change vhost_deleted(const std::string& name) {
 
 void apply_access(self_ptr self, const std::string& from, access_change& change) {
   auto& st = self->state;
-  if (log_backed(st)) strip_log_owned(change);  // the log brings those
+  if (users_from_log_only(st)) strip_log_owned(change);  // the log brings those
   auto batch = apply_definitions(self, change.put);
   for (const auto& name : change.users_deleted) {
     if (st.users.erase(name) == 0) continue;

@@ -16,6 +16,9 @@
 #include "persistence/metadata_log.hpp"
 #include "persistence/metadata_log_codec.hpp"
 
+#include <chrono>
+#include <iterator>
+
 namespace warren::node_parts {
 
 namespace {
@@ -50,6 +53,9 @@ void apply_changes(self_ptr self, const std::vector<persistence::meta_mutation>&
     if (m.table == meta_table::users) {
       if (m.erase) {
         forget_user(self, m.key);
+        // As LMDB does when it applies the entry: none of its permissions outlives the user.
+        for (auto p = st.permissions.begin(); p != st.permissions.end();)
+          p = p->first.first == m.key ? st.permissions.erase(p) : std::next(p);
       } else {
         auto u = persistence::decode_user(m.value);
         auto name = u.name;
@@ -100,8 +106,15 @@ void replace_all(self_ptr self, const std::vector<persistence::meta_mutation>& r
 
 }  // namespace
 
+// Only once this node's log holds the cluster's users (seeded here, or from a seed or snapshot
+// it applied): until then (a member joining, or a cluster whose log never formed) users and
+// permissions go the old way, so that none is lost to a log that cannot take it.
 bool log_backed(const node_state& st) {
-  return st.log_token != 0;
+  return st.log_token != 0 && (st.log_seeded || st.cluster_has_log);
+}
+
+bool users_from_log_only(const node_state& st) {
+  return st.log_token != 0 && st.log_seeded;
 }
 
 void strip_log_owned(access_change& change) {
@@ -114,7 +127,9 @@ void strip_log_owned(access_change& change) {
 void propose(self_ptr self, persistence::metadata_entry entry,
              std::function<void(const std::string& error)> done) {
   if (!self->state.cluster) return done("this node has no cluster actor yet");
-  self->request(cluster_handle(self->state.cluster), caf::infinite, propose_atom::value,
+  // The cluster actor answers within its own bounds (a forward, then this node's apply); this
+  // one only ends a wait on a cluster actor that is gone.
+  self->request(cluster_handle(self->state.cluster), std::chrono::minutes(1), propose_atom::value,
                 persistence::encode_metadata_entry(entry))
       .then([=](std::string& error) { done(error); },
             [=](caf::error& err) { done(to_string(describe(err))); });
@@ -136,19 +151,28 @@ void log_applied(self_ptr self, uint64_t token,
                  const std::vector<persistence::meta_mutation>& changes, bool whole) {
   if (token == 0 || token != self->state.log_token) return;
   try {
-    if (whole)
+    if (whole) {
       replace_all(self, changes);
-    else
+      if (!self->state.log_seeded)
+        log(log_level::info, "node", "users and permissions follow the metadata log from now on");
+      self->state.log_seeded = true;
+    } else {
       apply_changes(self, changes);
+    }
   } catch (const std::exception& e) {
     // The log checked every value as LMDB reads it back: this is a bug, not a peer's doing.
     log(log_level::error, "node", std::string("a metadata log change not taken: ") + e.what());
   }
 }
 
-void use_metadata_log(self_ptr self, uint64_t token) {
+void cluster_keeps_a_log(self_ptr self) {
+  self->state.cluster_has_log = true;
+}
+
+void use_metadata_log(self_ptr self, uint64_t token, bool seeded) {
   if (self->state.log_token != 0) return;  // set once, by warren-node, before the cluster
   self->state.log_token = token;
+  self->state.log_seeded = seeded;
 }
 
 }  // namespace warren::node_parts

@@ -100,8 +100,15 @@ std::string grant_login(self_ptr self, client_hello& hello, permission_record& r
 // --- users and permissions in the metadata log (node_log_changes.cpp) ----------------------------
 
 /// Whether users and permissions change through the cluster's metadata log here (a clustered
-/// node with a log) rather than by sharing changes with the members.
+/// node with a log, once it or a member it met holds one with the cluster's users) rather than by
+/// sharing changes with the members. A cluster whose log never formed keeps the old way.
 bool log_backed(const node_state& st);
+/// Whether users and permissions come only from the log: once it holds them (seeded). Until then
+/// (a member that joined, its log catching up) the members' views bring them as before.
+bool users_from_log_only(const node_state& st);
+/// From the cluster actor: a member holds the log (so changes go through it, also before this
+/// node's own log caught up).
+void cluster_keeps_a_log(self_ptr self);
 /// Takes the users and permissions out of a change shared the old way: the log carries them.
 void strip_log_owned(access_change& change);
 /// Proposes `entry` through the cluster actor: `done` hears "" once this node applied it.
@@ -113,8 +120,9 @@ caf::result<void> change_through_log(self_ptr self, persistence::metadata_entry 
 /// What this node's log applied (warren-node's token checked): its users and permissions.
 void log_applied(self_ptr self, uint64_t token,
                  const std::vector<persistence::meta_mutation>& changes, bool whole);
-/// From warren-node, before the cluster starts: the log runs, and its changes carry `token`.
-void use_metadata_log(self_ptr self, uint64_t token);
+/// From warren-node, before the cluster starts: the log runs, and its changes carry `token`;
+/// `seeded`: it holds the cluster's users already (else from its first seed or snapshot on).
+void use_metadata_log(self_ptr self, uint64_t token, bool seeded);
 
 // --- the cluster (node_cluster.cpp) -------------------------------------------------------------
 

@@ -9,6 +9,7 @@
 #include "core/log.hpp"
 #include "core/names.hpp"
 #include "persistence/metadata_codec.hpp"
+#include "persistence/metadata_log.hpp"
 
 namespace warren::node_parts {
 
@@ -90,6 +91,12 @@ caf::result<void> add_vhost_through_log(self_ptr self, const std::string& name,
       {{persistence::meta_table::users, persistence::user_key(creator.user), true}}};
   propose(self, grant, [=](const std::string& error) mutable {
     if (error.empty()) return create();
+    if (persistence::metadata_log::failed_condition(error)) {
+      rp.deliver(make_broker_error(
+          reply_code::not_found,
+          "vhost " + quote(name) + " not added: user " + quote(creator.user) + " was deleted"));
+      return;
+    }
     rp.deliver(make_broker_error(reply_code::resource_error,
                                  "vhost " + quote(name) + " not added: " + error));
   });

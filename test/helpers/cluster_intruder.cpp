@@ -10,6 +10,8 @@
 // Each step prints one line; the exit code is 0 whatever the node did.
 #include "actors/common/cluster_protocol.hpp"
 #include "actors/common/message_types.hpp"
+#include "persistence/metadata_codec.hpp"
+#include "persistence/metadata_log_codec.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -34,6 +36,18 @@ warren::access_change admin_for_intruder() {
   return change;
 }
 
+// The same administrator as a metadata log entry, for the cluster actor to commit.
+std::string admin_entry_for_intruder() {
+  using namespace warren::persistence;
+  auto change = admin_for_intruder();
+  const auto& u = change.put.users[0];
+  const auto& p = change.put.permissions[0];
+  return encode_metadata_entry(
+      {{{meta_table::users, user_key(u.name), encode_user(u), false},
+        {meta_table::permissions, permission_key(p.user, p.vhost), encode_permission(p), false}},
+       {}});
+}
+
 warren::metadata_view empty_view_from_the_future() {
   warren::metadata_view view;
   view.from = "a";
@@ -48,7 +62,14 @@ void attack(caf::actor_system& system, const caf::actor& cluster) {
   caf::anon_send(cluster, warren::replicate_atom::value, std::string("a"), admin_for_intruder());
   self->send(cluster, warren::replicate_atom::value, empty_view_from_the_future());
   caf::anon_send(cluster, warren::replicate_atom::value, empty_view_from_the_future());
-  std::cout << "sent: replicate access change, metadata view" << std::endl;
+  // A change for the metadata log: as this node's own actors send it, and as a member forwards
+  // it to the leader; each as itself and anonymously.
+  auto entry = admin_entry_for_intruder();
+  self->send(cluster, warren::propose_atom::value, entry);
+  caf::anon_send(cluster, warren::propose_atom::value, entry);
+  self->send(cluster, warren::propose_atom::value, std::string("a"), entry);
+  caf::anon_send(cluster, warren::propose_atom::value, std::string("a"), entry);
+  std::cout << "sent: replicate access change, metadata view, metadata log proposals" << std::endl;
   const std::pair<caf::atom_value, const char*> registered[] = {
       {caf::atom("ConfigServ"), "ConfigServ"}, {caf::atom("SpawnServ"), "SpawnServ"}};
   for (const auto& [atom, name] : registered) {
