@@ -127,8 +127,10 @@ node_process::node_process(std::vector<std::string> extra_args, std::string data
 }
 
 bool node_process::launch(const std::vector<std::string>& argv) {
+  // Close-on-exec: a node forked meanwhile from another thread must not inherit this pipe's write
+  // end, or this node's log reader never sees the end of it (a test waited forever on that).
   int err_pipe[2];
-  if (pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
   // Built before fork: the child of a threaded process may only make async-signal-safe calls
   // (another thread may hold the allocator's lock at the moment of the fork).
   auto args = c_args(argv);
@@ -283,7 +285,8 @@ void node_process::kill9() {
 
 command_result run_command(const std::vector<std::string>& argv, const std::string& input) {
   int in_pipe[2], out_pipe[2], err_pipe[2];
-  if (pipe(in_pipe) != 0 || pipe(out_pipe) != 0 || pipe(err_pipe) != 0)
+  if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0 ||
+      pipe2(err_pipe, O_CLOEXEC) != 0)
     throw std::runtime_error("pipe failed");
   auto args = c_args(argv);  // before fork, as in node_process::launch
   pid_t pid = fork();
