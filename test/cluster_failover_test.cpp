@@ -56,17 +56,6 @@ void define_first_topology_and_access(node_process& a) {
   conn->add_vhost("old");
 }
 
-// The message of what `change` threw; "" when it did not throw.
-template <class F>
-std::string refusal_of(F change) {
-  try {
-    change();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return {};
-}
-
 // Through a, while b is down: exchanges deleted, one declared again with another type, bindings
 // added and removed. Users, permissions and so vhosts (their permissions) go through the
 // metadata log, which two nodes keep only together: a alone refuses them (and the test waited

@@ -45,6 +45,17 @@ json warrenctl_json(const node_process& node, std::vector<std::string> args);
 std::map<std::string, bool> members_seen_by(const node_process& node);
 /// Polls until `node` sees exactly `expected`.
 bool sees(const node_process& node, const std::map<std::string, bool>& expected);
+/// The message of what `change` threw; "" when it did not throw.
+template <class F>
+std::string refusal_of(F change) {
+  try {
+    change();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
 /// Polls until `node` lists exactly `voters` as voting in the metadata log.
 bool log_voters_seen(const node_process& node, const names& voters);
 /// Polls until `node` names `leader` as the metadata log's leader ("": none).

@@ -25,17 +25,6 @@ names users_of(const node_process& node) {
   return out;
 }
 
-// The message of what `change` threw; "" when it did not throw.
-template <class F>
-std::string refusal_of(F change) {
-  try {
-    change();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return {};
-}
-
 struct three_nodes {
   uint16_t pa = free_port(), pb = free_port(), pc = free_port();
   temp_dir a_dir, b_dir, c_dir;
