@@ -257,7 +257,11 @@ std::unique_ptr<warren::persistence::metadata_log> start_log(
                                      bool whole) {
     caf::anon_send(node, warren::applied_atom::value, token, changes, whole);
   };
-  caf::anon_send(node, warren::metalog_atom::value, token, store.log_seeded());
+  // A log made now is empty (its identity's reset clears a former log's seed), and a founder's
+  // holds its users as soon as it leads: its changes wait in the log for that seed.
+  bool seeded = how == warren::node::log_start::found ||
+                (how == warren::node::log_start::open && store.log_seeded());
+  caf::anon_send(node, warren::metalog_atom::value, token, seeded);
   auto log = warren::node::start_metadata_log(store, how, settings);
   relay->attach(log.get());
   static const char* verbs[] = {"", "opened", "founded", "joining"};

@@ -97,7 +97,7 @@ BOOST_AUTO_TEST_CASE(without_tls_the_cluster_actor_takes_nothing_from_a_node_tha
   BOOST_REQUIRE_MESSAGE(r.out.find("sent:") != std::string::npos, r.out + r.err);
   BOOST_CHECK(a.wait_for_log("refused a 'metadata view' message from"));
   BOOST_CHECK(logged_times(a, "refused a 'replicate' message from", 2));
-  BOOST_CHECK(logged_times(a, "refused a 'propose' message from", 4));
+  BOOST_CHECK(logged_times(a, "refused a 'propose' message from", 5));
   BOOST_CHECK_EQUAL(users_and_vhosts(a), before);
   BOOST_CHECK_EQUAL(home_of(a, "kept"), "a");
   BOOST_CHECK(!logs_in(a, "intruder", "anything", "/"));

@@ -405,10 +405,12 @@ cluster_metadata_api::behavior_type metadata_behavior(cluster_self self) {
         if (!from_trusted(self)) return void(refuse_untrusted(self, "raft"));
         raft_frame_in(self, frame);
       },
-      [=](propose_atom, std::string& entry) -> caf::result<std::string> {
-        // Only this node's own actors: an anonymous message may come from anywhere.
+      [=](propose_atom, uint64_t token, std::string& entry) -> caf::result<std::string> {
+        // Only this node's own actors: an anonymous message may come from anywhere, and a
+        // peer can name a local actor as its sender; the token never leaves the process.
         const auto& sender = self->current_sender();
-        if (!sender || sender->node() != self->node()) return refuse_untrusted(self, "propose");
+        if (!sender || sender->node() != self->node() || token != self->state.config.raft->token())
+          return refuse_untrusted(self, "propose");
         return propose_here(self, std::move(entry));
       },
       [=](propose_atom, const std::string&,

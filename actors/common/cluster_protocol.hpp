@@ -215,10 +215,11 @@ using cluster_metadata_api = caf::typed_actor<
     // for), and from a member's log (its sender names the member)
     caf::reacts_to<raft_atom, uint64_t, std::string, persistence::raft_frame>,
     caf::reacts_to<raft_atom, persistence::raft_frame>,
-    // a change through the metadata log (an entry's bytes, metadata_log_codec): from this node,
+    // a change through the metadata log (an entry's bytes, metadata_log_codec): from this node
+    // (with the relay's in-process token: a peer can forge a local sender in CAF 0.17's BASP),
     // answered "" once committed and applied here, or why not; from a member (its name first),
     // answered by the leader with why not and the entry's index
-    caf::replies_to<propose_atom, std::string>::with<std::string>,
+    caf::replies_to<propose_atom, uint64_t, std::string>::with<std::string>,
     caf::replies_to<propose_atom, std::string, std::string>::with<std::string, uint64_t>,
     // from this node's log (the relay's token): a proposal answered (its number, why not, its
     // index), and applied here (its number, why not)

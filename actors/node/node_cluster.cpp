@@ -199,7 +199,7 @@ void apply_access(self_ptr self, const std::string& from, access_change& change)
   };
   persist(self, st.storage.persistence, std::move(batch), failed("users and permissions"));
   for (const auto& name : change.vhosts_deleted)
-    drop_vhost(self, name, failed("deleting vhost " + quote(name)));
+    drop_vhost(self, name, !log_backed(st), failed("deleting vhost " + quote(name)));
 }
 
 caf::result<queue_info, queue_placement> declare_for_member(self_ptr self, const std::string& vhost,

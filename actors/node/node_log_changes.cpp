@@ -129,8 +129,8 @@ void propose(self_ptr self, persistence::metadata_entry entry,
   if (!self->state.cluster) return done("this node has no cluster actor yet");
   // The cluster actor answers within its own bounds (a forward, then this node's apply); this
   // one only ends a wait on a cluster actor that is gone.
-  self->request(cluster_handle(self->state.cluster), std::chrono::minutes(1), propose_atom::value,
-                persistence::encode_metadata_entry(entry))
+  self->request(cluster_handle(self->state.cluster), std::chrono::minutes(2), propose_atom::value,
+                self->state.log_token, persistence::encode_metadata_entry(entry))
       .then([=](std::string& error) { done(error); },
             [=](caf::error& err) { done(to_string(describe(err))); });
 }

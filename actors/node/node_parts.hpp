@@ -54,8 +54,10 @@ void spawn_vhost(self_ptr self, const std::string& name, vhost_recovery recovere
 /// Vhost `name`'s LMDB record (with its limits), or its erasure.
 persistence::meta_mutation vhost_record(const std::string& name, bool erase,
                                         const vhost_limits& limits = {});
-/// Stops vhost `name` and drops its records and permissions; `done` once they are stored.
-void drop_vhost(self_ptr self, const std::string& name, std::function<void(caf::error)> done);
+/// Stops vhost `name` and drops its records (and, `with_permissions`, its permissions here: not
+/// when the log drops them); `done` once they are stored.
+void drop_vhost(self_ptr self, const std::string& name, bool with_permissions,
+                std::function<void(caf::error)> done);
 caf::result<void> add_vhost(self_ptr self, const std::string& name);  // administrators
 caf::result<void> delete_vhost(self_ptr self, const std::string& name);
 caf::result<void> set_vhost_limits(self_ptr self, const std::string& name,

