@@ -62,48 +62,44 @@ std::map<std::string, bool> members_seen_by(const node_process& node) {
   return out;
 }
 
-// Polls until `node` sees exactly `expected`. Joining and noticing a dead peer take network round
-// trips and CAF's heartbeat timeout; the minute is a guard against hanging, not a speed test.
-bool sees(const node_process& node, const std::map<std::string, bool>& expected) {
+namespace {
+
+// Polls until `holds(rows of warrenctl list nodes)` is true. Joining, noticing a dead peer and
+// electing take network round trips and timeouts; the minute is a guard against hanging, not a
+// speed test.
+template <class Check>
+bool nodes_listed(const node_process& node, Check holds) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
   while (std::chrono::steady_clock::now() < deadline) {
-    if (members_seen_by(node) == expected) return true;
+    if (holds(warrenctl_json(node, {"list", "nodes"}))) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   std::cerr << "last seen: " << warrenctl_json(node, {"list", "nodes"}).dump() << std::endl;
   return false;
+}
+
+}  // namespace
+
+bool sees(const node_process& node, const std::map<std::string, bool>& expected) {
+  return nodes_listed(node, [&](const json&) { return members_seen_by(node) == expected; });
 }
 
 bool log_voters_seen(const node_process& node, const names& voters) {
-  auto voting = [&] {
-    names out;
-    for (const auto& row : warrenctl_json(node, {"list", "nodes"}))
-      if (row["voter"].get<bool>()) out.insert(row["name"].get<std::string>());
-    return out;
-  };
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (voting() == voters) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  std::cerr << "last seen: " << warrenctl_json(node, {"list", "nodes"}).dump() << std::endl;
-  return false;
+  return nodes_listed(node, [&](const json& rows) {
+    names voting;
+    for (const auto& row : rows)
+      if (row["voter"].get<bool>()) voting.insert(row["name"].get<std::string>());
+    return voting == voters;
+  });
 }
 
 bool log_leader_seen(const node_process& node, const std::string& leader) {
-  auto named = [&] {
-    std::string out;
-    for (const auto& row : warrenctl_json(node, {"list", "nodes"}))
-      if (row["leader"].get<bool>()) out = row["name"].get<std::string>();
-    return out;
-  };
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (named() == leader) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  std::cerr << "last seen: " << warrenctl_json(node, {"list", "nodes"}).dump() << std::endl;
-  return false;
+  return nodes_listed(node, [&](const json& rows) {
+    std::string named;
+    for (const auto& row : rows)
+      if (row["leader"].get<bool>()) named = row["name"].get<std::string>();
+    return named == leader;
+  });
 }
 
 std::unique_ptr<warren::client::connection> connect(const node_process& node) {
