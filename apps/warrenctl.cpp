@@ -41,7 +41,8 @@ void print_message(const delivery& d, bool as_json) {
 struct options {
   connect_options connect;
   bool json = false;
-  std::string token;  // --token: act through this grant instead of logging in
+  bool linearizable = false;  // --linearizable: the node syncs with the metadata log first
+  std::string token;          // --token: act through this grant instead of logging in
 };
 
 // publish: one message from --body, or one per stdin line with a window of batches in flight.
@@ -384,6 +385,9 @@ int main(int argc, char** argv) {
   CLI::App app{"warrenctl: manage and use a warren-node"};
   auto* port_option = add_connect_options(app, opt.connect);
   app.add_flag("--json", opt.json, "machine-readable output");
+  app.add_flag("--linearizable", opt.linearizable,
+               "first wait until the node applied every metadata change the cluster committed, "
+               "so that what it lists is current (fails without a quorum)");
   auto* token_option =
       app.add_option("--token", opt.token,
                      "publish, get or consume through a grant's token (warrenctl grant) instead of "
@@ -421,6 +425,7 @@ int main(int argc, char** argv) {
       return messaging.run_on(cmd, *restore_grant(opt.connect, opt.token), opt);
     }
     auto conn = connection::open(opt.connect);
+    if (opt.linearizable) conn->sync_metadata();
     if (topology.run(cmd, *conn, opt.json) || admin.run(cmd, *conn, opt.json) ||
         definitions.run(cmd, *conn) || streams.run(cmd, *conn, opt.json) ||
         grants.run(cmd, *conn, opt.json))

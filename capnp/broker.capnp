@@ -423,6 +423,15 @@ interface Connection {
   # 8 digits), in either case, and closes the connections of its capabilities. Its creator or an administrator only (ACCESS_REFUSED);
   # NOT_FOUND for no such grant.
   revokeGrant @27 (token :Text);
+
+  # Returns once this node has applied every metadata change its cluster's log committed before
+  # the call, as ZooKeeper's sync does: listings made after it on this connection are then no
+  # older than the call (linearizable). Listings alone read this node's copy, which may lag the
+  # leader's by a moment, or, on a member cut off from a majority, by as long as the cut lasts.
+  # It covers what goes through the log: users and permissions, as yet. Standalone, or in a
+  # cluster that keeps no log, it returns at once. RESOURCE_ERROR "no quorum: ..." when the
+  # log's leader cannot be reached.
+  syncMetadata @28 ();
 }
 
 # An independent session on a connection: its own delivery tags, consumers, prefetch and

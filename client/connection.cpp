@@ -265,6 +265,11 @@ void connection::forget_node(const std::string& name) {
   });
 }
 
+void connection::sync_metadata() {
+  auto st = state_;
+  runtime_->call<void>([st]() { return cap_of(st).syncMetadataRequest().send().ignoreResult(); });
+}
+
 namespace {
 
 std::string hex_token(capnp::Data::Reader token) {

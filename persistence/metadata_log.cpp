@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <stdexcept>
 #include <string_view>
 
@@ -136,6 +137,14 @@ void metadata_log::after_applied(uint64_t index, answer then) {
   auto shared = std::make_shared<answer>(std::move(then));
   if (!run_on_loop([this, index, shared] {
         after_applied_.emplace(index, std::move(*shared));
+        // A member that never applies (a joiner the leader never added) must not gather waiters
+        // without end: past the bound, the furthest off is told, and its asker has long gone.
+        if (after_applied_.size() > max_apply_waiters) {
+          auto furthest = std::prev(after_applied_.end());
+          auto dropped = std::move(furthest->second);
+          after_applied_.erase(furthest);
+          dropped("too many changes wait for this member's log to apply them");
+        }
         run_applied_waiters();
       }))
     (*shared)("the metadata log is closing");

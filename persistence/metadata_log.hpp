@@ -194,6 +194,7 @@ class metadata_log {
   uint64_t barrier_term_ = 0;          // the log thread's: the term whose barrier was proposed
   uint64_t barrier_applied_term_ = 0;  // the log thread's: the term whose barrier was applied
   uint64_t committed_term_ = 0;        // the log thread's: that term's leader is ready for changes
+  static constexpr size_t max_apply_waiters = 4096;
   std::multimap<uint64_t, answer> after_applied_;  // the log thread's: by index
   bool notice_due_ = false;        // the log thread's: a change committed since the last notice
   bool notice_in_flight_ = false;  // the log thread's: a commit notice is under way

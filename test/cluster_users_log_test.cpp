@@ -1,8 +1,9 @@
 // Users and permissions through the metadata log, in real warren-node processes (issue 33): a
 // change made on any member is forwarded to the leader and answered once the member applied it,
-// so it is read back at once where it was made; two members creating the same user at once end
-// with one of them, the same everywhere; a member without a majority refuses such changes, naming
-// the quorum, and goes on serving its queues; and a node's users from before the log seed it.
+// so it is read back at once where it was made, and anywhere after a sync; two members creating the
+// same user at once end with one of them, the same everywhere; a member without a majority refuses
+// such changes, naming the quorum, and goes on serving its queues; and a node's users from before
+// the log seed it.
 #include "cluster_nodes.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -64,6 +65,35 @@ BOOST_AUTO_TEST_CASE(a_user_change_made_on_any_member_is_read_back_there_at_once
     }));
 }
 
+// Listings read the member's own copy; a sync first makes them current: a change answered on one
+// member is listed at once on each other member by a connection that synced after the answer.
+BOOST_AUTO_TEST_CASE(a_sync_makes_a_members_listings_current) {
+  three_nodes n;
+  for (auto* made_on : n.all())
+    for (auto* read_on : n.all()) {
+      if (read_on == made_on) continue;
+      auto name =
+          "synced-" + std::to_string(made_on->port()) + "-" + std::to_string(read_on->port());
+      auto reader = connect(*read_on);  // open before the change, so it cannot have seen it
+      connect(*made_on)->add_user(name, "pw");
+      reader->sync_metadata();
+      names listed;
+      for (const auto& u : reader->list_users()) listed.insert(u.name);
+      BOOST_TEST(listed.count(name) == 1u, name << " not listed on port " << read_on->port());
+    }
+}
+
+// A standalone node keeps no log: a sync has nothing to wait for.
+BOOST_AUTO_TEST_CASE(a_sync_on_a_standalone_node_returns_at_once) {
+  node_process solo;
+  auto conn = connect(solo);
+  conn->add_user("solo", "pw");
+  conn->sync_metadata();
+  names listed;
+  for (const auto& u : conn->list_users()) listed.insert(u.name);
+  BOOST_TEST(listed.count("solo") == 1u);
+}
+
 // Two members create one user name at once, with different passwords: one is told it exists,
 // and every member keeps the winner's password.
 BOOST_AUTO_TEST_CASE(of_two_members_creating_one_user_at_once_one_wins_everywhere) {
@@ -104,6 +134,9 @@ BOOST_AUTO_TEST_CASE(a_member_without_a_majority_refuses_user_changes_and_serves
   auto refused = refusal_of([&] { conn->add_user("lonely", "x"); });
   BOOST_TEST(refused.find("no quorum: 1 of 3 members reachable") != std::string::npos, refused);
   BOOST_TEST(users_of(*n.a).count("lonely") == 0u);
+  // Its reads are local and may be stale; a linearizable one is refused, naming the quorum.
+  auto unsynced = refusal_of([&] { conn->sync_metadata(); });
+  BOOST_TEST(unsynced.find("metadata not synced: no quorum") != std::string::npos, unsynced);
   ch->confirm_select();
   auto sent = ch->publish_batch(numbered("stays", 10)).get();
   for (const auto& r : sent) BOOST_TEST((r.outcome == warren::publish_outcome::routed));

@@ -268,6 +268,14 @@ bool from_trusted(cluster_self self) {
   return false;
 }
 
+// Whether the message comes from this node's own actors with the relay's token: an anonymous
+// message may come from anywhere, and a peer can name a local actor as its sender; the token
+// never leaves the process.
+bool from_this_node(cluster_self self, uint64_t token) {
+  const auto& sender = self->current_sender();
+  return sender && sender->node() == self->node() && token == self->state.config.raft->token();
+}
+
 // Logs a message refused by from_trusted; the error answers a request.
 caf::error refuse_untrusted(cluster_self self, const char* what) {
   const auto& sender = self->current_sender();
@@ -406,12 +414,12 @@ cluster_metadata_api::behavior_type metadata_behavior(cluster_self self) {
         raft_frame_in(self, frame);
       },
       [=](propose_atom, uint64_t token, std::string& entry) -> caf::result<std::string> {
-        // Only this node's own actors: an anonymous message may come from anywhere, and a
-        // peer can name a local actor as its sender; the token never leaves the process.
-        const auto& sender = self->current_sender();
-        if (!sender || sender->node() != self->node() || token != self->state.config.raft->token())
-          return refuse_untrusted(self, "propose");
+        if (!from_this_node(self, token)) return refuse_untrusted(self, "propose");
         return propose_here(self, std::move(entry));
+      },
+      [=](sync_atom, uint64_t token) -> caf::result<std::string> {
+        if (!from_this_node(self, token)) return refuse_untrusted(self, "sync");
+        return sync_here(self);
       },
       [=](propose_atom, const std::string&,
           std::string& entry) -> caf::result<std::string, uint64_t> {

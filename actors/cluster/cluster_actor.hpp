@@ -117,6 +117,7 @@ struct cluster_state {
     caf::typed_response_promise<std::string> local;             // made on this node
     caf::typed_response_promise<std::string, uint64_t> member;  // forwarded to us as leader
     int forwards = 0;
+    bool sync = false;  // an empty entry for a linearizable read: only an apply here answers it
   };
   std::map<uint64_t, proposal> proposals;
   uint64_t next_proposal = 1;

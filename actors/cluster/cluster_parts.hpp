@@ -45,6 +45,9 @@ void raft_fill_rows(cluster_self self, std::vector<node_info>& rows);
 /// A change made on this node (an entry's bytes): "" once the log committed it and this node
 /// applied it, or why not.
 caf::result<std::string> propose_here(cluster_self self, std::string entry);
+/// "" once this node applied every entry the log committed before the call (an empty entry
+/// through the leader, answered only by its apply here), or why not.
+caf::result<std::string> sync_here(cluster_self self);
 /// A change a member forwarded to us as the leader: why not, and the entry's index.
 caf::result<std::string, uint64_t> propose_for_member(cluster_self self, std::string entry);
 /// This node's log answered proposal `id` (the relay's token checked).

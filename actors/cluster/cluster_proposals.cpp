@@ -21,9 +21,9 @@ namespace warren::cluster_parts {
 
 namespace {
 
-// How often a change follows the leader before it is refused: each hop is a change of leader
-// while it was under way.
-constexpr int max_forwards = 3;
+// How often a change follows a new leader before it is refused. Its first hop (from a follower
+// to the leader it knows) is no change of leader; each later one is.
+constexpr int max_leader_changes = 3;
 // A leader answers within its log's quorum timeout; this only ends a wait on a leader that died.
 constexpr auto leader_timeout = std::chrono::seconds(15);
 // A change the log committed is answered as made once this node applied it, or after this long
@@ -113,9 +113,10 @@ void answered(cluster_self self, uint64_t id, const std::string& error, uint64_t
 void forward(cluster_self self, uint64_t id, const std::string& leader) {
   auto& st = self->state;
   auto& p = st.proposals.at(id);
-  if (++p.forwards > max_forwards)
+  if (++p.forwards > max_leader_changes + 1)
     return finish(self, id,
-                  "no quorum: the metadata log's leader changed " + std::to_string(max_forwards) +
+                  "no quorum: the metadata log's leader changed " +
+                      std::to_string(max_leader_changes) +
                       " times while the change was under way; try again");
   if (leader == st.config.self.name) return submit_here(self, id);
   auto m = st.members.find(leader);
@@ -140,6 +141,18 @@ caf::result<std::string> propose_here(cluster_self self, std::string entry) {
   auto id = st.next_proposal++;
   auto& p = st.proposals[id];
   p.entry = std::move(entry);
+  p.local = self->make_response_promise<std::string>();
+  auto promise = p.local;
+  submit_here(self, id);
+  return promise;
+}
+
+caf::result<std::string> sync_here(cluster_self self) {
+  auto& st = self->state;
+  auto id = st.next_proposal++;
+  auto& p = st.proposals[id];
+  p.entry = persistence::encode_metadata_entry({});
+  p.sync = true;
   p.local = self->make_response_promise<std::string>();
   auto promise = p.local;
   submit_here(self, id);
@@ -174,7 +187,12 @@ void proposal_answered(cluster_self self, uint64_t token, uint64_t id, const std
 void proposal_applied(cluster_self self, uint64_t token, uint64_t id, const std::string& error) {
   if (!from_our_log(self, token)) return;
   if (error != applied_late) return finish(self, id, error);
-  if (self->state.proposals.count(id) == 0) return;  // applied in time
+  auto p = self->state.proposals.find(id);
+  if (p == self->state.proposals.end()) return;  // applied in time
+  if (p->second.sync)
+    return finish(self, id,
+                  "this node has not applied the metadata log's latest entries within " +
+                      std::to_string(apply_timeout.count()) + " s; its reads lag the leader's");
   note(log_level::warn, "a change the metadata log committed was not applied on this node within " +
                             std::to_string(apply_timeout.count()) + " s; answered as made");
   finish(self, id, "");

@@ -221,6 +221,8 @@ using cluster_metadata_api = caf::typed_actor<
     // answered by the leader with why not and the entry's index
     caf::replies_to<propose_atom, uint64_t, std::string>::with<std::string>,
     caf::replies_to<propose_atom, std::string, std::string>::with<std::string, uint64_t>,
+    // from this node (the relay's token): "" once it applied what the log committed before
+    caf::replies_to<sync_atom, uint64_t>::with<std::string>,
     // from this node's log (the relay's token): a proposal answered (its number, why not, its
     // index), and applied here (its number, why not)
     caf::reacts_to<proposed_atom, uint64_t, uint64_t, std::string, uint64_t>,

@@ -69,7 +69,9 @@ using connection_access_api = caf::typed_actor<
     // capability grants: mint (what, ttl in seconds; 0 = none), revoke (token or prefix)
     caf::reacts_to<grant_atom, uint64_t, grant_record, int64_t>,
     caf::reacts_to<revoke_atom, uint64_t, std::string>,
-    caf::reacts_to<forget_atom, uint64_t, std::string>>;
+    caf::reacts_to<forget_atom, uint64_t, std::string>,
+    // waits until this node applied what the metadata log committed before (linearizable reads)
+    caf::reacts_to<sync_atom, metalog_atom, uint64_t>>;
 
 /// Listings and statistics: node-wide ones from the node, the vhost's own from the vhost.
 using connection_listing_api = caf::typed_actor<
@@ -259,6 +261,8 @@ class connection_ref {
   void list_nodes(uint64_t r) { send(list_atom::value, nodes_atom::value, r); }
   /// Removes a member that is down from the cluster (administrators). -> ()
   void forget_node(uint64_t r, std::string name) { send(forget_atom::value, r, std::move(name)); }
+  /// Answers once this node applied every metadata change committed before the call. -> ()
+  void sync_metadata(uint64_t r) { send(sync_atom::value, metalog_atom::value, r); }
   /// Mints a grant of this connection's vhost as its user; ttl_s 0 = no expiry. -> std::string,
   /// the token's raw bytes (the node keeps only their hash).
   void grant(uint64_t r, grant_record what, int64_t ttl_s) {

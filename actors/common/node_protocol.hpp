@@ -84,7 +84,9 @@ using node_admin_api = caf::typed_actor<
     // listings and statistics, node-wide
     caf::replies_to<list_atom, queues_atom>::with<std::vector<queue_info>>,
     caf::replies_to<list_atom, conns_atom>::with<std::vector<connection_info>>,
-    caf::replies_to<stats_atom>::with<node_stats_info>>;
+    caf::replies_to<stats_atom>::with<node_stats_info>,
+    // answered once this node applied what the metadata log committed before (linearizable reads)
+    caf::reacts_to<sync_atom, metalog_atom>>;
 
 /// The node actor's whole interface.
 using node_actor_type = node_login_api::extend_with<node_cluster_api, node_admin_api>;

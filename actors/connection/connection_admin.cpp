@@ -70,6 +70,9 @@ connection_access_api::behavior_type access_behavior(self_ptr self) {
       [=](forget_atom, uint64_t request, std::string& name) {
         to_node(self, request, forget_atom::value, std::move(name));
       },
+      [=](sync_atom, metalog_atom, uint64_t request) {
+        to_node(self, request, sync_atom::value, metalog_atom::value);
+      },
   };
 }
 

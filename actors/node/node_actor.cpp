@@ -461,6 +461,7 @@ node_admin_api::behavior_type admin_behavior(self_ptr self) {
       },
       [=](delete_atom, user_atom, text name) { return delete_user(self, name); },
       [=](list_atom, user_atom) { return list_users(self); },
+      [=](sync_atom, metalog_atom) { return sync_metadata(self); },
       [=](declare_atom, permission_atom, const permission_record& p) {
         return set_permissions(self, p);
       },

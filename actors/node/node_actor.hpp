@@ -43,6 +43,8 @@
 //   (forget_atom, name)                              -> void   a dead member (administrators)
 //   (stats_atom)                                     -> node_stats_info  queues, connections,
 //                                                       uptime and memory
+//   (sync_atom, metalog_atom)                        -> void   once this node applied what the
+//                                                       metadata log committed before
 #pragma once
 
 #include "actors/common/node_protocol.hpp"

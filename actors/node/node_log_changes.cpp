@@ -147,6 +147,23 @@ caf::result<void> change_through_log(self_ptr self, persistence::metadata_entry 
   return rp;
 }
 
+caf::result<void> sync_metadata(self_ptr self) {
+  if (!log_backed(self->state) || !self->state.cluster) return caf::unit;
+  auto rp = self->make_response_promise<void>();
+  self->request(cluster_handle(self->state.cluster), std::chrono::minutes(2), sync_atom::value,
+                self->state.log_token)
+      .then(
+          [=](std::string& error) mutable {
+            if (error.empty())
+              deliver_unit(rp);
+            else
+              rp.deliver(
+                  make_broker_error(reply_code::resource_error, "metadata not synced: " + error));
+          },
+          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
 void log_applied(self_ptr self, uint64_t token,
                  const std::vector<persistence::meta_mutation>& changes, bool whole) {
   if (token == 0 || token != self->state.log_token) return;

@@ -119,6 +119,9 @@ void propose(self_ptr self, persistence::metadata_entry entry,
 /// Answers once `entry` is applied here; a refused condition is answered with `conflict(i)`.
 caf::result<void> change_through_log(self_ptr self, persistence::metadata_entry entry,
                                      std::function<caf::error(size_t condition)> conflict);
+/// Answers once this node applied every entry the log committed before the call: at once when
+/// it keeps no log.
+caf::result<void> sync_metadata(self_ptr self);
 /// What this node's log applied (warren-node's token checked): its users and permissions.
 void log_applied(self_ptr self, uint64_t token,
                  const std::vector<persistence::meta_mutation>& changes, bool whole);

@@ -184,6 +184,10 @@ class connection_impl final : public rpc::Connection::Server {
     return ask([&](uint64_t r) { conn().forget_node(r, std::move(name)); }).ignoreResult();
   }
 
+  kj::Promise<void> syncMetadata(SyncMetadataContext) override {
+    return ask([&](uint64_t r) { conn().sync_metadata(r); }).ignoreResult();
+  }
+
   kj::Promise<void> grantPublisher(GrantPublisherContext ctx) override {
     auto p = ctx.getParams();
     grant_record what;

@@ -81,6 +81,11 @@ class connection {
   std::vector<node_row> list_nodes();
   /// Removes a node that is down from the cluster (administrator only).
   void forget_node(const std::string& name);
+  /// Returns once the node applied every metadata change its cluster's log committed before the
+  /// call, so that listings after it are current (linearizable); listings alone read the
+  /// node's copy, which may lag. At once when the node keeps no log; fails with "no quorum: ..."
+  /// when the log's leader cannot be reached.
+  void sync_metadata();
 
   /// Capability grants (warren/grants.hpp), of this connection's vhost, made as its user, who
   /// needs the permission granted (write on the exchange, read on the queue). A publisher's
