@@ -250,6 +250,8 @@ int lmdb_store::write(const std::vector<meta_mutation>& batch, const write_plan&
       // know of included (granted on another member meanwhile): none outlives the user.
       if (rc == MDB_SUCCESS && plan.index != nullptr && m.table == meta_table::users)
         rc = erase_prefixed(t.txn, meta_table::permissions, permission_key(m.key, ""));
+      if (rc == MDB_SUCCESS && plan.index != nullptr && m.table == meta_table::vhosts)
+        rc = erase_vhost_contents(t.txn, m.key);
     } else {
       auto sealed = seal(static_cast<uint8_t>(1 + static_cast<int>(m.table)), m.key, m.value);
       MDB_val value = val(sealed);
@@ -276,6 +278,33 @@ int lmdb_store::erase_prefixed(MDB_txn* txn, meta_table table, const std::string
          rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT))
       keys.emplace_back(view(k));
     if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) return rc;
+  }
+  for (const auto& key : keys) {
+    MDB_val k = val(key);
+    if (int rc = mdb_del(txn, dbi, &k, nullptr); rc != MDB_SUCCESS) return rc;
+  }
+  return MDB_SUCCESS;
+}
+
+int lmdb_store::erase_vhost_contents(MDB_txn* txn, const std::string& vhost) {
+  for (auto table : {meta_table::exchanges, meta_table::queues, meta_table::bindings})
+    if (int rc = erase_prefixed(txn, table, exchange_key(vhost, "")); rc != MDB_SUCCESS) return rc;
+  // Permission keys start with the user: every one is looked at (a few per user).
+  auto dbi = dbis_[1 + static_cast<int>(meta_table::permissions)];
+  std::vector<std::string> keys;
+  {
+    MDB_cursor* cursor = nullptr;
+    if (int rc = mdb_cursor_open(txn, dbi, &cursor); rc != MDB_SUCCESS) return rc;
+    std::unique_ptr<MDB_cursor, void (*)(MDB_cursor*)> closing(cursor, mdb_cursor_close);
+    MDB_val k, v;
+    int rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST);
+    for (; rc == MDB_SUCCESS; rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
+      auto key = view(k);
+      auto separator = key.find('\0');
+      if (separator != std::string_view::npos && key.substr(separator + 1) == vhost)
+        keys.emplace_back(key);
+    }
+    if (rc != MDB_NOTFOUND) return rc;
   }
   for (const auto& key : keys) {
     MDB_val k = val(key);

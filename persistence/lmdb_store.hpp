@@ -139,11 +139,13 @@ class lmdb_store {
 
   // --- the metadata as a Raft log's state machine (persistence/metadata_fsm.hpp) ---------------
 
-  /// Whether the metadata log carries `table`: users and permissions. The other tables join it
-  /// as their changes move to the log (issue 33); until then each node's own records stay out of
-  /// snapshots and seeds, which replace what a member holds of the log's tables.
+  /// Whether the metadata log carries `table`: users, permissions and vhosts (with their
+  /// limits). The other tables join it as their changes move to the log (issue 33); until then
+  /// each node's own records stay out of snapshots and seeds, which replace what a member holds
+  /// of the log's tables.
   static bool in_log(meta_table table) {
-    return table == meta_table::users || table == meta_table::permissions;
+    return table == meta_table::users || table == meta_table::permissions ||
+           table == meta_table::vhosts;
   }
   /// What keeps `m` from being stored and read back (a key LMDB refuses, a value that does not
   /// decode as its table's record), or "". A change from the log is checked before it is applied.
@@ -219,6 +221,10 @@ class lmdb_store {
   void write_growing(const std::vector<meta_mutation>& batch, const write_plan& plan);
   int first_failed_condition(MDB_txn* txn, const std::vector<meta_condition>& conditions);
   int erase_prefixed(MDB_txn* txn, meta_table table, const std::string& prefix);
+  // A vhost deleted through the log: its permissions, exchanges, queues and bindings go in the
+  // same transaction, so that none outlives it here should the node stop before its vhost actor
+  // has deleted them.
+  int erase_vhost_contents(MDB_txn* txn, const std::string& vhost);
   void check_not_truncated(const std::string& env_dir);
   void read_format_version(MDB_txn* txn);
   void check_format_version(MDB_txn* txn, const std::string& env_dir,

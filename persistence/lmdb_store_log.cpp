@@ -37,6 +37,8 @@ std::string lmdb_store::change_problem(const meta_mutation& m) {
                           ? !scratch.permissions.empty() &&
                                 permission_key(scratch.permissions.back().user,
                                                scratch.permissions.back().vhost) == m.key
+                      : m.table == meta_table::vhosts
+                          ? !scratch.vhosts.empty() && vhost_key(scratch.vhosts.back()) == m.key
                           : true;
   if (!named_by_key)
     return std::string("a record in table '") + names[table] + "' that its key does not name";

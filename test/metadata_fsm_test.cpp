@@ -296,6 +296,44 @@ BOOST_AUTO_TEST_CASE(deleting_a_user_through_the_log_deletes_all_its_permissions
   BOOST_TEST(left[0].user == "alice");
 }
 
+// A log entry that deletes a vhost deletes, in the same transaction, its permissions and this
+// member's exchanges, queues and bindings in it (a node stopped before its vhost actor deleted
+// them must not find them again), and nothing of another vhost, one whose name starts alike
+// included.
+BOOST_AUTO_TEST_CASE(deleting_a_vhost_through_the_log_deletes_what_it_held) {
+  using namespace warren::persistence;
+  warren::test::temp_dir dir;
+  lmdb_store store(dir.path());
+  std::vector<meta_mutation> batch;
+  for (std::string vhost : {"v", "v2"}) {
+    batch.push_back({meta_table::vhosts, vhost_key(vhost), encode_vhost(vhost), false});
+    batch.push_back({meta_table::permissions, permission_key("al", vhost),
+                     encode_permission({"al", vhost, ".*", ".*", ".*"}), false});
+    stored_queue q{vhost, {}, vhost == "v" ? 1u : 2u};
+    q.spec.name = "q";
+    batch.push_back({meta_table::queues, queue_key(vhost, "q"), encode_queue(q), false});
+    stored_exchange e{vhost, {}};
+    e.spec.name = "x";
+    batch.push_back({meta_table::exchanges, exchange_key(vhost, "x"), encode_exchange(e), false});
+    stored_binding b{vhost, {}};
+    b.spec.exchange = "x";
+    b.spec.destination = "q";
+    batch.push_back({meta_table::bindings, binding_key(vhost, b.spec), encode_binding(b), false});
+  }
+  store.apply(batch);
+  store.apply_entry(1, {{meta_table::vhosts, vhost_key("v"), "", true}});
+  auto left = store.load();
+  BOOST_TEST((left.vhosts == std::vector<std::string>{"v2"}));
+  BOOST_REQUIRE(left.permissions.size() == 1u);
+  BOOST_TEST(left.permissions[0].vhost == "v2");
+  BOOST_REQUIRE(left.queues.size() == 1u);
+  BOOST_TEST(left.queues[0].vhost == "v2");
+  BOOST_REQUIRE(left.exchanges.size() == 1u);
+  BOOST_TEST(left.exchanges[0].vhost == "v2");
+  BOOST_REQUIRE(left.bindings.size() == 1u);
+  BOOST_TEST(left.bindings[0].vhost == "v2");
+}
+
 // What a log entry may change is checked as the store would read it back.
 BOOST_AUTO_TEST_CASE(a_record_its_key_does_not_name_is_refused) {
   using namespace warren::persistence;

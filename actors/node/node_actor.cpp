@@ -352,21 +352,25 @@ caf::result<void> import_definitions(self_ptr self, const definitions& defs) {
   shared.put.vhosts = defs.vhosts;
   shared.put.permissions = defs.permissions;
   share_access(self, std::move(shared));
-  // With a metadata log, users and permissions are one entry of it, made after the vhosts.
+  // With a metadata log, vhosts, users and permissions are one entry of it; the vhosts run here
+  // once it is applied, before the answer, and the topology inside them follows.
   auto here = defs;
   persistence::metadata_entry through_log;
   if (log_backed(self->state)) {
+    for (const auto& v : defs.vhosts)
+      through_log.changes.push_back(vhost_record(v.name, false, v.limits));
     for (const auto& u : defs.users) through_log.changes.push_back(user_change(u, false));
     for (const auto& p : defs.permissions)
       through_log.changes.push_back(permission_change(p, false));
     here.users.clear();
+    here.vhosts.clear();
     here.permissions.clear();
   }
   auto topology = [=](const std::string& log_error) mutable {
     if (!log_error.empty()) {
-      rp.deliver(
-          make_broker_error(reply_code::resource_error,
-                            "definitions not imported: users and permissions: " + log_error));
+      rp.deliver(make_broker_error(
+          reply_code::resource_error,
+          "definitions not imported: vhosts, users and permissions: " + log_error));
       return;
     }
     declare_topology(self, defs, [=](caf::error err) mutable {

@@ -57,6 +57,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include <functional>
 #include <map>
 #include <unordered_map>
 
@@ -82,6 +83,13 @@ struct node_state {
   uint64_t log_token = 0;   // users and permissions follow the metadata log: what it sends with
   bool log_seeded = false;  // ... once it holds them (node_log_changes.cpp)
   bool cluster_has_log = false;  // a member holds one
+  // Vhosts the log deleted whose actors are still stopping: what waits for each to be gone; and
+  // the limits of one the log added again meanwhile, started once the old one is (both
+  // node_log_vhosts.cpp).
+  std::map<std::string, std::vector<std::function<void()>>> vhosts_stopping;
+  std::map<std::string, vhost_limits> vhosts_to_restart;
+  // What a member told about a vhost not here yet, waiting for this node's log to catch up.
+  std::map<std::string, std::vector<std::function<void()>>> parked_for_vhost;
 
   static inline const char* name = "node";
 };

@@ -43,6 +43,11 @@ void placements_arrived(self_ptr self, const std::string& from,
   auto& st = self->state;
   if (!complete) {
     for (auto& p : placements) {
+      auto retry = [=]() mutable {
+        std::vector<queue_placement> one{p};
+        placements_arrived(self, from, one, false);
+      };
+      if (wait_for_vhost(self, p.vhost, retry)) continue;
       auto v = st.vhosts.find(p.vhost);
       if (v != st.vhosts.end())
         self->send(vhost_handle(v->second), placed_atom::value, std::move(p));
@@ -90,6 +95,8 @@ void apply_one(self_ptr self, const caf::actor& vhost, const std::string& what, 
 
 void apply_changes(self_ptr self, const std::string& from, const std::string& vhost,
                    std::vector<topology_change>& changes) {
+  auto retry = [=, later = changes]() mutable { apply_changes(self, from, vhost, later); };
+  if (wait_for_vhost(self, vhost, retry)) return;
   auto v = self->state.vhosts.find(vhost);
   if (v == self->state.vhosts.end()) return;
   auto what = [&](const std::string& change) {
@@ -158,10 +165,7 @@ void remove_what_view_lacks(const node_state& st, access_change& view) {
 
 void share_access(self_ptr self, access_change change) {
   if (!self->state.cluster) return;
-  if (log_backed(self->state)) {
-    strip_log_owned(change);
-    if (change.put.vhosts.empty() && change.vhosts_deleted.empty()) return;
-  }
+  if (log_backed(self->state)) return;  // users, permissions and vhosts: the log carries them
   self->send(cluster_handle(self->state.cluster), replicate_atom::value, std::move(change));
 }
 
@@ -199,17 +203,21 @@ void apply_access(self_ptr self, const std::string& from, access_change& change)
   };
   persist(self, st.storage.persistence, std::move(batch), failed("users and permissions"));
   for (const auto& name : change.vhosts_deleted)
-    drop_vhost(self, name, !log_backed(st), failed("deleting vhost " + quote(name)));
+    drop_vhost(self, name, true, failed("deleting vhost " + quote(name)));
 }
 
-caf::result<queue_info, queue_placement> declare_for_member(self_ptr self, const std::string& vhost,
-                                                            queue_spec& spec) {
+namespace {
+
+using placement_promise = caf::typed_response_promise<queue_info, queue_placement>;
+
+void declare_in(self_ptr self, const std::string& vhost, queue_spec spec, placement_promise rp) {
   auto& st = self->state;
   auto v = st.vhosts.find(vhost);
-  if (v == st.vhosts.end())
-    return make_broker_error(reply_code::not_found,
-                             "no vhost " + quote(vhost) + " on node " + quote(st.node_name));
-  auto rp = self->make_response_promise<queue_info, queue_placement>();
+  if (v == st.vhosts.end()) {
+    rp.deliver(make_broker_error(reply_code::not_found,
+                                 "no vhost " + quote(vhost) + " on node " + quote(st.node_name)));
+    return;
+  }
   auto home = v->second;
   auto node_name = st.node_name;
   const caf::actor no_connection;  // a member asks: the queue is not exclusive
@@ -227,6 +235,15 @@ caf::result<queue_info, queue_placement> declare_for_member(self_ptr self, const
                     [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
           },
           [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+}
+
+}  // namespace
+
+caf::result<queue_info, queue_placement> declare_for_member(self_ptr self, const std::string& vhost,
+                                                            queue_spec& spec) {
+  auto rp = self->make_response_promise<queue_info, queue_placement>();
+  auto declare = [=, spec = std::move(spec)]() mutable { declare_in(self, vhost, spec, rp); };
+  if (!wait_for_vhost(self, vhost, declare)) declare();
   return rp;
 }
 

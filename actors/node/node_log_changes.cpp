@@ -1,4 +1,5 @@
-// The node's users and permissions when the cluster keeps them in the metadata log (issue 33).
+// The node's users and permissions when the cluster keeps them in the metadata log (issue 33);
+// its vhosts are node_log_vhosts.cpp's.
 //
 // A change is not made here: it becomes a log entry, with conditions that make it mean the same
 // on every member (a user added only if absent, changed only if present), and goes to the
@@ -21,9 +22,16 @@
 
 namespace warren::node_parts {
 
-namespace {
-
 using persistence::meta_table;
+
+void forget_permission(self_ptr self, const std::string& user, const std::string& vhost) {
+  if (self->state.permissions.erase({user, vhost}) == 0) return;
+  access_withdrawn(
+      self, user, &vhost,
+      "the permissions of user " + quote(user) + " in vhost " + quote(vhost) + " were cleared");
+}
+
+namespace {
 
 // A reply code for why the log did not take a change: a refused condition is the caller's
 // `conflict`; a minority, a lost leader or a closing log are the node's state, for a retry.
@@ -39,18 +47,18 @@ void forget_user(self_ptr self, const std::string& name) {
   access_withdrawn(self, name, nullptr, "user " + quote(name) + " was deleted");
 }
 
-void forget_permission(self_ptr self, const std::string& user, const std::string& vhost) {
-  if (self->state.permissions.erase({user, vhost}) == 0) return;
-  access_withdrawn(
-      self, user, &vhost,
-      "the permissions of user " + quote(user) + " in vhost " + quote(vhost) + " were cleared");
-}
-
-// One entry's changes to users and permissions, in order.
+// One entry's changes to users, permissions and vhosts, in order.
 void apply_changes(self_ptr self, const std::vector<persistence::meta_mutation>& changes) {
   auto& st = self->state;
   for (const auto& m : changes) {
-    if (m.table == meta_table::users) {
+    if (m.table == meta_table::vhosts) {
+      if (m.erase) {
+        vhost_erased_by_log(self, m.key);
+      } else {
+        auto v = persistence::decode_vhost(m.value);
+        vhost_put_by_log(self, v.name, v.limits);
+      }
+    } else if (m.table == meta_table::users) {
       if (m.erase) {
         forget_user(self, m.key);
         // As LMDB does when it applies the entry: none of its permissions outlives the user.
@@ -78,7 +86,7 @@ void apply_changes(self_ptr self, const std::vector<persistence::meta_mutation>&
   }
 }
 
-// A seed or a snapshot: the log's users and permissions replace ours.
+// A seed or a snapshot: the log's users, permissions and vhosts replace ours.
 void replace_all(self_ptr self, const std::vector<persistence::meta_mutation>& records) {
   auto& st = self->state;
   std::map<std::string, user_record> users;
@@ -102,6 +110,7 @@ void replace_all(self_ptr self, const std::vector<persistence::meta_mutation>& r
   for (const auto& [user, vhost] : permissions_gone) forget_permission(self, user, vhost);
   st.users = std::move(users);
   st.permissions = std::move(permissions);
+  vhosts_replaced_by_log(self, records);
 }
 
 }  // namespace
@@ -120,8 +129,10 @@ bool users_from_log_only(const node_state& st) {
 void strip_log_owned(access_change& change) {
   change.put.users.clear();
   change.put.permissions.clear();
+  change.put.vhosts.clear();
   change.users_deleted.clear();
   change.permissions_cleared.clear();
+  change.vhosts_deleted.clear();
 }
 
 void propose(self_ptr self, persistence::metadata_entry entry,
@@ -147,20 +158,22 @@ caf::result<void> change_through_log(self_ptr self, persistence::metadata_entry 
   return rp;
 }
 
-caf::result<void> sync_metadata(self_ptr self) {
-  if (!log_backed(self->state) || !self->state.cluster) return caf::unit;
-  auto rp = self->make_response_promise<void>();
+void sync_then(self_ptr self, std::function<void(const std::string& error)> done) {
+  if (!log_backed(self->state) || !self->state.cluster) return done("");
   self->request(cluster_handle(self->state.cluster), std::chrono::minutes(2), sync_atom::value,
                 self->state.log_token)
-      .then(
-          [=](std::string& error) mutable {
-            if (error.empty())
-              deliver_unit(rp);
-            else
-              rp.deliver(
-                  make_broker_error(reply_code::resource_error, "metadata not synced: " + error));
-          },
-          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      .then([=](std::string& error) { done(error); },
+            [=](caf::error& err) { done(to_string(describe(err))); });
+}
+
+caf::result<void> sync_metadata(self_ptr self) {
+  auto rp = self->make_response_promise<void>();
+  sync_then(self, [=](const std::string& error) mutable {
+    if (error.empty())
+      deliver_unit(rp);
+    else
+      rp.deliver(make_broker_error(reply_code::resource_error, "metadata not synced: " + error));
+  });
   return rp;
 }
 
@@ -171,7 +184,8 @@ void log_applied(self_ptr self, uint64_t token,
     if (whole) {
       replace_all(self, changes);
       if (!self->state.log_seeded)
-        log(log_level::info, "node", "users and permissions follow the metadata log from now on");
+        log(log_level::info, "node",
+            "users, permissions and vhosts follow the metadata log from now on");
       self->state.log_seeded = true;
     } else {
       apply_changes(self, changes);

@@ -54,9 +54,10 @@ void spawn_vhost(self_ptr self, const std::string& name, vhost_recovery recovere
 /// Vhost `name`'s LMDB record (with its limits), or its erasure.
 persistence::meta_mutation vhost_record(const std::string& name, bool erase,
                                         const vhost_limits& limits = {});
-/// Stops vhost `name` and drops its records (and, `with_permissions`, its permissions here: not
-/// when the log drops them); `done` once they are stored.
-void drop_vhost(self_ptr self, const std::string& name, bool with_permissions,
+/// Stops vhost `name` (its actor deletes its queues and their records) and, `stored_here`,
+/// drops its record and its permissions here (not when the log has dropped them); `done` once
+/// all that is stored.
+void drop_vhost(self_ptr self, const std::string& name, bool stored_here,
                 std::function<void(caf::error)> done);
 caf::result<void> add_vhost(self_ptr self, const std::string& name);  // administrators
 caf::result<void> delete_vhost(self_ptr self, const std::string& name);
@@ -119,15 +120,34 @@ void propose(self_ptr self, persistence::metadata_entry entry,
 /// Answers once `entry` is applied here; a refused condition is answered with `conflict(i)`.
 caf::result<void> change_through_log(self_ptr self, persistence::metadata_entry entry,
                                      std::function<caf::error(size_t condition)> conflict);
-/// Answers once this node applied every entry the log committed before the call: at once when
-/// it keeps no log.
+/// `done` hears "" once this node applied every entry the log committed before the call (at
+/// once when it keeps no log), or why not.
+void sync_then(self_ptr self, std::function<void(const std::string& error)> done);
+/// sync_then for a connection: RESOURCE_ERROR "metadata not synced: ..." when it fails.
 caf::result<void> sync_metadata(self_ptr self);
+/// Drops a user's permissions in a vhost from memory, closing what they let in.
+void forget_permission(self_ptr self, const std::string& user, const std::string& vhost);
 /// What this node's log applied (warren-node's token checked): its users and permissions.
 void log_applied(self_ptr self, uint64_t token,
                  const std::vector<persistence::meta_mutation>& changes, bool whole);
 /// From warren-node, before the cluster starts: the log runs, and its changes carry `token`;
 /// `seeded`: it holds the cluster's users already (else from its first seed or snapshot on).
 void use_metadata_log(self_ptr self, uint64_t token, bool seeded);
+
+// --- vhosts in the metadata log (node_log_vhosts.cpp) --------------------------------------------
+
+/// The log added vhost `name`, or changed its limits: started, or told.
+void vhost_put_by_log(self_ptr self, const std::string& name, const vhost_limits& limits);
+/// The log deleted vhost `name` (and its records): its permissions go, its actor stops.
+void vhost_erased_by_log(self_ptr self, const std::string& name);
+/// A seed or a snapshot's vhosts (among `records`) replace ours.
+void vhosts_replaced_by_log(self_ptr self, const std::vector<persistence::meta_mutation>& records);
+/// Runs `then` once vhost `name`'s actor, deleted by the log, has stopped (at once if none is).
+void when_vhost_stopped(self_ptr self, const std::string& name, std::function<void()> then);
+/// Whether `retry` was parked because vhost `vhost` is not here yet but may be in the log: it
+/// runs once this node synced with the log, in arrival order with the rest parked for the vhost
+/// (dropped, logged, if the vhost is still unknown then). False: go on at once.
+bool wait_for_vhost(self_ptr self, const std::string& vhost, std::function<void()> retry);
 
 // --- the cluster (node_cluster.cpp) -------------------------------------------------------------
 

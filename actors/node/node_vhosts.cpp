@@ -31,7 +31,7 @@ persistence::meta_mutation vhost_record(const std::string& name, bool erase,
 }
 
 // Stops the vhost (its queues' messages and its records go), then forgets its permissions.
-void drop_vhost(self_ptr self, const std::string& name, bool with_permissions,
+void drop_vhost(self_ptr self, const std::string& name, bool stored_here,
                 std::function<void(caf::error)> done) {
   auto v = self->state.vhosts.find(name);
   if (v == self->state.vhosts.end()) {
@@ -42,13 +42,12 @@ void drop_vhost(self_ptr self, const std::string& name, bool with_permissions,
   self->state.vhosts.erase(v);
   self->state.limits_of.erase(name);
   auto finish = [=](const caf::error& err) mutable {
-    if (err) {
+    if (err || !stored_here) {
       done(err);
       return;
     }
     std::vector<persistence::meta_mutation> batch{vhost_record(name, true)};
-    if (with_permissions)
-      forget_permissions(self->state, batch, [&](const auto& key) { return key.second == name; });
+    forget_permissions(self->state, batch, [&](const auto& key) { return key.second == name; });
     warren::persist(self, self->state.storage.persistence, std::move(batch),
                     [=](const caf::error& err) mutable {
                       if (!err) log(log_level::info, "node", "vhost " + quote(name) + " deleted");
@@ -61,60 +60,68 @@ void drop_vhost(self_ptr self, const std::string& name, bool with_permissions,
 
 namespace {
 
-// The creator's permissions go through the log first: on a minority nothing is added. Then the
-// vhost is started, shared and stored as without a log.
+using persistence::meta_table;
+
+// A refusal of a vhost change by the log: a condition (numbered as the entry's) is the caller's
+// to name; a minority or a lost leader is the node's state.
+caf::error vhost_refusal(const std::string& name, const char* not_done, const std::string& error,
+                         const std::function<caf::error(size_t)>& conflict) {
+  if (auto failed = persistence::metadata_log::failed_condition(error)) return conflict(*failed);
+  return make_broker_error(reply_code::resource_error,
+                           "vhost " + quote(name) + " " + not_done + ": " + error);
+}
+
+caf::error no_vhost(const std::string& name) {
+  return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
+}
+
+// One entry: the vhost if it is absent, with its creator's permissions if the creator is still
+// a user. The vhost starts here when this node applies it, before the answer.
 caf::result<void> add_vhost_through_log(self_ptr self, const std::string& name,
                                         const permission_record& creator) {
-  auto rp = self->make_response_promise<void>();
-  auto create = [=]() mutable {
-    if (self->state.vhosts.count(name) == 0) {  // an add of the same name may have come first
-      spawn_vhost(self, name, {});
-      log(log_level::info, "node", "vhost " + quote(name) + " added");
-    }
-    access_change shared;
-    shared.put.vhosts.push_back({name, {}});
-    share_access(self, std::move(shared));
-    warren::persist(self, self->state.storage.persistence, {vhost_record(name, false)},
-                    [=](const caf::error& err) mutable {
-                      if (err)
-                        rp.deliver(err);
-                      else
-                        deliver_unit(rp);
-                    });
-  };
-  if (creator.user.empty()) {  // the node's own asker: no one to grant
-    create();
-    return rp;
+  persistence::metadata_entry entry{{vhost_record(name, false)},
+                                    {{meta_table::vhosts, persistence::vhost_key(name), false}}};
+  if (!creator.user.empty()) {  // the node's own asker: no one to grant
+    entry.changes.push_back(permission_change(creator, false));
+    entry.conditions.push_back({meta_table::users, persistence::user_key(creator.user), true});
   }
-  persistence::metadata_entry grant{
-      {permission_change(creator, false)},
-      {{persistence::meta_table::users, persistence::user_key(creator.user), true}}};
-  propose(self, grant, [=](const std::string& error) mutable {
-    if (error.empty()) return create();
-    if (persistence::metadata_log::failed_condition(error)) {
-      rp.deliver(make_broker_error(
-          reply_code::not_found,
-          "vhost " + quote(name) + " not added: user " + quote(creator.user) + " was deleted"));
-      return;
-    }
-    rp.deliver(make_broker_error(reply_code::resource_error,
-                                 "vhost " + quote(name) + " not added: " + error));
+  auto rp = self->make_response_promise<void>();
+  propose(self, entry, [=](const std::string& error) mutable {
+    // Condition 0 failed: made meanwhile on a member, which is as idempotent as here.
+    auto failed = persistence::metadata_log::failed_condition(error);
+    if (error.empty() || (failed && *failed == 0)) return deliver_unit(rp);
+    rp.deliver(vhost_refusal(name, "not added", error, [&](size_t) {
+      return make_broker_error(reply_code::not_found, "vhost " + quote(name) + " not added: user " +
+                                                          quote(creator.user) + " was deleted");
+    }));
   });
   return rp;
 }
 
-// The permissions of a vhost this node is deleting, dropped through the log before it goes.
-void drop_permissions_through_log(self_ptr self, const std::string& vhost,
-                                  std::function<void(caf::error)> done) {
-  std::vector<persistence::meta_mutation> gone;
-  for (const auto& [key, p] : self->state.permissions)
-    if (key.second == vhost) gone.push_back(permission_change(p, true));
-  if (gone.empty()) return done(caf::error{});
-  propose(self, {std::move(gone), {}}, [=](const std::string& error) {
-    if (error.empty()) return done(caf::error{});
-    done(make_broker_error(reply_code::resource_error,
-                           "vhost " + quote(vhost) + " not deleted: " + error));
+// One entry deletes the vhost, its permissions and its records on every member; answered once
+// its actor here has stopped, so that nothing of it is left when the caller goes on.
+caf::result<void> delete_vhost_through_log(self_ptr self, const std::string& name) {
+  persistence::metadata_entry entry{{vhost_record(name, true)},
+                                    {{meta_table::vhosts, persistence::vhost_key(name), true}}};
+  auto rp = self->make_response_promise<void>();
+  propose(self, entry, [=](const std::string& error) mutable {
+    if (error.empty()) return when_vhost_stopped(self, name, [=]() mutable { deliver_unit(rp); });
+    rp.deliver(vhost_refusal(name, "not deleted", error, [&](size_t) { return no_vhost(name); }));
   });
+  return rp;
+}
+
+caf::result<void> set_limits_through_log(self_ptr self, const std::string& name,
+                                         const vhost_limits& limits) {
+  persistence::metadata_entry entry{{vhost_record(name, false, limits)},
+                                    {{meta_table::vhosts, persistence::vhost_key(name), true}}};
+  auto rp = self->make_response_promise<void>();
+  propose(self, entry, [=](const std::string& error) mutable {
+    if (error.empty()) return deliver_unit(rp);
+    rp.deliver(
+        vhost_refusal(name, "limits not set", error, [&](size_t) { return no_vhost(name); }));
+  });
+  return rp;
 }
 
 }  // namespace
@@ -123,10 +130,11 @@ caf::result<void> add_vhost(self_ptr self, const std::string& name) {
   if (auto err = require_admin(self, "adding a vhost")) return err;
   if (auto problem = check_name("vhost name", name); !problem.empty())
     return make_broker_error(reply_code::precondition_failed, problem);
-  if (self->state.vhosts.count(name) != 0) return caf::unit;
   // Its creator may use it, as with RabbitMQ's management interface.
   permission_record all{requester(self), name, ".*", ".*", ".*"};
+  // Through the log, the log's state decides, not this node's, which may lag it.
   if (log_backed(self->state)) return add_vhost_through_log(self, name, all);
+  if (self->state.vhosts.count(name) != 0) return caf::unit;
   spawn_vhost(self, name, {});
   log(log_level::info, "node", "vhost " + quote(name) + " added");
   self->state.permissions[{all.user, name}] = all;
@@ -139,30 +147,16 @@ caf::result<void> add_vhost(self_ptr self, const std::string& name) {
 
 caf::result<void> delete_vhost(self_ptr self, const std::string& name) {
   if (auto err = require_admin(self, "deleting a vhost")) return err;
-  if (self->state.vhosts.count(name) == 0)
-    return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
+  if (log_backed(self->state)) return delete_vhost_through_log(self, name);
+  if (self->state.vhosts.count(name) == 0) return no_vhost(name);
   auto rp = self->make_response_promise<void>();
-  // Decided once: the node may start using the log while the vhost stops (a member met).
-  bool through_log = log_backed(self->state);
-  auto drop = [=]() mutable {
-    drop_vhost(self, name, !through_log, [=](const caf::error& err) mutable {
-      if (err) {
-        rp.deliver(err);
-        return;
-      }
-      share_access(self, vhost_deleted(name));
-      deliver_unit(rp);
-    });
-  };
-  if (!through_log) {
-    drop();
-    return rp;
-  }
-  drop_permissions_through_log(self, name, [=](caf::error err) mutable {
-    if (err)
+  drop_vhost(self, name, true, [=](const caf::error& err) mutable {
+    if (err) {
       rp.deliver(err);
-    else
-      drop();
+      return;
+    }
+    share_access(self, vhost_deleted(name));
+    deliver_unit(rp);
   });
   return rp;
 }
@@ -170,9 +164,9 @@ caf::result<void> delete_vhost(self_ptr self, const std::string& name) {
 caf::result<void> set_vhost_limits(self_ptr self, const std::string& name,
                                    const vhost_limits& limits) {
   if (auto err = require_admin(self, "setting vhost limits")) return err;
+  if (log_backed(self->state)) return set_limits_through_log(self, name, limits);
   auto v = self->state.vhosts.find(name);
-  if (v == self->state.vhosts.end())
-    return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
+  if (v == self->state.vhosts.end()) return no_vhost(name);
   self->state.limits_of[name] = limits;
   self->send(vhost_handle(v->second), settings_atom::value, limits);
   access_change shared;
