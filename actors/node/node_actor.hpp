@@ -88,8 +88,9 @@ struct node_state {
   // node_log_vhosts.cpp).
   std::map<std::string, std::vector<std::function<void()>>> vhosts_stopping;
   std::map<std::string, vhost_limits> vhosts_to_restart;
-  // What a member told about a vhost not here yet, waiting for this node's log to catch up.
-  std::map<std::string, std::vector<std::function<void()>>> parked_for_vhost;
+  // What a member told about a vhost not here yet, waiting for this node's log to catch up: each
+  // called with whether the vhost is here then (node_log_vhosts.cpp).
+  std::map<std::string, std::vector<std::function<void(bool)>>> parked_for_vhost;
 
   static inline const char* name = "node";
 };

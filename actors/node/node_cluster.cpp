@@ -43,7 +43,8 @@ void placements_arrived(self_ptr self, const std::string& from,
   auto& st = self->state;
   if (!complete) {
     for (auto& p : placements) {
-      auto retry = [=]() mutable {
+      auto retry = [=](bool here) mutable {
+        if (!here) return;
         std::vector<queue_placement> one{p};
         placements_arrived(self, from, one, false);
       };
@@ -95,7 +96,9 @@ void apply_one(self_ptr self, const caf::actor& vhost, const std::string& what, 
 
 void apply_changes(self_ptr self, const std::string& from, const std::string& vhost,
                    std::vector<topology_change>& changes) {
-  auto retry = [=, later = changes]() mutable { apply_changes(self, from, vhost, later); };
+  auto retry = [=, later = changes](bool here) mutable {
+    if (here) apply_changes(self, from, vhost, later);
+  };
   if (wait_for_vhost(self, vhost, retry)) return;
   auto v = self->state.vhosts.find(vhost);
   if (v == self->state.vhosts.end()) return;
@@ -242,8 +245,9 @@ void declare_in(self_ptr self, const std::string& vhost, queue_spec spec, placem
 caf::result<queue_info, queue_placement> declare_for_member(self_ptr self, const std::string& vhost,
                                                             queue_spec& spec) {
   auto rp = self->make_response_promise<queue_info, queue_placement>();
-  auto declare = [=, spec = std::move(spec)]() mutable { declare_in(self, vhost, spec, rp); };
-  if (!wait_for_vhost(self, vhost, declare)) declare();
+  // Dropped or not, it is answered: declare_in refuses a vhost that is not here.
+  auto declare = [=, spec = std::move(spec)](bool) mutable { declare_in(self, vhost, spec, rp); };
+  if (!wait_for_vhost(self, vhost, declare)) declare(true);
   return rp;
 }
 

@@ -18,6 +18,7 @@
 #include "core/names.hpp"
 
 #include <chrono>
+#include <iterator>
 #include <utility>
 
 namespace warren::node_parts {
@@ -45,16 +46,19 @@ void run_parked(self_ptr self, const std::string& vhost, const std::string& sync
   auto& st = self->state;
   auto parked = st.parked_for_vhost.find(vhost);
   if (parked == st.parked_for_vhost.end()) return;
+  // A vhost of that name deleted by the log still stops, perhaps to start again (added anew):
+  // what is parked stays parked, in order, until it has.
+  if (st.vhosts.count(vhost) == 0 && st.vhosts_stopping.count(vhost) != 0)
+    return when_vhost_stopped(self, vhost, [=] { run_parked(self, vhost, sync_error); });
   auto retries = std::move(parked->second);
   st.parked_for_vhost.erase(parked);
-  if (st.vhosts.count(vhost) == 0) {
+  bool here = st.vhosts.count(vhost) != 0;
+  if (!here)
     log(log_level::warn, "cluster",
         std::to_string(retries.size()) + " change(s) from members for vhost " + quote(vhost) +
             " not applied: no such vhost here" +
             (sync_error.empty() ? std::string() : " (" + sync_error + ")"));
-    return;
-  }
-  for (auto& retry : retries) retry();
+  for (auto& retry : retries) retry(here);
 }
 
 }  // namespace
@@ -101,8 +105,11 @@ void vhosts_replaced_by_log(self_ptr self, const std::vector<persistence::meta_m
       auto v = persistence::decode_vhost(m.value);
       wanted[v.name] = v.limits;
     }
+  auto& st = self->state;
+  for (auto again = st.vhosts_to_restart.begin(); again != st.vhosts_to_restart.end();)
+    again = wanted.count(again->first) == 0 ? st.vhosts_to_restart.erase(again) : std::next(again);
   std::vector<std::string> gone;
-  for (const auto& [name, vhost] : self->state.vhosts)
+  for (const auto& [name, vhost] : st.vhosts)
     if (wanted.count(name) == 0) gone.push_back(name);
   for (const auto& name : gone) vhost_erased_by_log(self, name);
   for (const auto& [name, limits] : wanted) vhost_put_by_log(self, name, limits);
@@ -114,21 +121,24 @@ void when_vhost_stopped(self_ptr self, const std::string& name, std::function<vo
   stopping->second.push_back(std::move(then));
 }
 
-bool wait_for_vhost(self_ptr self, const std::string& vhost, std::function<void()> retry) {
+bool wait_for_vhost(self_ptr self, const std::string& vhost, std::function<void(bool)> retry) {
   auto& st = self->state;
   auto parked = st.parked_for_vhost.find(vhost);
-  if (parked == st.parked_for_vhost.end()) {
+  bool first = parked == st.parked_for_vhost.end();
+  if (first) {
     if (st.vhosts.count(vhost) != 0 || !log_backed(st)) return false;
-    parked = st.parked_for_vhost.emplace(vhost, std::vector<std::function<void()>>{}).first;
-    sync_then(self, [=](const std::string& error) { run_parked(self, vhost, error); });
+    parked = st.parked_for_vhost.emplace(vhost, std::vector<std::function<void(bool)>>{}).first;
   }
   if (parked->second.size() >= max_parked_per_vhost) {
     log(log_level::warn, "cluster",
         "a change from a member for vhost " + quote(vhost) + " dropped: " +
             std::to_string(max_parked_per_vhost) + " wait already for this node to learn of it");
+    retry(false);
     return true;
   }
   parked->second.push_back(std::move(retry));
+  // Last: the sync may answer at once (no cluster actor), running and erasing what is parked.
+  if (first) sync_then(self, [=](const std::string& error) { run_parked(self, vhost, error); });
   return true;
 }
 

@@ -145,9 +145,10 @@ void vhosts_replaced_by_log(self_ptr self, const std::vector<persistence::meta_m
 /// Runs `then` once vhost `name`'s actor, deleted by the log, has stopped (at once if none is).
 void when_vhost_stopped(self_ptr self, const std::string& name, std::function<void()> then);
 /// Whether `retry` was parked because vhost `vhost` is not here yet but may be in the log: it
-/// runs once this node synced with the log, in arrival order with the rest parked for the vhost
-/// (dropped, logged, if the vhost is still unknown then). False: go on at once.
-bool wait_for_vhost(self_ptr self, const std::string& vhost, std::function<void()> retry);
+/// runs once this node synced with the log (and a deleted vhost of that name stopped), in
+/// arrival order with the rest parked for the vhost, told whether the vhost is here then (false:
+/// dropped, logged; a request is to be answered). False: go on at once.
+bool wait_for_vhost(self_ptr self, const std::string& vhost, std::function<void(bool)> retry);
 
 // --- the cluster (node_cluster.cpp) -------------------------------------------------------------
 
