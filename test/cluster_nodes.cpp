@@ -102,6 +102,13 @@ bool log_leader_seen(const node_process& node, const std::string& leader) {
   });
 }
 
+three_nodes::three_nodes() {
+  a = std::make_unique<node_process>(cluster_args("a", pa), a_dir.path());
+  b = std::make_unique<node_process>(cluster_args("b", pb, address(pa)), b_dir.path());
+  c = std::make_unique<node_process>(cluster_args("c", pc, address(pa)), c_dir.path());
+  BOOST_REQUIRE(log_voters_seen(*a, {"a", "b", "c"}));
+}
+
 std::unique_ptr<warren::client::connection> connect(const node_process& node) {
   warren::client::connect_options o;
   o.port = node.port();

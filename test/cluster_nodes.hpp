@@ -56,6 +56,17 @@ std::string refusal_of(F change) {
   return {};
 }
 
+/// Nodes a, b and c on their own data dirs, b and c joining a; built once all three vote in the
+/// metadata log. A member is restarted by resetting it first, then starting it on its dir.
+struct three_nodes {
+  uint16_t pa = free_port(), pb = free_port(), pc = free_port();
+  temp_dir a_dir, b_dir, c_dir;
+  std::unique_ptr<node_process> a, b, c;
+
+  three_nodes();
+  std::vector<node_process*> all() { return {a.get(), b.get(), c.get()}; }
+};
+
 /// Polls until `node` lists exactly `voters` as voting in the metadata log.
 bool log_voters_seen(const node_process& node, const names& voters);
 /// Polls until `node` names `leader` as the metadata log's leader ("": none).

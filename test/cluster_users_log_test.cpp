@@ -26,20 +26,6 @@ names users_of(const node_process& node) {
   return out;
 }
 
-struct three_nodes {
-  uint16_t pa = free_port(), pb = free_port(), pc = free_port();
-  temp_dir a_dir, b_dir, c_dir;
-  std::unique_ptr<node_process> a, b, c;
-
-  three_nodes() {
-    a = std::make_unique<node_process>(cluster_args("a", pa), a_dir.path());
-    b = std::make_unique<node_process>(cluster_args("b", pb, address(pa)), b_dir.path());
-    c = std::make_unique<node_process>(cluster_args("c", pc, address(pa)), c_dir.path());
-    BOOST_REQUIRE(log_voters_seen(*a, {"a", "b", "c"}));
-  }
-  std::vector<node_process*> all() { return {a.get(), b.get(), c.get()}; }
-};
-
 }  // namespace
 
 // Whichever member takes a change, it is committed by the leader and answered once that member

@@ -134,29 +134,27 @@ void forward(cluster_self self, uint64_t id, const std::string& leader) {
             });
 }
 
-}  // namespace
-
-caf::result<std::string> propose_here(cluster_self self, std::string entry) {
+// A proposal made on this node: `sync` for an empty entry that only this node's apply answers.
+caf::result<std::string> start_here(cluster_self self, std::string entry, bool sync) {
   auto& st = self->state;
   auto id = st.next_proposal++;
   auto& p = st.proposals[id];
   p.entry = std::move(entry);
+  p.sync = sync;
   p.local = self->make_response_promise<std::string>();
   auto promise = p.local;
   submit_here(self, id);
   return promise;
 }
 
+}  // namespace
+
+caf::result<std::string> propose_here(cluster_self self, std::string entry) {
+  return start_here(self, std::move(entry), false);
+}
+
 caf::result<std::string> sync_here(cluster_self self) {
-  auto& st = self->state;
-  auto id = st.next_proposal++;
-  auto& p = st.proposals[id];
-  p.entry = persistence::encode_metadata_entry({});
-  p.sync = true;
-  p.local = self->make_response_promise<std::string>();
-  auto promise = p.local;
-  submit_here(self, id);
-  return promise;
+  return start_here(self, persistence::encode_metadata_entry({}), true);
 }
 
 caf::result<std::string, uint64_t> propose_for_member(cluster_self self, std::string entry) {

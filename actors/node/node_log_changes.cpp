@@ -31,15 +31,13 @@ void forget_permission(self_ptr self, const std::string& user, const std::string
       "the permissions of user " + quote(user) + " in vhost " + quote(vhost) + " were cleared");
 }
 
-namespace {
-
-// A reply code for why the log did not take a change: a refused condition is the caller's
-// `conflict`; a minority, a lost leader or a closing log are the node's state, for a retry.
-caf::error log_refusal(const std::string& error,
+caf::error log_refusal(const std::string& not_done, const std::string& error,
                        const std::function<caf::error(size_t condition)>& conflict) {
   if (auto failed = persistence::metadata_log::failed_condition(error)) return conflict(*failed);
-  return make_broker_error(reply_code::resource_error, "metadata change not made: " + error);
+  return make_broker_error(reply_code::resource_error, not_done + ": " + error);
 }
+
+namespace {
 
 void forget_user(self_ptr self, const std::string& name) {
   if (self->state.users.erase(name) == 0) return;
@@ -153,7 +151,7 @@ caf::result<void> change_through_log(self_ptr self, persistence::metadata_entry 
     if (error.empty())
       deliver_unit(rp);
     else
-      rp.deliver(log_refusal(error, conflict));
+      rp.deliver(log_refusal("metadata change not made", error, conflict));
   });
   return rp;
 }

@@ -62,15 +62,6 @@ namespace {
 
 using persistence::meta_table;
 
-// A refusal of a vhost change by the log: a condition (numbered as the entry's) is the caller's
-// to name; a minority or a lost leader is the node's state.
-caf::error vhost_refusal(const std::string& name, const char* not_done, const std::string& error,
-                         const std::function<caf::error(size_t)>& conflict) {
-  if (auto failed = persistence::metadata_log::failed_condition(error)) return conflict(*failed);
-  return make_broker_error(reply_code::resource_error,
-                           "vhost " + quote(name) + " " + not_done + ": " + error);
-}
-
 caf::error no_vhost(const std::string& name) {
   return make_broker_error(reply_code::not_found, "no vhost " + quote(name));
 }
@@ -90,7 +81,7 @@ caf::result<void> add_vhost_through_log(self_ptr self, const std::string& name,
     // Condition 0 failed: made meanwhile on a member, which is as idempotent as here.
     auto failed = persistence::metadata_log::failed_condition(error);
     if (error.empty() || (failed && *failed == 0)) return deliver_unit(rp);
-    rp.deliver(vhost_refusal(name, "not added", error, [&](size_t) {
+    rp.deliver(log_refusal("vhost " + quote(name) + " not added", error, [&](size_t) {
       return make_broker_error(reply_code::not_found, "vhost " + quote(name) + " not added: user " +
                                                           quote(creator.user) + " was deleted");
     }));
@@ -106,7 +97,8 @@ caf::result<void> delete_vhost_through_log(self_ptr self, const std::string& nam
   auto rp = self->make_response_promise<void>();
   propose(self, entry, [=](const std::string& error) mutable {
     if (error.empty()) return when_vhost_stopped(self, name, [=]() mutable { deliver_unit(rp); });
-    rp.deliver(vhost_refusal(name, "not deleted", error, [&](size_t) { return no_vhost(name); }));
+    rp.deliver(log_refusal("vhost " + quote(name) + " not deleted", error,
+                           [&](size_t) { return no_vhost(name); }));
   });
   return rp;
 }
@@ -118,8 +110,8 @@ caf::result<void> set_limits_through_log(self_ptr self, const std::string& name,
   auto rp = self->make_response_promise<void>();
   propose(self, entry, [=](const std::string& error) mutable {
     if (error.empty()) return deliver_unit(rp);
-    rp.deliver(
-        vhost_refusal(name, "limits not set", error, [&](size_t) { return no_vhost(name); }));
+    rp.deliver(log_refusal("vhost " + quote(name) + " limits not set", error,
+                           [&](size_t) { return no_vhost(name); }));
   });
   return rp;
 }
