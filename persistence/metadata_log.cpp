@@ -118,6 +118,10 @@ void metadata_log::propose_if(metadata_entry entry, answer done) {
 }
 
 void metadata_log::submit(metadata_entry entry, indexed_answer done) {
+  // What no member could store is refused here, named, rather than committed and skipped by
+  // every member's state machine (which still checks, against a hostile peer's entries).
+  if (auto problem = unstorable(entry); !problem.empty())
+    return done(std::string(unstorable_change) + ": " + problem, 0);
   auto* p = new proposal{this, std::move(entry), std::move(done), {}};
   {
     // The wake-up is sent under the mutex: the loop closes wake_ only once it has seen
@@ -516,6 +520,15 @@ void metadata_log::on_applied(struct raft_apply* req, int status, void* result) 
     p->done({}, req->index);
   if (status == 0) p->log->notice_due_ = true;
   delete p;
+}
+
+std::string metadata_log::unstorable(const metadata_entry& entry) {
+  for (const auto& m : entry.changes)
+    if (auto problem = lmdb_store::change_problem(m); !problem.empty()) return problem;
+  for (const auto& c : entry.conditions)
+    if (auto problem = lmdb_store::change_problem({c.table, c.key, {}, true}); !problem.empty())
+      return "a condition on " + problem;
+  return {};
 }
 
 std::optional<size_t> metadata_log::failed_condition(const std::string& error) {

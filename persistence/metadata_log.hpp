@@ -119,6 +119,12 @@ class metadata_log {
   static constexpr const char* conflict = "conflict: condition ";
   /// The condition an answer names as not holding; none for any other answer.
   static std::optional<size_t> failed_condition(const std::string& error);
+  /// The start of the answer to an entry refused before the log took it, because a change or a
+  /// condition in it could not be stored or looked up (a key too long for LMDB, a value that
+  /// does not decode, a table the log does not carry); what unstorable() says follows.
+  static constexpr const char* unstorable_change = "not a change the metadata log can store";
+  /// What keeps `entry` from being stored by every member, or "".
+  static std::string unstorable(const metadata_entry& entry);
 
   /// Proposes one batch of changes, from any thread. `done` runs on the log's thread: keep it
   /// short, and do not call back into this object from it.

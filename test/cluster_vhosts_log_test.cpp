@@ -92,6 +92,14 @@ BOOST_AUTO_TEST_CASE(a_vhost_made_or_deleted_on_any_member_is_so_on_every_member
   n.a = std::make_unique<node_process>(cluster_args("a", n.pa), n.a_dir.path());
   BOOST_REQUIRE(eventually_logs_in(*n.a, "guest", "guest", doomed));
   BOOST_TEST(!lists_queue(*n.a, doomed, "inside"), "came back after a restart");
+  // A name no vhost can have (LMDB keys stop at 511 bytes) is not there: not a log entry that
+  // every member skips while its maker is told it was done.
+  std::string too_long(600, 'v');
+  for (const auto& refused :
+       {refusal_of([&] { connect(*n.b)->delete_vhost(too_long); }), refusal_of([&] {
+          connect(*n.c)->set_vhost_limits(too_long, {-1, 3});
+        })})
+    BOOST_TEST(refused.find("no vhost") != std::string::npos, refused);
 }
 
 // A vhost made on one member and at once used there: the other members hear of its exchanges

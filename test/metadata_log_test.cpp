@@ -119,6 +119,25 @@ BOOST_AUTO_TEST_CASE(a_proposal_whose_condition_fails_is_answered_with_a_conflic
   BOOST_TEST(users_of(store) == std::set<std::string>{"x"});
 }
 
+// A change no member could store, or a condition no member could look up, is refused before the
+// log takes it, named; nothing of it is applied, and the log goes on.
+BOOST_AUTO_TEST_CASE(a_proposal_no_member_could_store_is_refused_before_the_log_takes_it) {
+  warren::test::temp_dir dir;
+  lmdb_store store(dir.path());
+  metadata_log log(store, in(dir));
+  answers a;
+  log.propose({user("kept-out"), {meta_table::vhosts, std::string(600, 'v'), "", true}}, a.one());
+  log.propose_if({{user("also-out")}, {{meta_table::users, std::string(600, 'u'), true}}}, a.one());
+  log.propose({user("after")}, a.one());
+  BOOST_REQUIRE(a.all());
+  BOOST_REQUIRE(a.errors.size() == 2u);
+  for (const auto& error : a.errors) {
+    BOOST_TEST(error.rfind(metadata_log::unstorable_change, 0) == 0u, error);
+    BOOST_TEST(error.find("a key of 600 bytes") != std::string::npos, error);
+  }
+  BOOST_TEST(users_of(store) == std::set<std::string>{"after"});
+}
+
 // A log folder is made whole or not at all: what an interrupted creation left (DIR.new) is made
 // again, and a start never finds a folder raft cannot open.
 BOOST_AUTO_TEST_CASE(an_interrupted_creation_is_made_again) {

@@ -33,8 +33,12 @@ void forget_permission(self_ptr self, const std::string& user, const std::string
 
 caf::error log_refusal(const std::string& not_done, const std::string& error,
                        const std::function<caf::error(size_t condition)>& conflict) {
-  if (auto failed = persistence::metadata_log::failed_condition(error)) return conflict(*failed);
-  return make_broker_error(reply_code::resource_error, not_done + ": " + error);
+  using persistence::metadata_log;
+  if (auto failed = metadata_log::failed_condition(error)) return conflict(*failed);
+  bool unstorable = error.rfind(metadata_log::unstorable_change, 0) == 0;  // the caller's input
+  return make_broker_error(
+      unstorable ? reply_code::precondition_failed : reply_code::resource_error,
+      not_done + ": " + error);
 }
 
 namespace {

@@ -115,8 +115,8 @@ void cluster_keeps_a_log(self_ptr self);
 /// Takes the users and permissions out of a change shared the old way: the log carries them.
 void strip_log_owned(access_change& change);
 /// A reply for why the log did not take a change: a refused condition is the caller's
-/// `conflict(i)`; a minority, a lost leader or a closing log are the node's state, for a retry
-/// (RESOURCE_ERROR "`not_done`: why").
+/// `conflict(i)`; a change no member could store, PRECONDITION_FAILED; a minority, a lost
+/// leader or a closing log are the node's state, for a retry (RESOURCE_ERROR "`not_done`: why").
 caf::error log_refusal(const std::string& not_done, const std::string& error,
                        const std::function<caf::error(size_t condition)>& conflict);
 /// Proposes `entry` through the cluster actor: `done` hears "" once this node applied it.

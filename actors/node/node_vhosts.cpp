@@ -139,6 +139,8 @@ caf::result<void> add_vhost(self_ptr self, const std::string& name) {
 
 caf::result<void> delete_vhost(self_ptr self, const std::string& name) {
   if (auto err = require_admin(self, "deleting a vhost")) return err;
+  // A name no vhost can have is not there, whichever way vhosts are kept.
+  if (!check_name("vhost name", name).empty()) return no_vhost(name);
   if (log_backed(self->state)) return delete_vhost_through_log(self, name);
   if (self->state.vhosts.count(name) == 0) return no_vhost(name);
   auto rp = self->make_response_promise<void>();
@@ -156,6 +158,8 @@ caf::result<void> delete_vhost(self_ptr self, const std::string& name) {
 caf::result<void> set_vhost_limits(self_ptr self, const std::string& name,
                                    const vhost_limits& limits) {
   if (auto err = require_admin(self, "setting vhost limits")) return err;
+  // A name no vhost can have is not there, whichever way vhosts are kept.
+  if (!check_name("vhost name", name).empty()) return no_vhost(name);
   if (log_backed(self->state)) return set_limits_through_log(self, name, limits);
   auto v = self->state.vhosts.find(name);
   if (v == self->state.vhosts.end()) return no_vhost(name);
