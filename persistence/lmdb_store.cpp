@@ -230,6 +230,11 @@ int lmdb_store::write(const std::vector<meta_mutation>& batch, const write_plan&
     MDB_val key = val(seeded_key), value = val(yes);
     if (int rc = mdb_put(t.txn, dbis_[0], &key, &value, 0); rc != MDB_SUCCESS) return rc;
   }
+  // Vhosts a snapshot or seed goes without take what they held, as a vhost deleted by an entry
+  // does (below): no exchange, queue or binding of a vhost outlives it.
+  std::set<std::string> vhosts_before;
+  if (replace)
+    if (int rc = keys_of(t.txn, meta_table::vhosts, vhosts_before); rc != MDB_SUCCESS) return rc;
   for (int table = 1; replace && table < table_count; ++table)
     if (in_log(static_cast<meta_table>(table - 1)))
       if (int rc = mdb_drop(t.txn, dbis_[table], 0); rc != MDB_SUCCESS) return rc;
@@ -259,9 +264,25 @@ int lmdb_store::write(const std::vector<meta_mutation>& batch, const write_plan&
     }
     if (rc != MDB_SUCCESS) return rc;
   }
+  for (const auto& m : batch)
+    if (m.table == meta_table::vhosts && !m.erase) vhosts_before.erase(m.key);
+  for (const auto& gone : vhosts_before)
+    if (int rc = erase_vhost_contents(t.txn, gone); rc != MDB_SUCCESS) return rc;
   int rc = mdb_txn_commit(t.txn);
   t.txn = nullptr;
   return rc;
+}
+
+// Every key of `table`, into `out`; LMDB's code of a failure.
+int lmdb_store::keys_of(MDB_txn* txn, meta_table table, std::set<std::string>& out) {
+  MDB_cursor* cursor = nullptr;
+  if (int rc = mdb_cursor_open(txn, dbis_[1 + static_cast<int>(table)], &cursor); rc != MDB_SUCCESS)
+    return rc;
+  std::unique_ptr<MDB_cursor, void (*)(MDB_cursor*)> closing(cursor, mdb_cursor_close);
+  MDB_val k, v;
+  int rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST);
+  for (; rc == MDB_SUCCESS; rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) out.emplace(view(k));
+  return rc == MDB_NOTFOUND ? MDB_SUCCESS : rc;
 }
 
 // Deletes every record of `table` whose key starts with `prefix`; LMDB's code of a failure.

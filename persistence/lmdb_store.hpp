@@ -26,6 +26,7 @@
 #include <lmdb.h>
 
 #include <map>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -221,9 +222,10 @@ class lmdb_store {
   void write_growing(const std::vector<meta_mutation>& batch, const write_plan& plan);
   int first_failed_condition(MDB_txn* txn, const std::vector<meta_condition>& conditions);
   int erase_prefixed(MDB_txn* txn, meta_table table, const std::string& prefix);
-  // A vhost deleted through the log: its permissions, exchanges, queues and bindings go in the
-  // same transaction, so that none outlives it here should the node stop before its vhost actor
-  // has deleted them.
+  int keys_of(MDB_txn* txn, meta_table table, std::set<std::string>& out);
+  // A vhost deleted through the log (or missing from a snapshot or seed): its permissions,
+  // exchanges, queues and bindings go in the same transaction, so that none outlives it here should
+  // the node stop before its vhost actor has deleted them.
   int erase_vhost_contents(MDB_txn* txn, const std::string& vhost);
   void check_not_truncated(const std::string& env_dir);
   void read_format_version(MDB_txn* txn);

@@ -334,6 +334,33 @@ BOOST_AUTO_TEST_CASE(deleting_a_vhost_through_the_log_deletes_what_it_held) {
   BOOST_TEST(left.bindings[0].vhost == "v2");
 }
 
+// A snapshot or seed without a vhost this member had is that vhost deleted: what it held goes
+// too, or a restart would find queues and exchanges of a vhost that no longer exists.
+BOOST_AUTO_TEST_CASE(a_snapshot_without_a_vhost_takes_what_the_vhost_held) {
+  using namespace warren::persistence;
+  warren::test::temp_dir dir;
+  lmdb_store store(dir.path());
+  std::vector<meta_mutation> batch;
+  for (std::string vhost : {"gone", "kept"}) {
+    batch.push_back({meta_table::vhosts, vhost_key(vhost), encode_vhost(vhost), false});
+    stored_queue q{vhost, {}, vhost == "gone" ? 1u : 2u};
+    q.spec.name = "q";
+    batch.push_back({meta_table::queues, queue_key(vhost, "q"), encode_queue(q), false});
+    stored_exchange e{vhost, {}};
+    e.spec.name = "x";
+    batch.push_back({meta_table::exchanges, exchange_key(vhost, "x"), encode_exchange(e), false});
+  }
+  store.apply(batch);
+  store.replace_all({{meta_table::vhosts, vhost_key("kept"), encode_vhost("kept"), false}}, 5,
+                    true);
+  auto left = store.load();
+  BOOST_TEST((left.vhosts == std::vector<std::string>{"kept"}));
+  BOOST_REQUIRE(left.queues.size() == 1u);
+  BOOST_TEST(left.queues[0].vhost == "kept");
+  BOOST_REQUIRE(left.exchanges.size() == 1u);
+  BOOST_TEST(left.exchanges[0].vhost == "kept");
+}
+
 // What a log entry may change is checked as the store would read it back.
 BOOST_AUTO_TEST_CASE(a_record_its_key_does_not_name_is_refused) {
   using namespace warren::persistence;
