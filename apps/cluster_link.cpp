@@ -2,8 +2,10 @@
 
 #include "actors/cluster/cluster_auth.hpp"
 
+#include <caf/io/basp_broker.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/manager.hpp>
+#include <caf/openssl/middleman_actor.hpp>
 #include <caf/openssl/publish.hpp>
 
 #include <openssl/err.h>
@@ -162,10 +164,15 @@ caf::expected<uint16_t> publish_cluster_actor(caf::actor_system& system, const c
   return system.middleman().publish(cluster, port, opt.bind.c_str(), true);
 }
 
-caf::io::middleman_actor cluster_connector(caf::actor_system& system,
-                                           const cluster_link_options& opt) {
-  if (opt.tls()) return system.openssl_manager().actor_handle();
-  return system.middleman().actor_handle();
+std::function<caf::io::middleman_actor()> cluster_connectors(caf::actor_system& system,
+                                                             const cluster_link_options& opt) {
+  // Taken here, on the main thread: the middleman's broker registry is not thread-safe.
+  auto basp = system.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP"));
+  bool tls = opt.tls();
+  return [&system, basp, tls] {
+    return tls ? caf::openssl::make_middleman_actor(system, basp)
+               : caf::io::make_middleman_actor(system, basp);
+  };
 }
 
 }  // namespace warren::node

@@ -19,6 +19,7 @@
 #include <caf/io/middleman_actor.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -54,9 +55,11 @@ void configure_cluster_link(caf::actor_system_config& cfg, const cluster_link_op
 caf::expected<uint16_t> publish_cluster_actor(caf::actor_system& system, const caf::actor& cluster,
                                               uint16_t port, const cluster_link_options& opt);
 
-/// The middleman actor that connects to other nodes: the OpenSSL module's one with TLS.
-caf::io::middleman_actor cluster_connector(caf::actor_system& system,
-                                           const cluster_link_options& opt);
+/// Makes a middleman actor that connects to other nodes (the OpenSSL module's kind with TLS),
+/// one per peer address (actors/cluster/peer_connector.hpp says why). Call it where the
+/// middleman runs already.
+std::function<caf::io::middleman_actor()> cluster_connectors(caf::actor_system& system,
+                                                             const cluster_link_options& opt);
 
 /// From now on, every TLS handshake refused on `port` (the cluster port) is logged with the
 /// peer's address and the reason.

@@ -192,7 +192,7 @@ caf::actor start_cluster(caf::actor_system& system, const node_options& opt, caf
     config.stored = std::move(stored);
   }
   config.metadata_version = metadata_version;
-  config.middleman = warren::node::cluster_connector(system, opt.link);
+  config.new_connector = warren::node::cluster_connectors(system, opt.link);
   config.node = std::move(node);
   config.persistence = std::move(persistence);
   config.raft = std::move(relay);

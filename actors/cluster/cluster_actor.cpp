@@ -477,7 +477,10 @@ cluster_actor_type::behavior_type cluster_actor(cluster_self self, cluster_confi
     if (m.name != st.config.self.name) st.members[m.name].info = m;
   for (const auto& address : st.config.join)
     if (address != st.config.self.address) st.join_pending.insert(address);
-  st.joined = st.join_pending.empty();
+  // Only a first join waits for --join (it has nothing of the cluster yet). A member restarting
+  // knows its members and keeps its own log: it starts whether or not they can be reached (cut
+  // off, or down), serves the queues it holds, and meets them, --join's nodes too, when it can.
+  st.joined = !st.first_join || st.join_pending.empty();
   self->set_down_handler([=](caf::down_msg& dm) { cluster_parts::on_down(self, dm); });
   if (!st.config.secret.empty()) cluster_parts::reconnect(self);
   return join_parts<cluster_actor_type, cluster_membership_api, cluster_metadata_api>(

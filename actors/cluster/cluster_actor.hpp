@@ -73,10 +73,11 @@ struct cluster_config {
   uint64_t metadata_version = 0;       // found in LMDB
   bool first_join = false;             // --join with no members stored: take the cluster's view
   bool loopback_only = true;           // no TLS on the link: reach other nodes on loopback only
-  caf::io::middleman_actor middleman;  // connects to other nodes
-  caf::actor node;                     // counts this node's queues
-  caf::actor persistence;              // stores member records
-  std::shared_ptr<raft_relay> raft;    // this node's metadata log, once made (never null)
+  // Makes a middleman actor that connects to other nodes: one per peer address (peer_connector).
+  std::function<caf::io::middleman_actor()> new_connector;
+  caf::actor node;                   // counts this node's queues
+  caf::actor persistence;            // stores member records
+  std::shared_ptr<raft_relay> raft;  // this node's metadata log, once made (never null)
 };
 
 struct cluster_state {
@@ -97,9 +98,10 @@ struct cluster_state {
   // Members learned while joining, not met yet: the ready line waits for them (or for one failed
   // attempt each), so that the cluster listed right after it is the whole mesh.
   std::set<std::string> mesh_pending;
-  bool reached = false;              // one --join address answered
-  std::set<std::string> connecting;  // addresses a join is under way to
-  std::deque<std::string> nonces;    // handed out, not yet used (the newest few)
+  bool reached = false;                          // one --join address answered
+  std::set<std::string> connecting;              // addresses a join is under way to
+  std::map<std::string, caf::actor> connectors;  // by peer address (peer_connector)
+  std::deque<std::string> nonces;                // handed out, not yet used (the newest few)
   std::vector<caf::typed_response_promise<void>> waiting_ready;
   // Failed joins by address, so that an unreachable node is logged now and then, not each second.
   std::shared_ptr<std::map<std::string, int>> failures =

@@ -4,6 +4,7 @@
 // addresses and met every member learned from it. See cluster_actor.hpp for the whole model.
 #include "actors/cluster/cluster_auth.hpp"
 #include "actors/cluster/cluster_parts.hpp"
+#include "actors/cluster/peer_connector.hpp"
 #include "actors/common/broker_error.hpp"
 #include "actors/common/node_protocol.hpp"
 #include "actors/storage/persistence_actor.hpp"
@@ -194,7 +195,13 @@ void join_address(cluster_self self, const std::string& address) {
   }
   st.connecting.insert(address);
   auto failures = st.failures;
-  self->request(st.config.middleman, peer_timeout, caf::connect_atom::value, host, port)
+  auto connector = st.connectors.find(address);
+  if (connector == st.connectors.end())
+    connector =
+        st.connectors
+            .emplace(address, self->spawn<caf::linked>(peer_connector, st.config.new_connector()))
+            .first;
+  self->request(connector->second, peer_timeout, caf::connect_atom::value, host, port)
       .then(
           [=](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
             if (!ptr || ptr->address() == self->address()) {  // no one there, or ourselves
