@@ -3,6 +3,7 @@
 // killed with kill -9 during confirmed publishing through another node loses nothing confirmed,
 // and nodes in two network namespaces agree again after the link between them was cut.
 #include "cluster_nodes.hpp"
+#include "network_namespaces.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -18,6 +19,7 @@
 #include <thread>
 
 using warren::test::free_port;
+using warren::test::namespace_net;
 using warren::test::node_process;
 using warren::test::temp_dir;
 using namespace warren::test::cluster;
@@ -381,57 +383,8 @@ BOOST_AUTO_TEST_CASE(every_publish_is_answered_when_the_queues_node_dies_at_any_
 
 namespace {
 
-const std::string ip_tool = "/usr/sbin/ip";
-
-// Two network namespaces joined by a veth pair (10.213.N.1 and .2), made for one test and
-// removed with it. Needs root; `usable()` says whether it could be made.
-class namespace_pair {
- public:
-  namespace_pair() {
-    auto tag = std::to_string(getpid() % 100000);
-    ns_ = {"warren-a-" + tag, "warren-b-" + tag};
-    dev_ = {"wva" + tag, "wvb" + tag};
-    auto subnet = "10.213." + std::to_string(getpid() % 250) + ".";
-    ip_ = {subnet + "1", subnet + "2"};
-    // A run killed at its timeout leaves its namespaces behind, and a later pid can map to
-    // the same names.
-    for (const auto& ns : ns_) ip({"netns", "del", ns}, false);
-    usable_ = ip({"netns", "add", ns_[0]}) && ip({"netns", "add", ns_[1]}) &&
-              ip({"link", "add", dev_[0], "type", "veth", "peer", "name", dev_[1]});
-    for (int i = 0; usable_ && i < 2; ++i)
-      usable_ = ip({"link", "set", dev_[i], "netns", ns_[i]}) &&
-                ip({"-n", ns_[i], "addr", "add", ip_[i] + "/24", "dev", dev_[i]}) &&
-                ip({"-n", ns_[i], "link", "set", "lo", "up"}) && link(i, true);
-  }
-  ~namespace_pair() {
-    for (const auto& ns : ns_) ip({"netns", "del", ns});  // takes the veth pair with it
-  }
-  namespace_pair(const namespace_pair&) = delete;
-  namespace_pair& operator=(const namespace_pair&) = delete;
-
-  bool usable() const { return usable_; }
-  const std::string& address(int i) const { return ip_[i]; }
-  /// What runs a program inside namespace `i`.
-  std::vector<std::string> inside(int i) const { return {ip_tool, "netns", "exec", ns_[i]}; }
-  /// Takes side `i` of the link down (a cut cable) or up again.
-  bool link(int i, bool up) {
-    return ip({"-n", ns_[i], "link", "set", dev_[i], up ? "up" : "down"});
-  }
-
- private:
-  static bool ip(std::vector<std::string> args, bool report = true) {
-    args.insert(args.begin(), ip_tool);
-    auto r = warren::test::run_command(args);
-    if (r.exit_code != 0 && report) BOOST_TEST_MESSAGE("ip " << args[1] << " ...: " << r.err);
-    return r.exit_code == 0;
-  }
-
-  std::array<std::string, 2> ns_, dev_, ip_;
-  bool usable_ = false;
-};
-
 // warrenctl --json run inside namespace `i` against the node there; nullopt when it fails.
-std::optional<json> try_ctl_in(const namespace_pair& net, int i, const node_process& node,
+std::optional<json> try_ctl_in(const namespace_net& net, int i, const node_process& node,
                                std::vector<std::string> args, std::string* error = nullptr) {
   auto argv = net.inside(i);
   // guest may only log in over loopback, so the test logs in as an administrator of its own.
@@ -447,7 +400,7 @@ std::optional<json> try_ctl_in(const namespace_pair& net, int i, const node_proc
   return r.out.empty() ? json{} : json::parse(r.out);
 }
 
-json ctl_in(const namespace_pair& net, int i, const node_process& node,
+json ctl_in(const namespace_net& net, int i, const node_process& node,
             std::vector<std::string> args) {
   std::string error;
   auto out = try_ctl_in(net, i, node, std::move(args), &error);
@@ -459,7 +412,7 @@ json ctl_in(const namespace_pair& net, int i, const node_process& node,
 // that joined learns the administrator "ops" from the metadata log shortly after it runs, so a
 // refused login is tried again.
 template <class Check>
-bool listed_in(const namespace_pair& net, int i, const node_process& node, const std::string& what,
+bool listed_in(const namespace_net& net, int i, const node_process& node, const std::string& what,
                Check check) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -487,10 +440,6 @@ auto split_exchanges(const names& expected) {
   };
 }
 
-bool namespaces_usable() {
-  return getuid() == 0 && access(ip_tool.c_str(), X_OK) == 0;
-}
-
 }  // namespace
 
 // Nodes in two network namespaces: the link between them is cut (no socket closes; CAF's
@@ -498,9 +447,9 @@ bool namespaces_usable() {
 // again and the side with fewer metadata changes since the split takes the other's.
 BOOST_AUTO_TEST_CASE(a_cut_link_is_noticed_and_the_sides_agree_again_when_it_is_back,
                      *boost::unit_test::precondition([](boost::unit_test::test_unit_id) {
-                       return namespaces_usable();
+                       return warren::test::network_namespaces_usable();
                      })) {
-  namespace_pair net;
+  namespace_net net(2, 213);
   BOOST_REQUIRE_MESSAGE(net.usable(), "could not make the network namespaces");
   uint16_t pa = free_port(), pb = free_port();
   auto in_ns = [&](int i, std::vector<std::string> args) {
@@ -521,7 +470,7 @@ BOOST_AUTO_TEST_CASE(a_cut_link_is_noticed_and_the_sides_agree_again_when_it_is_
   ctl_in(net, 0, a, {"declare-exchange", "split-before", "--type", "fanout"});
   BOOST_REQUIRE(listed_in(net, 1, b, "exchanges", split_exchanges({"split-before"})));
 
-  BOOST_REQUIRE(net.link(0, false));
+  BOOST_REQUIRE(net.cut(0, 1));
   BOOST_CHECK(listed_in(net, 0, a, "nodes", other_running("b", false)));
   BOOST_CHECK(listed_in(net, 1, b, "nodes", other_running("a", false)));
   // Each side changes things alone: a twice, b once.
@@ -530,7 +479,7 @@ BOOST_AUTO_TEST_CASE(a_cut_link_is_noticed_and_the_sides_agree_again_when_it_is_
   ctl_in(net, 1, b, {"declare-exchange", "split-b", "--type", "direct"});
   ctl_in(net, 1, b, {"delete-exchange", "split-before"});
 
-  BOOST_REQUIRE(net.link(0, true));
+  BOOST_REQUIRE(net.heal());
   BOOST_CHECK(listed_in(net, 0, a, "nodes", other_running("b", true)));
   BOOST_CHECK(listed_in(net, 1, b, "nodes", other_running("a", true)));
   // b made fewer changes during the split, so it takes a's view; a keeps its own.

@@ -93,8 +93,8 @@ node_process::node_process(std::vector<std::string> extra_args, std::string data
   // then pick another.
   for (int attempt = 1;; ++attempt) {
     std::vector<std::string> argv = prefix;
-    argv.insert(argv.end(),
-                {node_binary(), "--port", "0", "--log-level", "info", "--data-dir", data_dir_});
+    argv.insert(argv.end(), {node_binary(), "--log-level", "info", "--data-dir", data_dir_});
+    if (!given("--port")) argv.insert(argv.end(), {"--port", "0"});
     if (pick_amqp_port) {
       argv.push_back("--amqp-port");
       argv.push_back(std::to_string(free_port()));

@@ -45,7 +45,8 @@ class tmpfs_mount {
   temp_dir dir_;
 };
 
-/// A warren-node child process listening on a port the OS picked, with its data in `data_dir`
+/// A warren-node child process listening on a port the OS picked (unless `extra_args` names a
+/// --port: a member restarted on the port its clients know), with its data in `data_dir`
 /// (a fresh temporary one when empty). Its AMQP listener gets a free port too, unless
 /// `extra_args` names one. `prefix` runs before it (e.g. prlimit to set its limits). Stopped
 /// (SIGTERM, then SIGKILL if it lingers) when destroyed. The environment variable
