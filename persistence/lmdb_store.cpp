@@ -230,8 +230,9 @@ int lmdb_store::write(const std::vector<meta_mutation>& batch, const write_plan&
     MDB_val key = val(seeded_key), value = val(yes);
     if (int rc = mdb_put(t.txn, dbis_[0], &key, &value, 0); rc != MDB_SUCCESS) return rc;
   }
-  // Vhosts a snapshot or seed goes without take what they held, as a vhost deleted by an entry
-  // does (below): no exchange, queue or binding of a vhost outlives it.
+  // Vhosts a snapshot or seed goes without take their exchanges, queues and bindings along, as a
+  // vhost deleted by an entry does (below). Not its permissions: those are the log's, and the
+  // snapshot has them as the log does (a permission can be set for a vhost deleted meanwhile).
   std::set<std::string> vhosts_before;
   if (replace)
     if (int rc = keys_of(t.txn, meta_table::vhosts, vhosts_before); rc != MDB_SUCCESS) return rc;
@@ -256,7 +257,7 @@ int lmdb_store::write(const std::vector<meta_mutation>& batch, const write_plan&
       if (rc == MDB_SUCCESS && plan.index != nullptr && m.table == meta_table::users)
         rc = erase_prefixed(t.txn, meta_table::permissions, permission_key(m.key, ""));
       if (rc == MDB_SUCCESS && plan.index != nullptr && m.table == meta_table::vhosts)
-        rc = erase_vhost_contents(t.txn, m.key);
+        rc = erase_vhost_contents(t.txn, m.key, true);
     } else {
       auto sealed = seal(static_cast<uint8_t>(1 + static_cast<int>(m.table)), m.key, m.value);
       MDB_val value = val(sealed);
@@ -267,7 +268,7 @@ int lmdb_store::write(const std::vector<meta_mutation>& batch, const write_plan&
   for (const auto& m : batch)
     if (m.table == meta_table::vhosts && !m.erase) vhosts_before.erase(m.key);
   for (const auto& gone : vhosts_before)
-    if (int rc = erase_vhost_contents(t.txn, gone); rc != MDB_SUCCESS) return rc;
+    if (int rc = erase_vhost_contents(t.txn, gone, false); rc != MDB_SUCCESS) return rc;
   int rc = mdb_txn_commit(t.txn);
   t.txn = nullptr;
   return rc;
@@ -307,9 +308,11 @@ int lmdb_store::erase_prefixed(MDB_txn* txn, meta_table table, const std::string
   return MDB_SUCCESS;
 }
 
-int lmdb_store::erase_vhost_contents(MDB_txn* txn, const std::string& vhost) {
+int lmdb_store::erase_vhost_contents(MDB_txn* txn, const std::string& vhost,
+                                     bool with_permissions) {
   for (auto table : {meta_table::exchanges, meta_table::queues, meta_table::bindings})
     if (int rc = erase_prefixed(txn, table, exchange_key(vhost, "")); rc != MDB_SUCCESS) return rc;
+  if (!with_permissions) return MDB_SUCCESS;
   // Permission keys start with the user: every one is looked at (a few per user).
   auto dbi = dbis_[1 + static_cast<int>(meta_table::permissions)];
   std::vector<std::string> keys;

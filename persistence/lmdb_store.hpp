@@ -223,10 +223,11 @@ class lmdb_store {
   int first_failed_condition(MDB_txn* txn, const std::vector<meta_condition>& conditions);
   int erase_prefixed(MDB_txn* txn, meta_table table, const std::string& prefix);
   int keys_of(MDB_txn* txn, meta_table table, std::set<std::string>& out);
-  // A vhost deleted through the log (or missing from a snapshot or seed): its permissions,
-  // exchanges, queues and bindings go in the same transaction, so that none outlives it here should
-  // the node stop before its vhost actor has deleted them.
-  int erase_vhost_contents(MDB_txn* txn, const std::string& vhost);
+  // A vhost deleted through the log (or missing from a snapshot or seed): its exchanges, queues
+  // and bindings go in the same transaction, so that none outlives it here should the node stop
+  // before its vhost actor has deleted them; its permissions too for an entry (a snapshot's are
+  // the log's own).
+  int erase_vhost_contents(MDB_txn* txn, const std::string& vhost, bool with_permissions);
   void check_not_truncated(const std::string& env_dir);
   void read_format_version(MDB_txn* txn);
   void check_format_version(MDB_txn* txn, const std::string& env_dir,
