@@ -111,6 +111,20 @@ BOOST_AUTO_TEST_CASE(a_node_without_the_secret_is_refused_and_logged) {
   BOOST_CHECK((members_seen_by(a) == std::map<std::string, bool>{{"a", true}}));
 }
 
+// A restarted member starts whether or not the node --join names takes it (down, cut off, or,
+// here, a node of another cluster that refuses it): it knows its members and meets them, and
+// does not knock on the refusing node again.
+BOOST_AUTO_TEST_CASE(a_restarted_member_starts_and_meets_its_members_though_its_join_node_refuses) {
+  three_nodes n;
+  uint16_t px = free_port();
+  node_process stranger(cluster_args("x", px, {}, "another cluster's secret"));
+  n.b.reset();
+  n.b = std::make_unique<node_process>(cluster_args("b", n.pb, address(px)), n.b_dir.path());
+  BOOST_CHECK(sees(*n.b, {{"a", true}, {"b", true}, {"c", true}}));
+  BOOST_CHECK(n.b->wait_for_log("not joining " + address(px) + " again: it refused this node"));
+  BOOST_CHECK((members_seen_by(stranger) == std::map<std::string, bool>{{"x", true}}));
+}
+
 namespace {
 
 // Takes the first fifty of "orders" through `ch` by get, checking their order, each acked; then

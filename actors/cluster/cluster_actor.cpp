@@ -192,7 +192,9 @@ caf::result<void> forget(cluster_self self, const std::string& name) {
   if (it->second.handle)
     return make_broker_error(reply_code::precondition_failed,
                              "node '" + name + "' is running; stop it before forgetting it");
+  auto address = it->second.info.address;
   st.members.erase(it);
+  drop_connector(self, address);
   erase_member_record(self, name);
   st.config.raft->member_down(name);
   tell_node(self, removed_atom::value, name);
@@ -214,7 +216,9 @@ void forgotten_by(cluster_self self, const std::string& from, const std::string&
     note(log_level::warn, from + " forgot node " + name + ", which is running here; kept");
     return;
   }
+  auto address = it->second.info.address;
   st.members.erase(it);
+  drop_connector(self, address);
   erase_member_record(self, name);
   st.config.raft->member_down(name);
   tell_node(self, removed_atom::value, name);

@@ -57,8 +57,10 @@ void add_running(cluster_self self, const cluster_member& m, const caf::actor& h
   if (has_log && st.config.node) self->send(node_handle(st.config.node), metalog_atom::value, true);
   st.config.raft->member_up(m.name);
   if (added || entry.info.address != m.address) {
+    auto moved_from = entry.info.address;
     entry.info = m;
     store_member(self, m);
+    drop_connector(self, moved_from);
   }
   if (entry.handle != handle) {
     if (entry.handle) self->demonitor(entry.handle);
@@ -81,8 +83,10 @@ void learn_member(cluster_self self, const cluster_member& m) {
   if (m.name == st.config.self.name) return;
   auto [it, added] = st.members.try_emplace(m.name);
   if (!added && it->second.info.address == m.address) return;
+  auto moved_from = it->second.info.address;
   it->second.info = m;
   store_member(self, m);
+  drop_connector(self, moved_from);
 }
 
 void join_address(cluster_self self, const std::string& address);
@@ -119,6 +123,11 @@ void join_failed(cluster_self self, const std::string& address, const caf::error
   auto failure = describe(err);
   if (failure.code == reply_code::access_refused) {
     note(log_level::error, address + " refused this node: " + failure.text);
+    // A restarted member (it knows its members) does not stop for that, nor keep knocking.
+    if (st.joined && st.join_pending.erase(address) != 0) {
+      note(log_level::warn, "not joining " + address + " again: it refused this node");
+      return;
+    }
     if (st.join_pending.count(address) != 0 && !st.reached) {  // none of --join took us
       st.refused =
           make_broker_error(reply_code::access_refused, "joining " + address + ": " + failure.text);
@@ -248,6 +257,17 @@ caf::error check_join(cluster_self self, const join_request& req, const caf::act
 }
 
 }  // namespace
+
+void drop_connector(cluster_self self, const std::string& address) {
+  auto& st = self->state;
+  auto connector = st.connectors.find(address);
+  if (connector == st.connectors.end() || st.join_pending.count(address) != 0) return;
+  for (const auto& [name, m] : st.members)
+    if (m.info.address == address) return;
+  self->unlink_from(connector->second);
+  self->send_exit(connector->second, caf::exit_reason::user_shutdown);
+  st.connectors.erase(connector);
+}
 
 void reconnect(cluster_self self) {
   auto& st = self->state;

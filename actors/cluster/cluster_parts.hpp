@@ -60,6 +60,8 @@ void proposal_applied(cluster_self self, uint64_t token, uint64_t id, const std:
 
 /// Joins the --join addresses not reached yet and the members that are down; runs every second.
 void reconnect(cluster_self self);
+/// Stops the connector of `address` once no member has that address (forgotten, or moved).
+void drop_connector(cluster_self self, const std::string& address);
 /// Answers a join request: the peer proved the secret (else ACCESS_REFUSED naming why).
 caf::result<join_reply> accept_join(cluster_self self, const join_request& req,
                                     const caf::actor& peer);

@@ -9,9 +9,9 @@
 namespace warren {
 
 caf::behavior peer_connector(caf::event_based_actor* self, caf::io::middleman_actor through) {
-  self->attach_functor([through](const caf::error&) {
-    caf::anon_send_exit(through, caf::exit_reason::user_shutdown);
-  });
+  // CAF's middleman actor ignores every exit reason but kill.
+  self->attach_functor(
+      [through](const caf::error&) { caf::anon_send_exit(through, caf::exit_reason::kill); });
   auto busy = std::make_shared<bool>(false);
   return {
       [=](caf::connect_atom, std::string& host, uint16_t port)
