@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 
+#include <sstream>
+
 namespace warren::test {
 
 namespace {
@@ -26,6 +28,20 @@ bool ip(std::vector<std::string> args, bool report = true) {
   return run(std::move(args), report);
 }
 
+// The devices of this namespace with an address in `prefix` (`ip -o addr show to PREFIX`: the
+// second field of each line).
+std::vector<std::string> devices_holding(const std::string& prefix) {
+  auto r = run_command({ip_tool, "-o", "addr", "show", "to", prefix});
+  std::vector<std::string> out;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string index, device;
+    if (fields >> index >> device) out.push_back(device);
+  }
+  return out;
+}
+
 }  // namespace
 
 bool network_namespaces_usable() {
@@ -41,11 +57,16 @@ namespace_net::namespace_net(int members, int block) {
     devices_.push_back("wv" + tag + "n" + std::to_string(i));
     addresses_.push_back(subnet + std::to_string(i + 1));
   }
-  // Left behind by an earlier run of this pid that was killed.
+  // Left behind by an earlier run of this pid that was killed, and a bridge of any killed run
+  // that holds this subnet (its route would take our clients' packets).
   for (const auto& ns : namespaces_) ip({"netns", "del", ns}, false);
   ip({"link", "del", bridge_}, false);
+  for (const auto& stale : devices_holding(subnet + "0/24")) ip({"link", "del", stale}, false);
 
-  usable_ = ip({"link", "add", bridge_, "type", "bridge"}) &&
+  // Not through the host's firewall (bridge-nf): a host whose FORWARD policy drops (Docker's)
+  // would cut every member off.
+  usable_ = ip({"link", "add", bridge_, "type", "bridge", "nf_call_iptables", "0",
+                "nf_call_ip6tables", "0", "nf_call_arptables", "0"}) &&
             ip({"addr", "add", subnet + "254/24", "dev", bridge_}) &&
             ip({"link", "set", bridge_, "up"});
   for (int i = 0; usable_ && i < members; ++i) {
