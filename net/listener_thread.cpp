@@ -75,8 +75,16 @@ struct listener_thread::impl : public kj::TaskSet::ErrorHandler {
               } catch (...) {
               }
               auto peer = peer_of(*stream);
-              connections.add(tls ? serve_after_tls(kj::mv(stream), peer, serve)
-                                  : serve(kj::mv(stream), peer));
+              // A connection that cannot be served (its session failed to start) is dropped;
+              // the loop goes on, since a throw here would end it and the door with it.
+              KJ_IF_MAYBE (e, kj::runCatchingExceptions([&] {
+                             connections.add(tls ? serve_after_tls(kj::mv(stream), peer, serve)
+                                                 : serve(kj::mv(stream), peer));
+                           })) {
+                log(log_level::warn, "net",
+                    what + " listener cannot serve the connection from " + peer.name + ": " +
+                        e->getDescription().cStr());
+              }
               return accept_loop(listener, connections, serve, timer);
             },
             [this, &listener, &connections, &serve, &timer](kj::Exception&& e) {

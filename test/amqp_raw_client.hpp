@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <utility>
@@ -39,13 +40,17 @@ inline writer client_close_method() {
 
 class raw_client {
  public:
-  explicit raw_client(uint16_t port) {
+  // Fails the test unless the connection is made; with `may_fail`, a failed connect is kept
+  // instead, for try_handshake to report (callers that retry while the node sheds connections).
+  explicit raw_client(uint16_t port, bool may_fail = false) {
     fd_ = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    BOOST_REQUIRE(connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    if (connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+      connect_error_ = "connect to port " + std::to_string(port) + ": " + std::strerror(errno);
+    BOOST_REQUIRE_MESSAGE(may_fail || connect_error_.empty(), connect_error_);
     int one = 1;  // each method goes out at once, as clients send them
     setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
@@ -106,6 +111,7 @@ class raw_client {
   // For callers that retry while the node may still shed connections (out of descriptors).
   std::string try_handshake(uint16_t heartbeat = 0, bool wants_blocked = false) {
     const char* closed = "the node closed the socket during the handshake";
+    if (!connect_error_.empty()) return connect_error_;
     if (!sent_whole(std::string(protocol_header))) return closed;
     if (auto why = expect_method({10, 10}, "connection.start"); !why.empty()) return why;
     auto ok = method_payload({10, 11});
@@ -179,6 +185,7 @@ class raw_client {
 
   int fd_ = -1;
   int read_error_ = 0;
+  std::string connect_error_;  // why the connection was not made ("" once it was)
   std::string buffer_;
 };
 

@@ -58,15 +58,20 @@ BOOST_AUTO_TEST_CASE(both_listeners_accept_again_after_running_out_of_descriptor
   // for want of a descriptor, so each try is a fresh connection.
   std::string last_failure;
   BOOST_TEST(eventually([&] {
-               last_failure = raw_client(node.amqp_port()).try_handshake();
+               last_failure = raw_client(node.amqp_port(), true).try_handshake();
                return last_failure.empty();
              }),
-             "the AMQP door never accepted again; last try: " << last_failure);
+             "the AMQP door never accepted again; last try: " << last_failure << "; the node "
+                                                              << (node.alive() ? "runs" : "exited")
+                                                              << " and logged:\n"
+                                                              << node.log());
   BOOST_TEST(eventually([&] {
-    connect_options o;
-    o.port = node.port();
-    return connection::open(o)->list_vhosts().size() == 1;
-  }));
+               connect_options o;
+               o.port = node.port();
+               return connection::open(o)->list_vhosts().size() == 1;
+             }),
+             "the Cap'n Proto door never accepted again; the node logged:\n"
+                 << node.log());
 }
 
 BOOST_AUTO_TEST_CASE(connections_that_never_log_in_are_closed_after_the_handshake_timeout) {
