@@ -14,6 +14,7 @@
 #include "apps/node_metadata_log.hpp"
 #include "apps/node_options.hpp"
 #include "apps/node_stats.hpp"
+#include "apps/shutdown_deadline.hpp"
 #include "core/log.hpp"
 #include "net/amqp/amqp_server.hpp"
 #include "net/capnp/rpc_server.hpp"
@@ -31,6 +32,7 @@
 #include <pthread.h>
 #include <unistd.h>
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -38,6 +40,10 @@
 #include <set>
 
 namespace {
+
+// How long CAF may take to close its connections once everything of the node's own is done
+// (apps/shutdown_deadline.hpp); a graceful close takes milliseconds.
+constexpr std::chrono::seconds shutdown_grace{10};
 
 using warren::node::node_options;
 
@@ -489,7 +495,16 @@ int main(int argc, char** argv) {
   if (!open_node_storage(opt, opened)) return 1;
   caf::actor_system_config cfg;
   configure_actor_system(cfg, opt);
+  warren::shutdown_deadline deadline;  // outlives the actor system: bounds its destructor
   caf::actor_system system{cfg};
-  // Once run_node returns, ~actor_system waits for every actor to finish.
-  return run_node(system, opt, opened, stop_signals);
+  int code = run_node(system, opt, opened, stop_signals);
+  // Every actor of ours finishes, then the metadata store and the queues' files close; what
+  // ~actor_system has left to do is CAF closing its connections, which may never end. The data
+  // dir stays locked until the process ends: its cluster port is still bound until then.
+  system.await_all_actors_done();
+  opened.storage = warren::storage_context{};
+  opened.contents = {};
+  opened.metadata.reset();
+  deadline.arm(shutdown_grace, code);
+  return code;
 }

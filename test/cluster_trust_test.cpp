@@ -180,6 +180,7 @@ BOOST_AUTO_TEST_CASE(a_node_whose_certificate_another_ca_signed_cannot_join) {
   // b keeps trying to join (an unreachable node is retried) and never becomes ready.
   temp_dir dir;
   auto r = run_node(dir.path(), args, 8);
+  BOOST_CHECK_MESSAGE(r.exit_code == 124, "b did not stop on the TERM (" << r.exit_code << ")");
   BOOST_CHECK_MESSAGE(r.err.find("ready on") == std::string::npos, r.err);
   BOOST_CHECK_MESSAGE(r.err.find("cannot reach " + address(pa)) != std::string::npos, r.err);
   BOOST_CHECK(a.wait_for_log("on the cluster port: TLS handshake failed"));

@@ -50,6 +50,16 @@ std::vector<char*> c_args(const std::vector<std::string>& argv) {
   return out;
 }
 
+// A node that did not stop on SIGTERM: where its threads wait goes to the test's output, which
+// is what the reader of a failed CI run needs, when gdb is there to tell.
+void print_stacks_of(pid_t pid) {
+  if (::access("/usr/bin/gdb", X_OK) != 0) return;
+  auto r = run_command({"/usr/bin/timeout", "60", "/usr/bin/gdb", "-p", std::to_string(pid),
+                        "-batch", "-ex", "thread apply all bt"});
+  std::cerr << "node " << pid << " did not stop within 30 s of SIGTERM; its threads:\n"
+            << r.out << r.err << std::endl;
+}
+
 }  // namespace
 
 temp_dir::temp_dir() {
@@ -266,6 +276,7 @@ int node_process::stop() {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   if (!reaped_) {
+    print_stacks_of(pid_);
     ::kill(pid_, SIGKILL);
     waitpid(pid_, &status_, 0);
     reaped_ = true;

@@ -1,5 +1,6 @@
 #include "actors/cluster/peer_connector.hpp"
 
+#include "actors/cluster/tcp_probe.hpp"
 #include "actors/common/broker_error.hpp"
 
 #include <memory>
@@ -7,6 +8,14 @@
 #include <string>
 
 namespace warren {
+
+namespace {
+
+// Under the cluster actor's 5 s wait for a connect (peer_timeout), so that it hears the reason;
+// time for two SYNs (the kernel resends the first after 1 s).
+constexpr auto probe_limit = std::chrono::seconds(3);
+
+}  // namespace
 
 caf::behavior peer_connector(caf::event_based_actor* self, caf::io::middleman_actor through) {
   // CAF's middleman actor ignores every exit reason but kill.
@@ -22,17 +31,23 @@ caf::behavior peer_connector(caf::event_based_actor* self, caf::io::middleman_ac
         *busy = true;
         auto rp = self->make_response_promise<caf::node_id, caf::strong_actor_ptr,
                                               std::set<std::string>>();
-        self->request(through, caf::infinite, caf::connect_atom::value, host, port)
-            .then(
-                [=](caf::node_id& node, caf::strong_actor_ptr& peer,
-                    std::set<std::string>& interfaces) mutable {
-                  *busy = false;
-                  rp.deliver(std::move(node), std::move(peer), std::move(interfaces));
-                },
-                [=](caf::error& err) mutable {
-                  *busy = false;
-                  rp.deliver(std::move(err));
-                });
+        auto failed = [=](caf::error& err) mutable {
+          *busy = false;
+          rp.deliver(std::move(err));
+        };
+        auto connect = [=](std::string& address) mutable {
+          self->request(through, caf::infinite, caf::connect_atom::value, std::move(address), port)
+              .then(
+                  [=](caf::node_id& node, caf::strong_actor_ptr& peer,
+                      std::set<std::string>& interfaces) mutable {
+                    *busy = false;
+                    rp.deliver(std::move(node), std::move(peer), std::move(interfaces));
+                  },
+                  failed);
+        };
+        auto probe = self->spawn<caf::detached>(tcp_probe, std::chrono::milliseconds(probe_limit));
+        self->request(probe, caf::infinite, caf::connect_atom::value, host, port)
+            .then(connect, failed);
         return rp;
       },
   };

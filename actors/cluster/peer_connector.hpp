@@ -5,7 +5,12 @@
 // cluster port at start-up, waited behind it: a member restarted while another was cut off
 // did not open its ports for minutes. So each peer address gets a middleman actor of its own,
 // behind this actor, which answers a connect asked while one is still under way at once
-// ("still connecting") instead of queueing another two-minute wait behind it.
+// ("still connecting") instead of queueing another two-minute wait behind it. Each connect is
+// preceded by a bounded probe (tcp_probe.hpp): a host that drops packets is reported within
+// seconds, naming that, and no thread is left in a two-minute connect to hold up the shutdown.
+// CAF then connects to the address that answered (no second lookup). A host that falls silent in
+// the moment between the two still blocks CAF's connect: doing the connect ourselves would mean
+// CAF's OpenSSL session internals, which 0.17 does not expose.
 #pragma once
 
 #include <caf/all.hpp>
