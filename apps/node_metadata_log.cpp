@@ -36,6 +36,9 @@ log_start decide_log_start(const log_facts& f, const std::string& data_dir) {
         "leader. Restore the folder's files from a backup; or forget this node on the cluster " +
         "(warrenctl forget-node " + f.self + "), move " + data_dir +
         " aside and start it again with --join");
+  // A founding cut short after an empty joiner's folder was there (a founder chosen at run time
+  // replaces its joiner's log): that folder never held a term, and is made again as a founder's.
+  if (f.folder && id.at == stage::founding && !f.raft_state) return log_start::found;
   if (f.folder) return log_start::open;
   // A node that never had members voted alone: a new log can disagree with no one.
   if (id.at == stage::open && f.members.empty() && !f.first_join) return log_start::found;
@@ -76,10 +79,23 @@ std::string leave_log_of_former_name(persistence::lmdb_store& store, log_facts& 
   return moved;
 }
 
+namespace {
+
+// Raft bootstraps only a folder it makes. One that holds no raft metadata (no term, no vote: an
+// empty joiner's) has nothing a log needs, and goes; one that does is never touched here.
+void drop_folder_without_term(const std::string& dir) {
+  fs::path raft(dir);
+  if (!fs::exists(raft) || fs::exists(raft / "metadata1") || fs::exists(raft / "metadata2")) return;
+  fs::remove_all(raft);
+}
+
+}  // namespace
+
 std::unique_ptr<persistence::metadata_log> start_metadata_log(persistence::lmdb_store& store,
                                                               log_start how,
                                                               const log_settings& settings) {
   auto id = store.read_log_identity();
+  if (how == log_start::found) drop_folder_without_term(raft_dir_of(settings.data_dir));
   if (how == log_start::found || how == log_start::join) {
     auto intent = how == log_start::found ? stage::founding : stage::joining;
     if (id.at != intent || id.node != settings.self)

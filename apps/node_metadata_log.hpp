@@ -11,7 +11,8 @@
 //   under an id that voted before could vote twice in one term, and elect a second leader. (A node
 //   that never had a member voted alone: it makes a new one, leaving a log of a former name
 //   behind);
-// - a log made halfway (its intent recorded, no folder) is made again the same way;
+// - a log made halfway (its intent recorded, no folder) is made again the same way; so is a
+//   founding recorded over an empty joiner's folder (no term in it), whose folder is made anew;
 // - with no log: a node with no other member and nothing to join (the first node) founds one
 //   alone. Every other node joins: its empty log waits for the leader to add it as a voter. It
 //   never founds from what it learned while joining, which can be partial (a member not met yet,

@@ -103,6 +103,21 @@ BOOST_AUTO_TEST_CASE(an_intent_recorded_before_a_crash_is_finished) {
   BOOST_CHECK(decide_log_start(f, data_dir) == log_start::join);
 }
 
+// A founder chosen at run time replaces its empty joiner's log: cut short, the folder it left
+// (no term in it) is made again as a founder's; one that holds raft state opens as it is.
+BOOST_AUTO_TEST_CASE(a_founding_cut_short_over_an_empty_joiners_folder_founds_again) {
+  auto f = with_identity(clustered(), stage::founding, "b");
+  f.members = {"a", "c"};
+  f.folder = true;
+  BOOST_CHECK(decide_log_start(f, data_dir) == log_start::found);
+  f.raft_state = true;
+  BOOST_CHECK(decide_log_start(f, data_dir) == log_start::open);
+  f = with_identity(clustered(), stage::joining, "b");  // a joiner's folder stays a joiner's
+  f.members = {"a", "c"};
+  f.folder = true;
+  BOOST_CHECK(decide_log_start(f, data_dir) == log_start::open);
+}
+
 // Only the first node founds; a node that joins, or has members, never decides to found from
 // what it learned while joining (which can be partial), and waits to be added instead.
 BOOST_AUTO_TEST_CASE(only_the_first_node_founds_and_every_other_joins) {
