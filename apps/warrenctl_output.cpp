@@ -217,7 +217,7 @@ std::string metadata_role(const node_row& n) {
 void print_list(const std::vector<node_row>& list, bool as_json) {
   if (as_json) {
     json out = json::array();
-    for (const auto& n : list)
+    for (const auto& n : list) {
       out.push_back(json{{"name", n.name},
                          {"address", n.address},
                          {"running", n.running},
@@ -226,6 +226,8 @@ void print_list(const std::vector<node_row>& list, bool as_json) {
                          {"metadata_log", n.metadata_log},
                          {"voter", n.voter},
                          {"leader", n.leader}});
+      if (n.local && n.metadata_log) out.back()["metadata_log_applied"] = n.metadata_log_applied;
+    }
     std::cout << dump_json(out) << '\n';
     return;
   }

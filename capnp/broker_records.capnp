@@ -144,6 +144,8 @@ struct NodeInfo {
   metadataLog @5 :Bool;
   voter @6 :Bool;
   leader @7 :Bool;
+  # The last log index the answering node applied (its own row only; 0 without a log).
+  metadataLogApplied @8 :UInt64;
 }
 
 # A grant as Connection.listGrants shows it (never its token).

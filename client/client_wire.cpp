@@ -137,8 +137,9 @@ grant_row read_grant_row(rpc::GrantInfo::Reader in) {
 }
 
 node_row read_node_row(rpc::NodeInfo::Reader in) {
-  return {text(in.getName()), text(in.getAddress()), in.getRunning(), in.getLocal(),
-          in.getQueues(),     in.getMetadataLog(),   in.getVoter(),   in.getLeader()};
+  return {text(in.getName()), text(in.getAddress()), in.getRunning(),
+          in.getLocal(),      in.getQueues(),        in.getMetadataLog(),
+          in.getVoter(),      in.getLeader(),        in.getMetadataLogApplied()};
 }
 
 node_stats read_node_stats(rpc::NodeStats::Reader in) {

@@ -112,6 +112,7 @@ void raft_fill_rows(cluster_self self, std::vector<node_info>& rows) {
   for (auto& row : rows) {
     if (row.local) {
       row.has_log = view.has_value();
+      if (view) row.log_applied = view->applied;
     } else if (auto m = st.members.find(row.name); m != st.members.end()) {
       row.has_log = m->second.has_log;
     }

@@ -121,6 +121,7 @@ struct node_info {
   bool has_log = false;
   bool voter = false;
   bool leader = false;
+  uint64_t log_applied = 0;  // the last index the answering node applied (its own row only)
 };
 
 template <class Inspector>
@@ -157,7 +158,8 @@ typename Inspector::result_type inspect(Inspector& f, join_reply& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_info& x) {
-  return f(x.name, x.address, x.running, x.local, x.queues, x.has_log, x.voter, x.leader);
+  return f(x.name, x.address, x.running, x.local, x.queues, x.has_log, x.voter, x.leader,
+           x.log_applied);
 }
 namespace persistence {  // found by argument-dependent lookup
 template <class Inspector>

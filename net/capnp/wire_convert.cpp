@@ -141,6 +141,7 @@ void write_node(const node_info& info, rpc::NodeInfo::Builder out) {
   out.setMetadataLog(info.has_log);
   out.setVoter(info.voter);
   out.setLeader(info.leader);
+  out.setMetadataLogApplied(info.log_applied);
 }
 
 void write_connection(const connection_info& info, rpc::ConnectionInfo::Builder out) {

@@ -158,6 +158,7 @@ json node_json(const node_info& n, const node_stats_info& stats) {
               {"metadata_voter", n.voter},
               {"metadata_leader", n.leader}};
   if (n.local) {
+    out["metadata_log_applied"] = n.log_applied;
     out["mem_used"] = stats.rss_bytes;
     out["uptime"] = stats.uptime_ms;
   }

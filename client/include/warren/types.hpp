@@ -178,6 +178,7 @@ struct node_row {
   bool metadata_log = false;
   bool voter = false;
   bool leader = false;
+  uint64_t metadata_log_applied = 0;  // the last index it applied: the connected node's row only
 };
 
 /// One reading of the node's statistics (connection::node_stats).
