@@ -140,13 +140,13 @@ class lmdb_store {
 
   // --- the metadata as a Raft log's state machine (persistence/metadata_fsm.hpp) ---------------
 
-  /// Whether the metadata log carries `table`: users, permissions and vhosts (with their
-  /// limits). The other tables join it as their changes move to the log (issue 33); until then
-  /// each node's own records stay out of snapshots and seeds, which replace what a member holds
-  /// of the log's tables.
+  /// Whether the metadata log carries `table`: users, permissions, vhosts (with their limits)
+  /// and durable exchanges. The other tables join it as their changes move to the log (issue
+  /// 33); until then each node's own records stay out of snapshots and seeds, which replace what
+  /// a member holds of the log's tables.
   static bool in_log(meta_table table) {
     return table == meta_table::users || table == meta_table::permissions ||
-           table == meta_table::vhosts;
+           table == meta_table::vhosts || table == meta_table::exchanges;
   }
   /// What keeps `m` from being stored and read back (a key LMDB refuses, a value that does not
   /// decode as its table's record), or "". A change from the log is checked before it is applied.

@@ -39,6 +39,10 @@ std::string lmdb_store::change_problem(const meta_mutation& m) {
                                                scratch.permissions.back().vhost) == m.key
                       : m.table == meta_table::vhosts
                           ? !scratch.vhosts.empty() && vhost_key(scratch.vhosts.back()) == m.key
+                      : m.table == meta_table::exchanges
+                          ? !scratch.exchanges.empty() &&
+                                exchange_key(scratch.exchanges.back().vhost,
+                                             scratch.exchanges.back().spec.name) == m.key
                           : true;
   if (!named_by_key)
     return std::string("a record in table '") + names[table] + "' that its key does not name";

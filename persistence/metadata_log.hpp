@@ -119,6 +119,9 @@ class metadata_log {
   static constexpr const char* conflict = "conflict: condition ";
   /// The condition an answer names as not holding; none for any other answer.
   static std::optional<size_t> failed_condition(const std::string& error);
+  /// Follows `conflict` and the condition when the member that asked has not applied the entry
+  /// yet (cut off from the leader right after the commit): it cannot read what made it fail.
+  static constexpr const char* not_applied_here = "; not applied on this node yet";
   /// The start of the answer to an entry refused before the log took it, because a change or a
   /// condition in it could not be stored or looked up (a key too long for LMDB, a value that
   /// does not decode, a table the log does not carry); what unstorable() says follows.

@@ -34,7 +34,8 @@ std::vector<std::string> cluster_args(const std::string& name, uint16_t cluster_
                                       const std::string& with_secret = secret);
 
 /// warren-node with `args` on `data_dir`, its client ports off, run to its end (a node that
-/// should not start) or for at most `seconds`: its exit code (124 when stopped) and its output.
+/// should not start) or for at most `seconds`: its exit code (124 when the TERM at the end
+/// stopped it, 137 when it did not and it was killed 30 s later) and its output.
 command_result run_node(const std::string& data_dir, const std::vector<std::string>& args,
                         int seconds = 60);
 

@@ -3,8 +3,10 @@
 // member's exchanges and bindings, and an exchange whose queue's node is lost (two actor systems
 // in this process, joined over loopback by CAF's middleman).
 #include "actors/cluster/cluster_auth.hpp"
+#include "actors/cluster/tcp_probe.hpp"
 #include "actors/common/message_types.hpp"
 #include "actors/routing/exchange_actor.hpp"
+#include "actors/vhost/binding_table.hpp"
 #include "actors/vhost/remote_queues.hpp"
 #include "actors/vhost/topology_view.hpp"
 
@@ -15,10 +17,16 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
 #include <boost/test/unit_test.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 using namespace warren;
 
@@ -72,6 +80,40 @@ queue_placement placed(const std::string& name, const std::string& node, caf::ac
 
 }  // namespace
 
+namespace {
+
+// A loopback TCP socket bound to a port of its own; listening if asked.
+struct bound_socket {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  uint16_t port = 0;
+  explicit bound_socket(bool listening) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    if (listening) BOOST_REQUIRE(::listen(fd, 4) == 0);
+    socklen_t len = sizeof addr;
+    BOOST_REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    port = ntohs(addr.sin_port);
+  }
+  ~bound_socket() { ::close(fd); }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_probe_tells_a_listening_port_from_a_closed_one) {
+  using std::chrono::milliseconds;
+  bound_socket listening(true);
+  auto found = warren::probe_tcp("localhost", listening.port, milliseconds(3000));
+  BOOST_CHECK_EQUAL(found.error, "");
+  // The address that answered, as a number: CAF connects to it without a lookup of its own.
+  BOOST_CHECK(found.address == "127.0.0.1" || found.address == "::1");
+  bound_socket closed(false);  // bound, so no other socket takes the port meanwhile
+  auto refused = warren::probe_tcp("127.0.0.1", closed.port, milliseconds(3000));
+  BOOST_CHECK_EQUAL(refused.error, "Connection refused");
+  BOOST_CHECK_EQUAL(refused.address, "");
+}
+
 BOOST_AUTO_TEST_CASE(remote_queues_keep_their_route_id_while_their_node_comes_and_goes) {
   caf::actor_system_config cfg;
   caf::actor_system system{cfg};
@@ -101,6 +143,58 @@ BOOST_AUTO_TEST_CASE(remote_queues_keep_their_route_id_while_their_node_comes_an
   BOOST_CHECK_EQUAL(rq.node_gone("b", false).size(), 1u);  // forgotten: gone for good
   BOOST_CHECK(rq.all().empty());
   for (auto& a : {q1, q1_again, q2}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+namespace {
+
+// "exchange>destination key" for each binding, sorted, so that order does not matter.
+std::vector<std::string> ends(std::vector<binding_spec> list) {
+  std::vector<std::string> out;
+  for (const auto& b : list)
+    out.push_back(b.exchange + ">" + (b.to_exchange ? "x:" : "q:") + b.destination + " " + b.key);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(the_binding_table_finds_a_queues_or_an_exchanges_bindings_by_their_ends) {
+  binding_table t;
+  binding_spec implicit{"", "orders", "orders", {}, false};
+  binding_spec logs_a{"logs", "orders", "a", {}, false};
+  binding_spec logs_b{"logs", "orders", "b", {}, false};
+  binding_spec to_audit{"logs", "audit", "#", {}, true};     // exchange to exchange
+  binding_spec self_bound{"audit", "audit", "x", {}, true};  // an exchange bound to itself
+  for (const auto& b : {implicit, logs_a, logs_b, to_audit, self_bound})
+    BOOST_CHECK(t.insert(binding_identity(b), b));
+  BOOST_CHECK(!t.insert(binding_identity(logs_a), logs_a));  // binding twice is a no-op
+  BOOST_CHECK_EQUAL(t.size(), 5u);
+
+  using lines = std::vector<std::string>;
+  BOOST_CHECK(ends(t.leading_to("orders", false)) ==
+              (lines{">q:orders orders", "logs>q:orders a", "logs>q:orders b"}));
+  BOOST_CHECK(t.leading_to("orders", true).empty());  // no exchange of that name is bound to
+  BOOST_CHECK(ends(t.leading_to("audit", true)) == (lines{"audit>x:audit x", "logs>x:audit #"}));
+  BOOST_CHECK(ends(t.from("logs")) ==
+              (lines{"logs>q:orders a", "logs>q:orders b", "logs>x:audit #"}));
+  BOOST_CHECK(t.any_from("audit"));
+
+  // Erasing keeps every index in step: nothing found is gone, nothing gone is found.
+  BOOST_CHECK(t.erase(binding_identity(self_bound)));
+  BOOST_CHECK(!t.erase(binding_identity(self_bound)));
+  BOOST_CHECK(!t.any_from("audit"));
+  BOOST_CHECK(ends(t.leading_to("audit", true)) == (lines{"logs>x:audit #"}));
+  BOOST_CHECK(t.erase(binding_identity(logs_a)));
+  BOOST_CHECK(ends(t.leading_to("orders", false)) ==
+              (lines{">q:orders orders", "logs>q:orders b"}));
+  BOOST_CHECK(t.erase(binding_identity(logs_b)));
+  BOOST_CHECK(t.erase(binding_identity(to_audit)));
+  BOOST_CHECK(!t.any_from("logs"));
+  BOOST_CHECK(t.leading_to("audit", true).empty());
+  BOOST_CHECK(t.contains(binding_identity(implicit)));
+  t.clear();
+  BOOST_CHECK(t.leading_to("orders", false).empty());
+  BOOST_CHECK_EQUAL(t.size(), 0u);
 }
 
 namespace {

@@ -2,7 +2,10 @@
 // vhost "reg"'s max-queues limit, written and read by a client on every member while members
 // are killed (-9) and restarted, must be linearizable (test/register_history.*). Reads go
 // through sync_metadata (a plain read is local and may be stale by design). After healing,
-// every member holds the last value.
+// every member holds the last value. Beside it, sets: the same clients add users, vhosts and
+// durable exchanges (names of their own) and delete ones they added; healed, every member must
+// hold the same users, vhosts, permissions and durable exchanges, every answered add not deleted
+// since must be there, and every answered delete must have left none.
 //
 // A run is drawn from a seed, printed at the start; WARREN_CHECK_SEED=N replays its choices (the
 // operations, their values, which member dies when). Timing still differs between runs.
@@ -16,9 +19,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -64,7 +69,23 @@ outcome write_refusal(const std::string& error) {
   return error.find("no quorum") != std::string::npos ? outcome::failed : outcome::unknown;
 }
 
-// One client, on one member: random reads and writes (values unique to it) until `stop`.
+warren::client::exchange_options durable_exchange() {
+  warren::client::exchange_options o;
+  o.durable = true;
+  return o;
+}
+
+// One add or delete of a user, a vhost or a durable exchange (in vhost "/") by the set
+// workload, as its client saw it end.
+struct set_op {
+  enum class kind { add, remove } what;
+  enum class of { user, vhost, exchange } thing;
+  std::string name;
+  outcome result;
+};
+
+// One client, on one member, until `stop`: random reads and writes of the register (values
+// unique to it), and adds of users and vhosts (names unique to it) and deletes of ones it added.
 class register_client {
  public:
   register_client(warren::client::connect_options to, int index, uint64_t seed)
@@ -78,16 +99,41 @@ class register_client {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         continue;
       }
-      if (std::uniform_int_distribution<int>(0, 1)(rng_) == 0)
-        write(index_ * 1'000'000 + i);
-      else
-        read();
+      auto name = "set-" + std::to_string(index_) + "-" + std::to_string(i);
+      switch (std::uniform_int_distribution<int>(0, 9)(rng_)) {
+        case 0:
+        case 1:
+          write(index_ * 1'000'000 + i);
+          break;
+        case 2:
+        case 3:
+          read();
+          break;
+        case 4:
+          add(set_op::of::user, name);
+          break;
+        case 5:
+          remove(set_op::of::user);
+          break;
+        case 6:
+          add(set_op::of::vhost, name);
+          break;
+        case 7:
+          remove(set_op::of::vhost);
+          break;
+        case 8:
+          add(set_op::of::exchange, name);
+          break;
+        default:
+          remove(set_op::of::exchange);
+      }
       std::this_thread::sleep_for(
           std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 30)(rng_)));
     }
   }
 
   std::vector<register_op> history;
+  std::vector<set_op> sets;
 
  private:
   bool connected() {
@@ -125,12 +171,52 @@ class register_client {
     history.push_back(op);
   }
 
+  void add(set_op::of thing, const std::string& name) {
+    set_op op{set_op::kind::add, thing, name, outcome::ok};
+    try {
+      if (thing == set_op::of::user)
+        conn_->add_user(name, "set-password");
+      else if (thing == set_op::of::vhost)
+        conn_->add_vhost(name);
+      else
+        conn_->open_channel()->exchange_declare(name, "fanout", durable_exchange());
+      added_[thing].push_back(name);
+    } catch (const std::exception& e) {
+      op.result = write_refusal(e.what());
+      conn_.reset();
+    }
+    sets.push_back(op);
+  }
+
+  // Deletes a user or vhost this client added (answered), drawn at random; none yet: nothing.
+  void remove(set_op::of thing) {
+    auto& added = added_[thing];
+    if (added.empty()) return;
+    auto at = std::uniform_int_distribution<size_t>(0, added.size() - 1)(rng_);
+    std::swap(added[at], added.back());
+    set_op op{set_op::kind::remove, thing, added.back(), outcome::ok};
+    added.pop_back();
+    try {
+      if (thing == set_op::of::user)
+        conn_->delete_user(op.name);
+      else if (thing == set_op::of::vhost)
+        conn_->delete_vhost(op.name);
+      else
+        conn_->open_channel()->exchange_delete(op.name);
+    } catch (const std::exception& e) {
+      op.result = write_refusal(e.what());
+      conn_.reset();
+    }
+    sets.push_back(op);
+  }
+
   std::string name() const { return "client of " + to_.host + ":" + std::to_string(to_.port); }
 
   warren::client::connect_options to_;
   int index_;
   std::mt19937_64 rng_;
   std::unique_ptr<warren::client::connection> conn_;
+  std::map<set_op::of, std::vector<std::string>> added_;  // added, not deleted since
 };
 
 warren::client::connect_options on_loopback(uint16_t port) {
@@ -139,11 +225,16 @@ warren::client::connect_options on_loopback(uint16_t port) {
   return o;
 }
 
+struct histories {
+  std::vector<register_op> reg;
+  std::vector<set_op> sets;
+};
+
 // Runs a client on each of `members` while `faults` runs on this thread (a node dies with the
 // thread that started it), then stops them: every operation they made, in no particular order.
 template <class Faults>
-std::vector<register_op> history_under(const std::vector<warren::client::connect_options>& members,
-                                       uint64_t seed, Faults faults) {
+histories history_under(const std::vector<warren::client::connect_options>& members, uint64_t seed,
+                        Faults faults) {
   std::vector<std::unique_ptr<register_client>> clients;
   for (size_t i = 0; i < members.size(); ++i)
     clients.push_back(
@@ -163,9 +254,12 @@ std::vector<register_op> history_under(const std::vector<warren::client::connect
   }
   std::this_thread::sleep_for(std::chrono::seconds(2));
   stop_clients();
-  std::vector<register_op> history;
-  for (const auto& c : clients) history.insert(history.end(), c->history.begin(), c->history.end());
-  return history;
+  histories out;
+  for (const auto& c : clients) {
+    out.reg.insert(out.reg.end(), c->history.begin(), c->history.end());
+    out.sets.insert(out.sets.end(), c->sets.begin(), c->sets.end());
+  }
+  return out;
 }
 
 void check_linearizable(const std::vector<register_op>& history, uint64_t seed) {
@@ -186,17 +280,130 @@ void check_linearizable(const std::vector<register_op>& history, uint64_t seed) 
              "seed " << seed << ": " << verdict.explanation);
 }
 
+// The last log index `member` applied (0 if it cannot tell), for a failure's message.
+uint64_t applied_on(const warren::client::connect_options& member) {
+  try {
+    for (const auto& row : warren::client::connection::open(member)->list_nodes())
+      if (row.local) return row.metadata_log_applied;
+  } catch (const std::exception&) {
+  }
+  return 0;
+}
+
+// A connection to `member` once it has applied everything the log committed. Just healed, a
+// member may still be catching up (a member that was cut off, on a busy machine): a sync that
+// the member did not apply within the node's own limit is asked again, for two minutes at most,
+// a guard against a member that never catches up, not a speed expectation.
+std::unique_ptr<warren::client::connection> synced(
+    const std::vector<warren::client::connect_options>& members, size_t which) {
+  const auto& member = members[which];
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  for (;;) {
+    try {
+      auto conn = warren::client::connection::open(member);
+      conn->sync_metadata();
+      return conn;
+    } catch (const std::exception& e) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        std::string applied;
+        for (const auto& m : members) applied += " " + m.host + ":" + std::to_string(applied_on(m));
+        BOOST_FAIL(member.host << " did not catch up with the log within two minutes of the "
+                               << "heal: " << e.what() << "; applied indexes:" << applied);
+      }
+      BOOST_TEST_MESSAGE(member.host << " not synced yet: " << e.what());
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+  }
+}
+
 // Healed: every member holds the same value, the one a linearizable read gives.
 void check_members_agree(const std::vector<warren::client::connect_options>& members) {
-  auto first = warren::client::connection::open(members.front());
-  first->sync_metadata();
+  auto first = synced(members, 0);
   auto value = first->get_vhost_limits("reg").max_queues;
-  for (const auto& member : members) {
-    auto conn = warren::client::connection::open(member);
-    conn->sync_metadata();
+  for (size_t i = 0; i < members.size(); ++i) {
+    const auto& member = members[i];
+    auto conn = synced(members, i);
     BOOST_TEST(conn->get_vhost_limits("reg").max_queues == value,
                member.host << ":" << member.port);
   }
+}
+
+// What the log holds, as `member` lists it after a sync (every committed change applied there).
+struct log_state {
+  std::set<std::string> users, vhosts, permissions, exchanges;
+  bool operator==(const log_state& o) const {
+    return users == o.users && vhosts == o.vhosts && permissions == o.permissions &&
+           exchanges == o.exchanges;
+  }
+};
+
+log_state log_state_on(const std::vector<warren::client::connect_options>& members, size_t which) {
+  auto conn = synced(members, which);
+  log_state out;
+  for (const auto& u : conn->list_users()) out.users.insert(u.name);
+  for (auto& v : conn->list_vhosts()) out.vhosts.insert(std::move(v));
+  for (const auto& p : conn->list_permissions())
+    out.permissions.insert(p.user + " " + p.vhost + " " + p.configure + " " + p.write + " " +
+                           p.read);
+  for (const auto& e : conn->list_exchanges())
+    if (e.durable) out.exchanges.insert(e.vhost + " " + e.name + " " + e.type);
+  return out;
+}
+
+// Checks one kind of the set workload against what the members hold: an add that was answered,
+// of a name not deleted since (or whose delete was refused for want of a quorum), is there; a
+// delete that was answered, or an add refused for want of a quorum, left none; nothing is there
+// that no client added. Outcomes unknown may have gone either way.
+void check_set(const char* what, const std::set<std::string>& all_held,
+               const std::vector<set_op>& ops, set_op::of thing) {
+  std::map<std::string, std::pair<const set_op*, const set_op*>> by_name;  // add, delete
+  size_t answered = 0, refused = 0, unknown = 0;
+  for (const auto& op : ops) {
+    if (op.thing != thing) continue;
+    auto& slot = by_name[op.name];
+    (op.what == set_op::kind::add ? slot.first : slot.second) = &op;
+    ++(op.result == outcome::ok ? answered : op.result == outcome::failed ? refused : unknown);
+  }
+  BOOST_TEST_MESSAGE(what << " adds and deletes: " << answered << " answered, " << refused
+                          << " refused (no quorum), " << unknown << " of unknown outcome");
+  BOOST_TEST(answered > 0u);
+  std::set<std::string> held;
+  for (const auto& name : all_held)
+    if (name.rfind("set-", 0) == 0) held.insert(name);
+  std::vector<std::string> wrong;
+  for (const auto& name : held)
+    if (by_name.count(name) == 0) wrong.push_back(name + " is there, but no client added it");
+  for (const auto& [name, ends] : by_name) {
+    auto [add, del] = ends;
+    bool there = held.count(name) != 0;
+    if (del != nullptr && del->result == outcome::ok && there)
+      wrong.push_back(name + " is there, though its delete was answered");
+    if (add->result == outcome::failed && there)
+      wrong.push_back(name + " is there, though its add was refused (no quorum)");
+    if (add->result == outcome::ok && (del == nullptr || del->result == outcome::failed) && !there)
+      wrong.push_back(name + " is missing, though its add was answered");
+  }
+  std::string listed;
+  for (size_t i = 0; i < wrong.size() && i < 10; ++i) listed += "\n  " + wrong[i];
+  BOOST_TEST(wrong.empty(), wrong.size() << " " << what << "(s) wrong:" << listed);
+}
+
+// Healed: every member holds the same users, vhosts and permissions (the whole of what the log
+// carries), and the set workload's users and vhosts are as their answers say.
+void check_sets(const std::vector<warren::client::connect_options>& members,
+                const std::vector<set_op>& ops) {
+  auto held = log_state_on(members, 0);
+  for (size_t i = 1; i < members.size(); ++i)
+    BOOST_TEST((log_state_on(members, i) == held),
+               members[i].host << ":" << members[i].port
+                               << " holds other users, vhosts, permissions or durable exchanges "
+                               << "than " << members[0].host << ":" << members[0].port);
+  check_set("user", held.users, ops, set_op::of::user);
+  check_set("vhost", held.vhosts, ops, set_op::of::vhost);
+  std::set<std::string> exchanges_of_root;  // the workload's, by name
+  for (const auto& e : held.exchanges)
+    if (e.rfind("/ ", 0) == 0) exchanges_of_root.insert(e.substr(2, e.find(' ', 2) - 2));
+  check_set("durable exchange", exchanges_of_root, ops, set_op::of::exchange);
 }
 
 }  // namespace
@@ -243,32 +450,37 @@ BOOST_AUTO_TEST_CASE(a_limit_written_through_every_member_under_kills_is_lineari
       start(victim);
     }
   });
-  check_linearizable(history, seed);
+  check_linearizable(history.reg, seed);
   check_members_agree(members);
+  check_sets(members, history.sets);
 }
 
 namespace {
 
-enum class partition { isolate_leader, isolate_one, bridge };
+enum class partition { isolate_leader, isolate_one, bridge, split };
 
 const char* describe(partition p) {
   switch (p) {
     case partition::isolate_leader:
       return "the leader cut off";
     case partition::isolate_one:
-      return "one member cut off";
+      return "one member cut off, killed -9 and restarted while cut off";
     case partition::bridge:
-      return "a bridge (two members cut from each other, both see the third)";
+      return "a bridge (two members cut from each other, both see the others)";
+    case partition::split:
+      return "a split of two members from the rest";
   }
   return "";
 }
 
-// Each kind once, then two more drawn, in a drawn order.
-std::vector<partition> partition_rounds(std::mt19937_64& nemesis) {
-  std::vector<partition> rounds{partition::isolate_leader, partition::isolate_one,
-                                partition::bridge};
-  for (int extra = 0; extra < 2; ++extra)
-    rounds.push_back(static_cast<partition>(std::uniform_int_distribution<int>(0, 2)(nemesis)));
+// Each kind once (a split only with five or more members), then one more drawn, in a drawn
+// order.
+std::vector<partition> partition_rounds(std::mt19937_64& nemesis, int members) {
+  int kinds = members >= 5 ? 4 : 3;
+  std::vector<partition> rounds;
+  for (int k = 0; k < kinds; ++k) rounds.push_back(static_cast<partition>(k));
+  rounds.push_back(
+      static_cast<partition>(std::uniform_int_distribution<int>(0, kinds - 1)(nemesis)));
   std::shuffle(rounds.begin(), rounds.end(), nemesis);
   return rounds;
 }
@@ -325,25 +537,49 @@ std::string minority_answer(const warren::client::connect_options& member, int r
   return "no refusal within a minute";
 }
 
-}  // namespace
+// The members a round cuts off from the majority (for a bridge: none; its two members are
+// cut from each other only), drawn.
+std::vector<int> minority_of(partition kind, int chosen, int leader, int members,
+                             std::mt19937_64& nemesis) {
+  if (kind == partition::bridge) return {};
+  if (kind == partition::isolate_leader) return {leader >= 0 ? leader : chosen};
+  if (kind == partition::isolate_one) return {chosen};
+  // A split: two members, the leader among them every other time.
+  int first =
+      leader >= 0 && std::uniform_int_distribution<int>(0, 1)(nemesis) == 0 ? leader : chosen;
+  int second = (first + 1 + std::uniform_int_distribution<int>(0, members - 2)(nemesis)) % members;
+  return {first, second};
+}
 
-// The same register, with members in network namespaces whose links are cut and healed: the
-// leader cut off, another member cut off (and killed -9 and restarted while cut off), and a
-// bridge. Clients keep their member across a cut. A member cut off must, before the cut
-// heals, refuse a change naming "no quorum" (minority_answer), not accept one.
-BOOST_AUTO_TEST_CASE(a_limit_written_through_every_member_under_partitions_is_linearizable,
-                     *boost::unit_test::precondition([](boost::unit_test::test_unit_id) {
-                       return warren::test::network_namespaces_usable();
-                     })) {
+// Every link between `side` and the other members is cut.
+bool cut_off(warren::test::namespace_net& net, const std::vector<int>& side, int members) {
+  bool ok = true;
+  for (int m = 0; m < members; ++m)
+    if (std::find(side.begin(), side.end(), m) == side.end())
+      for (int s : side) ok = ok && net.cut(s, m);
+  return ok;
+}
+
+// The register and the set, with `n` members in network namespaces (addresses 10.`block`.x.y)
+// whose links are cut and healed: the leader cut off, another member cut off (and killed -9
+// and restarted while cut off), a bridge, and with five members a split of two from three.
+// Clients keep their member across a cut. A member cut off from the majority must, before the
+// cut heals, refuse a change naming "no quorum" (minority_answer), not accept one.
+void check_under_partitions(int n, int block) {
   auto seed = run_seed();
   BOOST_TEST_MESSAGE("seed " << seed << " (WARREN_CHECK_SEED=" << seed << " replays it)");
   std::mt19937_64 nemesis(seed);
-  warren::test::namespace_net net(3, 214);
+  warren::test::namespace_net net(n, block);
   BOOST_REQUIRE_MESSAGE(net.usable(), "could not make the network namespaces");
 
-  std::vector<uint16_t> ports{free_port(), free_port(), free_port()};
-  std::vector<std::string> names_of{"a", "b", "c"};
-  std::vector<temp_dir> dirs(3);
+  std::vector<uint16_t> ports, client_ports;
+  std::vector<std::string> names_of;
+  for (int i = 0; i < n; ++i) {
+    ports.push_back(free_port());
+    client_ports.push_back(free_port());
+    names_of.push_back(std::string(1, static_cast<char>('a' + i)));
+  }
+  std::vector<temp_dir> dirs(n);
   {
     // Only loopback logins may be guest's: the clients come from the bridge as an administrator.
     node_process seeding({}, dirs[0].path());
@@ -351,8 +587,7 @@ BOOST_AUTO_TEST_CASE(a_limit_written_through_every_member_under_partitions_is_li
     conn->add_user("ops", "ops-secret", {"administrator"});
     conn->set_permissions({"ops", "/", ".*", ".*", ".*"});
   }
-  std::vector<std::unique_ptr<node_process>> nodes(3);
-  std::vector<uint16_t> client_ports{free_port(), free_port(), free_port()};
+  std::vector<std::unique_ptr<node_process>> nodes(n);
   auto start = [&](int i) {
     auto join = i == 0 ? std::string() : net.address(0) + ":" + std::to_string(ports[0]);
     auto args = cluster_args(names_of[i], ports[i], join);
@@ -360,9 +595,9 @@ BOOST_AUTO_TEST_CASE(a_limit_written_through_every_member_under_partitions_is_li
                              std::to_string(client_ports[i])});
     nodes[i] = std::make_unique<node_process>(args, dirs[i].path(), net.inside(i));
   };
-  for (int i = 0; i < 3; ++i) start(i);
+  for (int i = 0; i < n; ++i) start(i);
   std::vector<warren::client::connect_options> members;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < n; ++i) {
     warren::client::connect_options o;
     o.host = net.address(i);
     o.port = nodes[i]->port();
@@ -375,46 +610,56 @@ BOOST_AUTO_TEST_CASE(a_limit_written_through_every_member_under_partitions_is_li
 
   auto history = history_under(members, seed, [&] {
     int round = -1;
-    for (auto kind : partition_rounds(nemesis)) {
+    for (auto kind : partition_rounds(nemesis, n)) {
       std::this_thread::sleep_for(
           std::chrono::milliseconds(std::uniform_int_distribution<int>(800, 2000)(nemesis)));
-      auto chosen = std::uniform_int_distribution<int>(0, 2)(nemesis);
-      // A member cut off is also killed and restarted while cut off: it must start (and
-      // refuse changes) though no other member can be reached.
-      bool kill_too = kind == partition::isolate_one;
-      if (kind == partition::isolate_leader) {
-        auto leader = leader_of(members[chosen], names_of);
-        if (leader >= 0) chosen = leader;
-      }
+      auto chosen = std::uniform_int_distribution<int>(0, n - 1)(nemesis);
+      auto leader = leader_of(members[chosen], names_of);
+      auto minority = minority_of(kind, chosen, leader, n, nemesis);
       ++round;
-      BOOST_TEST_MESSAGE("round " << round << ": " << describe(kind) << ", " << names_of[chosen]
-                                  << (kind == partition::bridge ? " in the middle" : "")
-                                  << (kind == partition::isolate_one && kill_too
-                                          ? ", killed -9 and restarted while cut off"
-                                          : ""));
-      if (kind == partition::bridge)
-        BOOST_REQUIRE(net.cut((chosen + 1) % 3, (chosen + 2) % 3));
-      else
-        BOOST_REQUIRE(net.isolate(chosen));
+      auto other = (chosen + 1 + std::uniform_int_distribution<int>(0, n - 2)(nemesis)) % n;
+      std::string who;
+      for (int m : kind == partition::bridge ? std::vector<int>{chosen, other} : minority)
+        who += (who.empty() ? "" : ", ") + names_of[m];
+      BOOST_TEST_MESSAGE("round " << round << ": " << describe(kind) << ": " << who);
+      BOOST_REQUIRE(kind == partition::bridge ? net.cut(chosen, other) : cut_off(net, minority, n));
       auto hold =
           std::chrono::milliseconds(std::uniform_int_distribution<int>(3000, 6000)(nemesis));
-      if (kind == partition::isolate_one && kill_too) {
+      if (kind == partition::isolate_one) {
+        // It must start (and refuse changes) though no other member can be reached.
         std::this_thread::sleep_for(hold / 2);
         nodes[chosen]->kill9();
         nodes[chosen].reset();
         start(chosen);
       }
       std::this_thread::sleep_for(hold);
-      if (kind != partition::bridge) {
-        auto answer = minority_answer(members[chosen], round);
-        BOOST_TEST_MESSAGE("  " << names_of[chosen] << ", cut off: " << answer);
+      for (int m : minority) {
+        auto answer = minority_answer(members[m], round);
+        BOOST_TEST_MESSAGE("  " << names_of[m] << ", cut off: " << answer);
         BOOST_CHECK_MESSAGE(answer.find("no quorum") != std::string::npos,
-                            names_of[chosen] << ", cut off: " << answer);
+                            names_of[m] << ", cut off: " << answer);
       }
       BOOST_REQUIRE(net.heal());
       BOOST_REQUIRE_MESSAGE(all_see_all(members), "the members did not meet again after the cut");
     }
   });
-  check_linearizable(history, seed);
+  check_linearizable(history.reg, seed);
   check_members_agree(members);
+  check_sets(members, history.sets);
+}
+
+bool namespaces_usable(boost::unit_test::test_unit_id) {
+  return warren::test::network_namespaces_usable();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_limit_written_through_every_member_under_partitions_is_linearizable,
+                     *boost::unit_test::precondition(namespaces_usable)) {
+  check_under_partitions(3, 214);
+}
+
+BOOST_AUTO_TEST_CASE(five_members_under_partitions_stay_linearizable_and_agree,
+                     *boost::unit_test::precondition(namespaces_usable)) {
+  check_under_partitions(5, 215);
 }

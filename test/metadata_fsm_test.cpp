@@ -352,11 +352,16 @@ BOOST_AUTO_TEST_CASE(a_snapshot_without_a_vhost_takes_what_the_vhost_held) {
   }
   store.apply(batch);
   // The log may hold a permission for a vhost deleted meanwhile (set on another member): the
-  // snapshot's records are the log's, and stay as they are.
+  // snapshot's records are the log's, and stay as they are. Durable exchanges are the log's too:
+  // the kept vhost's comes with the snapshot.
   auto orphan = encode_permission({"al", "gone", ".*", ".*", ".*"});
-  store.replace_all({{meta_table::vhosts, vhost_key("kept"), encode_vhost("kept"), false},
-                     {meta_table::permissions, permission_key("al", "gone"), orphan, false}},
-                    5, true);
+  stored_exchange kept_x{"kept", {}};
+  kept_x.spec.name = "x";
+  store.replace_all(
+      {{meta_table::vhosts, vhost_key("kept"), encode_vhost("kept"), false},
+       {meta_table::permissions, permission_key("al", "gone"), orphan, false},
+       {meta_table::exchanges, exchange_key("kept", "x"), encode_exchange(kept_x), false}},
+      5, true);
   auto left = store.load();
   BOOST_TEST((left.vhosts == std::vector<std::string>{"kept"}));
   BOOST_TEST(left.permissions.size() == 1u, "the snapshot's permission was dropped");
@@ -364,6 +369,31 @@ BOOST_AUTO_TEST_CASE(a_snapshot_without_a_vhost_takes_what_the_vhost_held) {
   BOOST_TEST(left.queues[0].vhost == "kept");
   BOOST_REQUIRE(left.exchanges.size() == 1u);
   BOOST_TEST(left.exchanges[0].vhost == "kept");
+}
+
+// Durable exchanges are the log's: a snapshot without one its vhost still has takes it away (it
+// was deleted on the members meanwhile), and one it has that this member lacked comes.
+BOOST_AUTO_TEST_CASE(a_snapshot_replaces_the_durable_exchanges) {
+  using namespace warren::persistence;
+  warren::test::temp_dir dir;
+  lmdb_store store(dir.path());
+  auto exchange = [](const std::string& name) {
+    stored_exchange e{"/", {}};
+    e.spec.name = name;
+    e.spec.durable = true;
+    return meta_mutation{meta_table::exchanges, exchange_key("/", name), encode_exchange(e), false};
+  };
+  store.apply({{meta_table::vhosts, vhost_key("/"), encode_vhost("/"), false}, exchange("old")});
+  store.replace_all(
+      {{meta_table::vhosts, vhost_key("/"), encode_vhost("/"), false}, exchange("new")}, 9, true);
+  auto left = store.load();
+  BOOST_REQUIRE(left.exchanges.size() == 1u);
+  BOOST_TEST(left.exchanges[0].spec.name == "new");
+  // And an exchange record must be named by its key, as every record of the log's tables.
+  auto named_wrong = exchange("a");
+  named_wrong.key = exchange_key("/", "b");
+  BOOST_TEST(lmdb_store::change_problem(named_wrong).find("that its key does not name") !=
+             std::string::npos);
 }
 
 // What a log entry may change is checked as the store would read it back.

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <sstream>
 
 namespace warren::test {
@@ -49,7 +50,10 @@ bool network_namespaces_usable() {
 }
 
 namespace_net::namespace_net(int members, int block) {
-  auto tag = std::to_string(getpid() % 100000);
+  // A count of its own for each net of this process: a namespace's deletion takes its veth pair
+  // along only later (asynchronously), so the next test case's net must not reuse the names.
+  static std::atomic<int> made{0};
+  auto tag = std::to_string(getpid() % 100000) + "c" + std::to_string(made++ % 100);
   auto subnet = "10." + std::to_string(block) + "." + std::to_string(getpid() % 250) + ".";
   bridge_ = "wbr" + tag;
   for (int i = 0; i < members; ++i) {

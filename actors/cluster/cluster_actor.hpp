@@ -56,6 +56,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <map>
@@ -120,9 +121,17 @@ struct cluster_state {
     caf::typed_response_promise<std::string, uint64_t> member;  // forwarded to us as leader
     int forwards = 0;
     bool sync = false;  // an empty entry for a linearizable read: only an apply here answers it
+    std::vector<caf::typed_response_promise<std::string>> sharing;  // a sync's other askers
+    // A condition that did not hold: the answer, given once this node applied the entry too
+    // (and so every entry before it: whoever asks reads here what made it fail).
+    std::string refusal;
   };
   std::map<uint64_t, proposal> proposals;
   uint64_t next_proposal = 1;
+  // One sync at a time: those asked meanwhile share the next (cluster_proposals.cpp).
+  uint64_t sync_under_way = 0;  // its proposal's number, 0 for none
+  std::chrono::steady_clock::time_point sync_started;
+  std::vector<caf::typed_response_promise<std::string>> next_sync;
   caf::error refused;  // a node refused us: start-up fails with it
 
   static inline const char* name = "cluster";

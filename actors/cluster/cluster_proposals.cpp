@@ -31,6 +31,9 @@ constexpr auto leader_timeout = std::chrono::seconds(15);
 // yet.
 constexpr auto apply_timeout = std::chrono::seconds(15);
 const std::string applied_late = "\x01not applied here in time";
+// Longer than any sync takes (its forwards and apply have their own limits), and as long as
+// the node waits for one.
+constexpr auto stuck_sync = std::chrono::minutes(2);
 
 bool from_our_log(cluster_self self, uint64_t token) {
   const auto& sender = self->current_sender();
@@ -49,15 +52,22 @@ caf::weak_actor_ptr weak_self(cluster_self self) {
   return caf::actor_cast<caf::weak_actor_ptr>(caf::actor_cast<caf::actor>(self));
 }
 
+void start_next_sync(cluster_self self);
+
 void finish(cluster_self self, uint64_t id, const std::string& error) {
-  auto& proposals = self->state.proposals;
-  auto p = proposals.find(id);
-  if (p == proposals.end()) return;
-  if (p->second.from_member)
+  auto& st = self->state;
+  auto p = st.proposals.find(id);
+  if (p == st.proposals.end()) return;
+  if (p->second.from_member) {
     p->second.member.deliver(error, uint64_t{0});
-  else
+  } else {
     p->second.local.deliver(error);
-  proposals.erase(p);
+    for (auto& other : p->second.sharing) other.deliver(error);
+  }
+  st.proposals.erase(p);
+  if (id != st.sync_under_way) return;
+  st.sync_under_way = 0;
+  start_next_sync(self);
 }
 
 void forward(cluster_self self, uint64_t id, const std::string& leader);
@@ -105,6 +115,10 @@ void wait_until_applied(cluster_self self, uint64_t id, uint64_t index) {
 // What came of a proposal made here, from this node's log or from the leader it went to.
 void answered(cluster_self self, uint64_t id, const std::string& error, uint64_t index) {
   if (error.empty()) return wait_until_applied(self, id, index);
+  if (persistence::metadata_log::failed_condition(error) && index != 0) {
+    self->state.proposals.at(id).refusal = error;
+    return wait_until_applied(self, id, index);
+  }
   auto leader = leader_named_in(error);
   if (leader.empty()) return finish(self, id, error);
   forward(self, id, leader);
@@ -134,27 +148,54 @@ void forward(cluster_self self, uint64_t id, const std::string& leader) {
             });
 }
 
-// A proposal made on this node: `sync` for an empty entry that only this node's apply answers.
-caf::result<std::string> start_here(cluster_self self, std::string entry, bool sync) {
+// A change proposed on this node.
+caf::result<std::string> start_here(cluster_self self, std::string entry) {
   auto& st = self->state;
   auto id = st.next_proposal++;
   auto& p = st.proposals[id];
   p.entry = std::move(entry);
-  p.sync = sync;
   p.local = self->make_response_promise<std::string>();
   auto promise = p.local;
   submit_here(self, id);
   return promise;
 }
 
+// An empty entry that only this node's apply answers, for every sync asked so far.
+void start_next_sync(cluster_self self) {
+  auto& st = self->state;
+  if (st.next_sync.empty()) return;
+  auto id = st.next_proposal++;
+  auto& p = st.proposals[id];
+  p.entry = persistence::encode_metadata_entry({});
+  p.sync = true;
+  p.local = st.next_sync.front();
+  p.sharing.assign(st.next_sync.begin() + 1, st.next_sync.end());
+  st.next_sync.clear();
+  st.sync_under_way = id;
+  st.sync_started = std::chrono::steady_clock::now();
+  submit_here(self, id);
+}
+
 }  // namespace
 
 caf::result<std::string> propose_here(cluster_self self, std::string entry) {
-  return start_here(self, std::move(entry), false);
+  return start_here(self, std::move(entry));
 }
 
+// A sync is an entry in the log, so each costs a commit on every member: they go one at a time,
+// and those asked while one is under way share the next. That one starts after they asked, so
+// each still reads all that was committed before it asked; and lookups of names nobody declared
+// (a publish to a missing exchange, over and over) cost the log one entry per round trip at
+// most, however many clients make them.
 caf::result<std::string> sync_here(cluster_self self) {
-  return start_here(self, persistence::encode_metadata_entry({}), true);
+  auto& st = self->state;
+  auto asker = self->make_response_promise<std::string>();
+  st.next_sync.push_back(asker);
+  // One whose answer was lost (its log replaced meanwhile) holds up no later one: its askers
+  // have given up by then.
+  if (std::chrono::steady_clock::now() - st.sync_started > stuck_sync) st.sync_under_way = 0;
+  if (st.sync_under_way == 0) start_next_sync(self);
+  return asker;
 }
 
 caf::result<std::string, uint64_t> propose_for_member(cluster_self self, std::string entry) {
@@ -184,13 +225,16 @@ void proposal_answered(cluster_self self, uint64_t token, uint64_t id, const std
 
 void proposal_applied(cluster_self self, uint64_t token, uint64_t id, const std::string& error) {
   if (!from_our_log(self, token)) return;
-  if (error != applied_late) return finish(self, id, error);
   auto p = self->state.proposals.find(id);
   if (p == self->state.proposals.end()) return;  // applied in time
+  auto refusal = p->second.refusal;
+  if (error != applied_late) return finish(self, id, error.empty() ? refusal : error);
   if (p->second.sync)
     return finish(self, id,
                   "this node has not applied the metadata log's latest entries within " +
                       std::to_string(apply_timeout.count()) + " s; its reads lag the leader's");
+  if (!refusal.empty())
+    return finish(self, id, refusal + persistence::metadata_log::not_applied_here);
   note(log_level::warn, "a change the metadata log committed was not applied on this node within " +
                             std::to_string(apply_timeout.count()) + " s; answered as made");
   finish(self, id, "");

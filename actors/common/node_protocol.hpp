@@ -56,7 +56,10 @@ using node_cluster_api = caf::typed_actor<
     caf::reacts_to<forget_atom, std::string>,
     // from this node's metadata log (its token): what an applied entry changed, or (true) every
     // record after a seed or a snapshot
-    caf::reacts_to<applied_atom, uint64_t, std::vector<persistence::meta_mutation>, bool>>;
+    caf::reacts_to<applied_atom, uint64_t, std::vector<persistence::meta_mutation>, bool>,
+    // from a vhost: a log entry (encoded) to propose; "" once the node has passed the vhost
+    // every entry applied up to it, or why not
+    caf::replies_to<propose_atom, std::string>::with<std::string>>;
 
 /// Administration, listings and statistics.
 using node_admin_api = caf::typed_actor<

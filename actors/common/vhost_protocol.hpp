@@ -57,7 +57,13 @@ using vhost_actor_type = caf::typed_actor<
     // in place of ours (topology_view.hpp)
     caf::replies_to<view_atom>::with<vhost_topology>, caf::reacts_to<adopt_atom, vhost_topology>,
     // a member about to create a queue (its name, the declaration)
-    caf::replies_to<claim_atom, std::string, queue_spec>::with<claim_reply>>;
+    caf::replies_to<claim_atom, std::string, queue_spec>::with<claim_reply>,
+    // from the node, once the metadata log carries durable exchanges (vhost_log_exchanges.cpp):
+    // the node to propose through; an exchange the log put or erased; after a seed or a
+    // snapshot, every durable exchange of this vhost
+    caf::reacts_to<applied_atom, caf::actor>, caf::reacts_to<applied_atom, exchange_spec>,
+    caf::reacts_to<applied_atom, delete_atom, std::string>,
+    caf::reacts_to<applied_atom, exchanges_atom, std::vector<exchange_spec>>>;
 
 /// The typed view of a vhost actor held as caf::actor.
 inline vhost_actor_type vhost_handle(const caf::actor& vhost) {

@@ -88,6 +88,9 @@ struct node_state {
   // node_log_vhosts.cpp).
   std::map<std::string, std::vector<std::function<void()>>> vhosts_stopping;
   std::map<std::string, vhost_limits> vhosts_to_restart;
+  // What the log applied to the durable exchanges of a vhost to restart, sent to its new actor
+  // once it runs (node_log_changes.cpp): the entries it would otherwise miss.
+  std::map<std::string, std::vector<std::function<void(const caf::actor&)>>> exchanges_to_replay;
   // What a member told about a vhost not here yet, waiting for this node's log to catch up: each
   // called with whether the vhost is here then (node_log_vhosts.cpp).
   std::map<std::string, std::vector<std::function<void(bool)>>> parked_for_vhost;

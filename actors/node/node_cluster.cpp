@@ -290,6 +290,7 @@ node_cluster_api::behavior_type cluster_behavior(self_ptr self) {
       [=](forget_atom, text name) { return forget_node(self, name); },
       [=](applied_atom, uint64_t token, std::vector<persistence::meta_mutation>& changes,
           bool whole) { log_applied(self, token, changes, whole); },
+      [=](propose_atom, const std::string& entry) { return propose_for_vhost(self, entry); },
       [=](placed_atom, text from, std::vector<queue_placement>& ps, bool complete) {
         placements_arrived(self, from, ps, complete);
       },

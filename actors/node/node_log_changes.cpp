@@ -49,11 +49,66 @@ void forget_user(self_ptr self, const std::string& name) {
   access_withdrawn(self, name, nullptr, "user " + quote(name) + " was deleted");
 }
 
-// One entry's changes to users, permissions and vhosts, in order.
+// An exchange key is its vhost's name and its own, joined by a NUL (which no name holds).
+std::pair<std::string, std::string> exchange_of_key(const std::string& key) {
+  auto cut = key.find('\0');
+  if (cut == std::string::npos) return {key, {}};
+  return {key.substr(0, cut), key.substr(cut + 1)};
+}
+
+// `send` to the actor of `vhost`: now when it runs; once it runs again when it is to restart (a
+// deleted vhost added again while its old actor stops), after what was kept for it before. A
+// vhost deleted by an earlier entry, and not added again, has no exchanges to follow.
+void to_vhost(self_ptr self, const std::string& vhost,
+              std::function<void(const caf::actor&)> send) {
+  auto& st = self->state;
+  if (auto v = st.vhosts.find(vhost); v != st.vhosts.end()) return send(v->second);
+  if (st.vhosts_to_restart.count(vhost) != 0)
+    st.exchanges_to_replay[vhost].push_back(std::move(send));
+}
+
+// A durable exchange the log put or erased goes to its vhost's actor, in log order.
+void exchange_changed(self_ptr self, const persistence::meta_mutation& m) {
+  auto me = self;
+  if (m.erase) {
+    auto [vhost, name] = exchange_of_key(m.key);
+    return to_vhost(self, vhost, [me, name = name](const caf::actor& v) {
+      me->send(vhost_handle(v), applied_atom::value, delete_atom::value, name);
+    });
+  }
+  auto e = persistence::decode_exchange(m.value);
+  to_vhost(self, e.vhost, [me, spec = e.spec](const caf::actor& v) {
+    me->send(vhost_handle(v), applied_atom::value, spec);
+  });
+}
+
+// After a seed or a snapshot: every running vhost gets the log's durable exchanges of its own.
+void exchanges_replaced(self_ptr self, const std::vector<persistence::meta_mutation>& records) {
+  std::map<std::string, std::vector<exchange_spec>> by_vhost;
+  for (const auto& m : records)
+    if (m.table == meta_table::exchanges) {
+      auto e = persistence::decode_exchange(m.value);
+      by_vhost[e.vhost].push_back(std::move(e.spec));
+    }
+  auto& st = self->state;
+  for (const auto& [name, vhost] : st.vhosts)
+    self->send(vhost_handle(vhost), applied_atom::value, exchanges_atom::value, by_vhost[name]);
+  // A vhost to restart gets the snapshot's instead of what was kept for it before.
+  for (const auto& [name, limits] : st.vhosts_to_restart) {
+    auto me = self;
+    st.exchanges_to_replay[name] = {[me, specs = by_vhost[name]](const caf::actor& v) {
+      me->send(vhost_handle(v), applied_atom::value, exchanges_atom::value, specs);
+    }};
+  }
+}
+
+// One entry's changes to users, permissions, vhosts and exchanges, in order.
 void apply_changes(self_ptr self, const std::vector<persistence::meta_mutation>& changes) {
   auto& st = self->state;
   for (const auto& m : changes) {
-    if (m.table == meta_table::vhosts) {
+    if (m.table == meta_table::exchanges) {
+      exchange_changed(self, m);
+    } else if (m.table == meta_table::vhosts) {
       if (m.erase) {
         vhost_erased_by_log(self, m.key);
       } else {
@@ -113,6 +168,7 @@ void replace_all(self_ptr self, const std::vector<persistence::meta_mutation>& r
   st.users = std::move(users);
   st.permissions = std::move(permissions);
   vhosts_replaced_by_log(self, records);
+  exchanges_replaced(self, records);
 }
 
 }  // namespace
@@ -189,6 +245,7 @@ void log_applied(self_ptr self, uint64_t token,
         log(log_level::info, "node",
             "users, permissions and vhosts follow the metadata log from now on");
       self->state.log_seeded = true;
+      vhosts_follow_log(self);
     } else {
       apply_changes(self, changes);
     }
@@ -200,12 +257,53 @@ void log_applied(self_ptr self, uint64_t token,
 
 void cluster_keeps_a_log(self_ptr self) {
   self->state.cluster_has_log = true;
+  vhosts_follow_log(self);
 }
 
 void use_metadata_log(self_ptr self, uint64_t token, bool seeded) {
   if (self->state.log_token != 0) return;  // set once, by warren-node, before the cluster
   self->state.log_token = token;
   self->state.log_seeded = seeded;
+  vhosts_follow_log(self);
+}
+
+caf::result<std::string> propose_for_vhost(self_ptr self, const std::string& bytes) {
+  // Only this node's vhosts: a member proposes through its own node.
+  const auto& sender = self->current_sender();
+  if (!sender || sender->node() != self->node()) return std::string("not from this node");
+  persistence::metadata_entry entry;
+  try {
+    entry = persistence::decode_metadata_entry(bytes);
+  } catch (const std::exception& e) {
+    return std::string("not a metadata log entry: ") + e.what();
+  }
+  // A vhost changes its durable exchanges, on condition of its vhost and exchanges, nothing else.
+  for (const auto& m : entry.changes)
+    if (m.table != meta_table::exchanges) return std::string("not an exchange change");
+  for (const auto& c : entry.conditions)
+    if (c.table != meta_table::exchanges && c.table != meta_table::vhosts)
+      return std::string("not a condition on an exchange or a vhost");
+  auto rp = self->make_response_promise<std::string>();
+  propose(self, std::move(entry), [=](const std::string& error) mutable { rp.deliver(error); });
+  return rp;
+}
+
+void replay_exchanges(self_ptr self, const std::string& vhost) {
+  auto& st = self->state;
+  auto kept = st.exchanges_to_replay.find(vhost);
+  if (kept == st.exchanges_to_replay.end()) return;
+  auto sends = std::move(kept->second);
+  st.exchanges_to_replay.erase(kept);
+  if (auto v = st.vhosts.find(vhost); v != st.vhosts.end())
+    for (auto& send : sends) send(v->second);
+}
+
+void vhosts_follow_log(self_ptr self, const caf::actor* only) {
+  if (!log_backed(self->state)) return;
+  auto me = caf::actor_cast<caf::actor>(self);
+  if (only != nullptr) return self->send(vhost_handle(*only), applied_atom::value, me);
+  for (const auto& [name, vhost] : self->state.vhosts)
+    self->send(vhost_handle(vhost), applied_atom::value, me);
 }
 
 }  // namespace warren::node_parts

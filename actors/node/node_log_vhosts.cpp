@@ -38,6 +38,7 @@ void vhost_stopped(self_ptr self, const std::string& name) {
     auto limits = again->second;
     st.vhosts_to_restart.erase(again);
     vhost_put_by_log(self, name, limits);
+    replay_exchanges(self, name);
   }
   for (auto& then : waiting) then();
 }
@@ -81,6 +82,7 @@ void vhost_put_by_log(self_ptr self, const std::string& name, const vhost_limits
 void vhost_erased_by_log(self_ptr self, const std::string& name) {
   auto& st = self->state;
   st.vhosts_to_restart.erase(name);  // added again, then deleted again, while stopping
+  st.exchanges_to_replay.erase(name);
   if (st.vhosts.count(name) == 0) return;
   std::vector<std::string> users;
   for (const auto& [key, p] : st.permissions)
@@ -106,8 +108,14 @@ void vhosts_replaced_by_log(self_ptr self, const std::vector<persistence::meta_m
       wanted[v.name] = v.limits;
     }
   auto& st = self->state;
-  for (auto again = st.vhosts_to_restart.begin(); again != st.vhosts_to_restart.end();)
-    again = wanted.count(again->first) == 0 ? st.vhosts_to_restart.erase(again) : std::next(again);
+  for (auto again = st.vhosts_to_restart.begin(); again != st.vhosts_to_restart.end();) {
+    if (wanted.count(again->first) != 0) {
+      ++again;
+      continue;
+    }
+    st.exchanges_to_replay.erase(again->first);
+    again = st.vhosts_to_restart.erase(again);
+  }
   std::vector<std::string> gone;
   for (const auto& [name, vhost] : st.vhosts)
     if (wanted.count(name) == 0) gone.push_back(name);

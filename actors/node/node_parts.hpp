@@ -138,6 +138,15 @@ void log_applied(self_ptr self, uint64_t token,
 /// From warren-node, before the cluster starts: the log runs, and its changes carry `token`;
 /// `seeded`: it holds the cluster's users already (else from its first seed or snapshot on).
 void use_metadata_log(self_ptr self, uint64_t token, bool seeded);
+/// A vhost's log entry (durable exchanges), proposed for it: "" once every entry this node
+/// applied up to it went to its vhosts, or why not.
+caf::result<std::string> propose_for_vhost(self_ptr self, const std::string& entry);
+/// Once the node is log-backed, each running vhost (or `only` one) hears that durable
+/// exchanges follow the log, and whom to propose through.
+void vhosts_follow_log(self_ptr self, const caf::actor* only = nullptr);
+/// What the log applied to `vhost`'s durable exchanges while it was to restart, to its new
+/// actor.
+void replay_exchanges(self_ptr self, const std::string& vhost);
 
 // --- vhosts in the metadata log (node_log_vhosts.cpp) --------------------------------------------
 

@@ -22,6 +22,7 @@ void spawn_vhost(self_ptr self, const std::string& name, vhost_recovery recovere
     self->send(vhost_handle(vhost), cluster_atom::value, self->state.cluster,
                self->state.node_name);
   self->state.vhosts[name] = vhost;
+  vhosts_follow_log(self, &vhost);
 }
 
 persistence::meta_mutation vhost_record(const std::string& name, bool erase,

@@ -77,6 +77,7 @@ changes delete_everything(self_ptr self) {
   for (auto& [name, e] : st.exchanges) exchanges.push_back(name);
   for (auto& name : exchanges) remove_exchange(self, name, out);
   st.bindings.clear();
+  drop_log_owned(st, out);  // the entry that deleted the vhost erased them
   return out;
 }
 
@@ -111,7 +112,7 @@ void restore(self_ptr self, vhost_recovery recovered) {
               ": one end is missing");
       continue;
     }
-    st.bindings[binding_key(b)] = b;
+    st.bindings.insert(binding_key(b), b);
     caf::anon_send(exchange_handle(e->second.actor), bind_atom::value, target.id, target.actor,
                    b.key, b.arguments);
   }
@@ -241,6 +242,14 @@ vhost_actor_type::behavior_type vhost_actor(vhost_actor_type::stateful_pointer<v
       [=](view_atom) { return topology(self->state); },
       [=](adopt_atom, const vhost_topology& theirs) { adopt_topology(self, theirs); },
       [=](claim_atom, text from, const queue_spec& spec) { return answer_claim(self, from, spec); },
+      [=](applied_atom, const caf::actor& node) { follow_log(self, node); },
+      [=](applied_atom, const exchange_spec& spec) { exchange_put_by_log(self, spec); },
+      [=](applied_atom, delete_atom, text name) {
+        if (from_this_node(self)) exchange_erased_by_log(self, name);
+      },
+      [=](applied_atom, exchanges_atom, const std::vector<exchange_spec>& wanted) {
+        exchanges_replaced_by_log(self, wanted);
+      },
   };
 }
 

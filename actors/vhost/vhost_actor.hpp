@@ -33,6 +33,7 @@
 
 #include "actors/common/vhost_protocol.hpp"
 #include "actors/storage/storage_context.hpp"
+#include "actors/vhost/binding_table.hpp"
 #include "actors/vhost/remote_queues.hpp"
 
 #include <caf/actor_addr.hpp>
@@ -75,7 +76,7 @@ struct vhost_state {
   std::map<std::string, exchange_entry> exchanges;
   std::map<std::string, queue_entry> queues;
   // Keyed by exchange, queue, key and canonical arguments so that binding twice is a no-op.
-  std::map<std::string, binding_spec> bindings;
+  binding_table bindings;
   uint64_t next_exchange_id = 0;
   vhost_limits limits;
   storage_context storage;
@@ -83,7 +84,8 @@ struct vhost_state {
   std::string node_name;  // this node's name in the cluster
   remote_queues remote;   // queues of this vhost living on other nodes
   caf::actor down_queue;  // refuses publishes to queues whose node is down
-  std::vector<binding_spec> waiting_bindings;  // from members, to queues not placed here yet
+  // From members, to queues not placed here yet; by queue name.
+  std::multimap<std::string, binding_spec> waiting_bindings;
   // Queues about to be created here while the members are asked (cluster claims), or while
   // their record is committed (`committing`: the name is ours), with the requests naming them
   // that wait for the answer (each asks again when called).
@@ -99,6 +101,9 @@ struct vhost_state {
   // A delete of this vhost is under way: creates are refused, so that no record is committed
   // after the vhost's erases.
   bool deleting = false;
+  // Set once the metadata log carries durable exchanges: the node their changes are proposed
+  // through (vhost_log_exchanges.cpp).
+  caf::actor log_node;
 
   static inline const char* name = "vhost";
 };

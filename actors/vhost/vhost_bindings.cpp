@@ -85,15 +85,20 @@ void add_exchange(self_ptr self, exchange_spec spec, bool builtin) {
                         exchange_id_bit | ++st.next_exchange_id};
 }
 
-void drop_binding(self_ptr self, const binding_spec& b, changes& out) {
+void drop_binding(self_ptr self, const binding_spec& b, changes& out, bool from_peer) {
   auto& st = self->state;
   if (binding_stored(st, b)) erase_binding(st.vhost, b, out);
   st.bindings.erase(binding_key(b));
   auto e = st.exchanges.find(b.exchange);
   if (e == st.exchanges.end() || !e->second.spec.auto_delete) return;
-  for (const auto& [key, other] : st.bindings)
-    if (other.exchange == b.exchange) return;
-  remove_exchange(self, b.exchange, out);
+  if (st.bindings.any_from(b.exchange)) return;
+  if (!exchanges_in_log(st) || !e->second.spec.durable)
+    return remove_exchange(self, b.exchange, out);
+  // Only the member the unbind was made on decides: the others do not see every binding
+  // (those to exclusive queues stay on their member), so "none left" may be true only here. A
+  // vhost being deleted proposes nothing: the log deletes its exchanges along with it, and an
+  // entry of this one committed later could take a new vhost's exchange of the same name.
+  if (!from_peer && !st.deleting) auto_delete_through_log(self, b.exchange);
 }
 
 void remove_exchange(self_ptr self, const std::string& name, changes& out) {
@@ -101,18 +106,16 @@ void remove_exchange(self_ptr self, const std::string& name, changes& out) {
   auto e = st.exchanges.find(name);
   if (e == st.exchanges.end()) return;
   auto id = e->second.id;
-  for (auto i = st.bindings.begin(); i != st.bindings.end();) {
-    const auto& b = i->second;
-    bool to_it = leads_to(b, name, true);
-    if (b.exchange != name && !to_it) {
-      ++i;
-      continue;
-    }
-    if (to_it)
+  auto gone = st.bindings.from(name);
+  auto to_it = st.bindings.leading_to(name, true);
+  gone.insert(gone.end(), to_it.begin(), to_it.end());
+  for (const auto& b : gone) {
+    // One bound to itself is in both lists.
+    if (!st.bindings.erase(binding_key(b))) continue;
+    if (leads_to(b, name, true))
       if (auto source = st.exchanges.find(b.exchange); source != st.exchanges.end())
         self->send(exchange_handle(source->second.actor), unbind_q_atom::value, id);
     if (binding_stored(st, b)) erase_binding(st.vhost, b, out);
-    i = st.bindings.erase(i);
   }
   if (e->second.spec.durable) erase_exchange(st.vhost, name, out);
   self->send_exit(e->second.actor, caf::exit_reason::user_shutdown);
@@ -167,8 +170,16 @@ caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool pass
                    " must be an exchange name, got " + quote(to_string(*ae)));
   auto existing = st.exchanges.find(spec.name);
   if (passive) {
-    if (existing == st.exchanges.end()) return no_exchange(st, spec.name);
-    return caf::unit;
+    if (existing != st.exchanges.end()) return caf::unit;
+    if (!exchanges_in_log(st) || from_peer) return no_exchange(st, spec.name);
+    auto rp = self->make_response_promise<void>();  // as find_exchange does
+    after_log_sync(self, [=]() mutable {
+      if (self->state.exchanges.count(spec.name) == 0)
+        rp.deliver(no_exchange(self->state, spec.name));
+      else
+        deliver_unit(rp);
+    });
+    return rp;
   }
   if (st.deleting) return being_deleted(st, "exchange " + quote(spec.name));
   if (existing == st.exchanges.end()) {
@@ -180,6 +191,8 @@ caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool pass
       if (!from_peer) replicate(self, {topology_change::declare_exchange, spec, {}, {}});
       return caf::unit;
     }
+    if (exchanges_in_log(st))  // the log brings a member's own, in log order
+      return from_peer ? caf::result<void>{caf::unit} : declare_exchange_through_log(self, spec);
     return create_durable_exchange(self, spec, from_peer);
   }
   if (auto m = exchange_mismatch(st.vhost, existing->second.spec, spec); !m.empty())
@@ -199,13 +212,16 @@ caf::result<void> delete_exchange(self_ptr self, const std::string& name, bool i
                                     delete_atom::value, name)
                      : park_void_on(self, st.committing[hold], delete_atom::value,
                                     exchanges_atom::value, name, if_unused);
-  // Deleting what is not there is not an error (as in RabbitMQ): deletes are idempotent.
-  if (st.exchanges.count(name) == 0) return caf::unit;
-  if (if_unused) {
-    for (const auto& [key, b] : st.bindings)
-      if (b.exchange == name)
-        return invalid("exchange " + quote(name) + in_vhost(st) + " is in use (it has bindings)");
-  }
+  // Deleting what is not there is not an error (as in RabbitMQ): deletes are idempotent. A
+  // durable one a member declared may not be applied here yet: the log's entry deletes it if it
+  // is there, and its condition makes the delete as idempotent.
+  if (st.exchanges.count(name) == 0)
+    return exchanges_in_log(st) && !from_peer ? delete_exchange_through_log(self, name)
+                                              : caf::result<void>{caf::unit};
+  if (if_unused && st.bindings.any_from(name))
+    return invalid("exchange " + quote(name) + in_vhost(st) + " is in use (it has bindings)");
+  if (exchanges_in_log(st) && st.exchanges[name].spec.durable)
+    return from_peer ? caf::result<void>{caf::unit} : delete_exchange_through_log(self, name);
   changes batch;
   remove_exchange(self, name, batch);
   if (!from_peer) replicate(self, {topology_change::delete_exchange, {}, name, {}});
@@ -251,7 +267,7 @@ void bind_after_commit(self_ptr self, binding_spec b, bool stored_record,
   auto& st = self->state;
   binding_target target;
   auto err = check_binding(self, b, requester, target);
-  if (!err && st.bindings.count(binding_key(b)) != 0) return deliver_unit(rp);
+  if (!err && st.bindings.contains(binding_key(b))) return deliver_unit(rp);
   if (err) {
     changes unstored;  // the record outlived an end of the binding: it goes
     if (stored_record) erase_binding(st.vhost, b, unstored);
@@ -259,7 +275,7 @@ void bind_after_commit(self_ptr self, binding_spec b, bool stored_record,
     rp.deliver(err);
     return;
   }
-  st.bindings[binding_key(b)] = b;
+  st.bindings.insert(binding_key(b), b);
   if (!from_peer && replicated(st, b)) replicate(self, {topology_change::bind, {}, {}, b});
   self->request(exchange_handle(st.exchanges[b.exchange].actor), caf::infinite, bind_atom::value,
                 target.id, target.actor, b.key, b.arguments)
@@ -267,7 +283,32 @@ void bind_after_commit(self_ptr self, binding_spec b, bool stored_record,
             [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
 }
 
+// A client's bind or unbind naming an exchange this node lacks: declared on a member a moment
+// ago, perhaps. Once this node has applied what the log committed before now, the request is
+// made again if both exchanges are here (as find_exchange does for a publish).
+template <class... Ts>
+caf::result<void> again_after_sync(self_ptr self, const binding_spec& b, Ts... request) {
+  auto rp = self->make_response_promise<void>();
+  after_log_sync(self, [=]() mutable {
+    if (auto missing = missing_exchange(self->state, b); !missing.empty()) {
+      rp.deliver(no_exchange(self->state, missing));
+      return;
+    }
+    self->request(vhost_handle(caf::actor_cast<caf::actor>(self)), caf::infinite, request...)
+        .then([=]() mutable { deliver_unit(rp); },
+              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+  });
+  return rp;
+}
+
 }  // namespace
+
+std::string missing_exchange(const vhost_state& st, const binding_spec& b) {
+  if (!b.exchange.empty() && st.exchanges.count(b.exchange) == 0) return b.exchange;
+  if (b.to_exchange && !b.destination.empty() && st.exchanges.count(b.destination) == 0)
+    return b.destination;
+  return {};
+}
 
 caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& requester,
                        bool from_peer) {
@@ -280,9 +321,11 @@ caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& request
                ? park_void_on(self, st.committing[hold], replicate_atom::value, bind_atom::value, b)
                : park_void_on(self, st.committing[hold], bind_atom::value, b, requester);
   if (st.deleting) return being_deleted(st, "a binding");
+  if (!from_peer && exchanges_in_log(st) && !missing_exchange(st, b).empty())
+    return again_after_sync(self, b, bind_atom::value, b, requester);
   binding_target target;
   if (auto err = check_binding(self, b, requester, target)) return err;
-  if (st.bindings.count(binding_key(b)) != 0) return caf::unit;
+  if (st.bindings.contains(binding_key(b))) return caf::unit;
   bool stored_record = binding_stored(st, b);
   changes batch;
   if (stored_record) put_binding(st.vhost, b, batch);
@@ -313,15 +356,17 @@ caf::result<void> unbind(self_ptr self, binding_spec& b, const caf::actor& reque
     return from_peer ? park_void_on(self, st.committing[hold], replicate_atom::value,
                                     unbind_atom::value, b)
                      : park_void_on(self, st.committing[hold], unbind_atom::value, b, requester);
+  if (!from_peer && exchanges_in_log(st) && !missing_exchange(st, b).empty())
+    return again_after_sync(self, b, unbind_atom::value, b, requester);
   binding_target target;
   if (auto err = check_binding(self, b, requester, target)) return err;
   auto key = binding_key(b);
-  if (st.bindings.count(key) == 0) return caf::unit;  // unbinding twice is a no-op too
+  if (!st.bindings.contains(key)) return caf::unit;  // unbinding twice is a no-op too
   auto rp = self->make_response_promise<void>();
   auto exchange = st.exchanges[b.exchange].actor;
   if (!from_peer && replicated(st, b)) replicate(self, {topology_change::unbind, {}, {}, b});
   changes batch;
-  drop_binding(self, b, batch);  // may delete an auto-delete exchange
+  drop_binding(self, b, batch, from_peer);  // may delete an auto-delete exchange
   self->request(exchange_handle(exchange), caf::infinite, unbind_atom::value, target.id, b.key,
                 b.arguments)
       .then([=](bool) mutable { reply_after(self, batch, rp); },
@@ -332,8 +377,20 @@ caf::result<void> unbind(self_ptr self, binding_spec& b, const caf::actor& reque
 caf::result<caf::actor, bool> find_exchange(self_ptr self, const std::string& name) {
   auto& st = self->state;
   auto e = st.exchanges.find(name);
-  if (e == st.exchanges.end()) return no_exchange(st, name);
-  return {e->second.actor, e->second.spec.internal};
+  if (e != st.exchanges.end()) return {e->second.actor, e->second.spec.internal};
+  if (!exchanges_in_log(st)) return no_exchange(st, name);
+  // Declared on a member a moment ago, perhaps: once this node applied what the log committed
+  // before now, it is here if it is anywhere.
+  auto rp = self->make_response_promise<caf::actor, bool>();
+  after_log_sync(self, [=]() mutable {
+    auto& st = self->state;
+    auto e = st.exchanges.find(name);
+    if (e == st.exchanges.end())
+      rp.deliver(no_exchange(st, name));
+    else
+      rp.deliver(e->second.actor, e->second.spec.internal);
+  });
+  return rp;
 }
 
 void dead_letter(self_ptr self, const std::string& exchange, std::vector<message_ptr>& msgs) {
@@ -353,7 +410,7 @@ std::vector<exchange_info> list_exchanges(const vhost_state& st) {
 
 std::vector<binding_info> list_bindings(const vhost_state& st) {
   std::vector<binding_info> out;
-  for (const auto& [key, b] : st.bindings) out.push_back({st.vhost, b});
+  for (const auto& [key, b] : st.bindings.all()) out.push_back({st.vhost, b});
   return out;
 }
 

@@ -6,12 +6,14 @@
 
 #include "actors/common/broker_error.hpp"
 #include "actors/common/exchange_protocol.hpp"
+#include "actors/common/node_protocol.hpp"
 #include "actors/vhost/equivalence.hpp"
 #include "actors/vhost/refusing_queue.hpp"
 #include "actors/vhost/topology_view.hpp"
 #include "core/log.hpp"
 #include "core/names.hpp"
 
+#include <chrono>
 #include <set>
 
 namespace warren::vhost_parts {
@@ -22,15 +24,14 @@ namespace {
 // stand-in that refuses publishes while its node is down), or drops them (null target).
 void route_remote(self_ptr self, const remote_queues::entry& e, const caf::actor& target) {
   auto& st = self->state;
+  auto bindings = st.bindings.leading_to(e.spec.name, false);
   std::set<std::string> exchanges;
-  for (const auto& [key, b] : st.bindings)
-    if (leads_to(b, e.spec.name, false)) exchanges.insert(b.exchange);
+  for (const auto& b : bindings) exchanges.insert(b.exchange);
   for (const auto& name : exchanges)
     if (auto x = st.exchanges.find(name); x != st.exchanges.end())
       caf::anon_send(exchange_handle(x->second.actor), unbind_q_atom::value, e.id);
   if (!target) return;
-  for (const auto& [key, b] : st.bindings) {
-    if (!leads_to(b, e.spec.name, false)) continue;
+  for (const auto& b : bindings) {
     if (auto x = st.exchanges.find(b.exchange); x != st.exchanges.end())
       caf::anon_send(exchange_handle(x->second.actor), bind_atom::value, e.id, target, b.key,
                      b.arguments);
@@ -48,8 +49,7 @@ caf::actor down_stand_in(self_ptr self) {
 
 void drop_remote_bindings(self_ptr self, const std::string& name) {
   auto& st = self->state;
-  for (auto b = st.bindings.begin(); b != st.bindings.end();)
-    b = leads_to(b->second, name, false) ? st.bindings.erase(b) : std::next(b);
+  for (const auto& b : st.bindings.leading_to(name, false)) st.bindings.erase(binding_key(b));
 }
 
 }  // namespace
@@ -105,19 +105,15 @@ void remote_placed(self_ptr self, const queue_placement& p) {
   auto changed = st.remote.place(p);
   if (!changed) return;
   binding_spec implicit{"", p.spec.name, p.spec.name, {}, false};
-  st.bindings[binding_key(implicit)] = implicit;
+  st.bindings.insert(binding_key(implicit), implicit);
   route_remote(self, *changed, changed->queue);
   // Bindings from other members that arrived before this queue did.
-  for (auto b = st.waiting_bindings.begin(); b != st.waiting_bindings.end();) {
-    if (b->destination != p.spec.name) {
-      ++b;
-      continue;
-    }
+  auto [first, last] = st.waiting_bindings.equal_range(p.spec.name);
+  for (auto b = first; b != last; ++b)
     self->request(vhost_handle(caf::actor_cast<caf::actor>(self)), caf::infinite,
-                  replicate_atom::value, bind_atom::value, std::move(*b))
+                  replicate_atom::value, bind_atom::value, std::move(b->second))
         .then([] {}, [](caf::error&) {});
-    b = st.waiting_bindings.erase(b);
-  }
+  st.waiting_bindings.erase(first, last);
 }
 
 // Everything `node` has in this vhost, sent as it (re)joins. A transient queue missing from it
@@ -156,8 +152,8 @@ void remote_node_gone(self_ptr self, const std::string& node, bool down) {
 vhost_topology topology(const vhost_state& st) {
   vhost_topology out{st.vhost, {}, {}};
   for (const auto& [name, e] : st.exchanges)
-    if (!e.builtin) out.exchanges.push_back(e.spec);
-  for (const auto& [key, b] : st.bindings)
+    if (!e.builtin && !(e.spec.durable && exchanges_in_log(st))) out.exchanges.push_back(e.spec);
+  for (const auto& [key, b] : st.bindings.all())
     if (replicated(st, b)) out.bindings.push_back(b);
   return out;
 }
@@ -289,11 +285,35 @@ caf::result<void> bind_from_peer(self_ptr self, binding_spec& b) {
   if (!b.to_exchange && st.queues.count(b.destination) == 0 &&
       st.remote.find(b.destination) == nullptr) {
     // Its queue's placement comes from its own node and may arrive after this.
-    st.waiting_bindings.push_back(std::move(b));
+    auto queue = b.destination;
+    st.waiting_bindings.emplace(std::move(queue), std::move(b));
     return caf::unit;
   }
   const caf::actor peer_change;  // no connection asks: exclusivity does not apply
-  return bind(self, b, peer_change, true);
+  if (missing_exchange(st, b).empty() || !exchanges_in_log(st) ||
+      !binding_hold_in_force(st, b).empty())
+    return bind(self, b, peer_change, true);  // which waits for a hold in force
+  // Its durable exchange came through the log, committed before the member shared the binding:
+  // once this node has applied what the log committed, it is here (or deleted since). The
+  // binding is held meanwhile, so that the member's later unbind of it waits for this.
+  auto hold = binding_hold(b);
+  st.committing[hold];
+  self->request(node_handle(st.log_node), std::chrono::minutes(2), sync_atom::value,
+                metalog_atom::value)
+      .then(
+          [=]() mutable {
+            release(self, hold);  // what waited on it comes after this, by the mailbox
+            binding_spec again = b;
+            bind(self, again, peer_change, true);
+          },
+          [=](caf::error& err) {
+            release(self, hold);
+            log(log_level::warn, "vhost",
+                "a binding from a member" + in_vhost(self->state) +
+                    " not applied: its exchange is not here and the log did not sync: " +
+                    to_string(describe(err)));
+          });
+  return caf::unit;
 }
 
 caf::result<void> unbind_from_peer(self_ptr self, binding_spec& b) {

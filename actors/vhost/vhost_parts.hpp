@@ -78,6 +78,8 @@ void release(self_ptr self, const std::string& hold);
 /// Bindings survive a restart between a durable exchange and a durable exchange or a stored
 /// queue.
 bool binding_stored(const vhost_state& st, const binding_spec& b);
+/// The exchange `b` names that is not here (its source, or its destination exchange), or "".
+std::string missing_exchange(const vhost_state& st, const binding_spec& b);
 std::string binding_key(const binding_spec& b);
 /// Whether `b` leads to the queue (or, with to_exchange, the exchange) named `name`.
 bool leads_to(const binding_spec& b, const std::string& name, bool exchange);
@@ -92,8 +94,10 @@ void add_exchange(self_ptr self, exchange_spec spec, bool builtin);
 void add_builtin_exchanges(self_ptr self);
 /// Removes an exchange with every binding from or to it.
 void remove_exchange(self_ptr self, const std::string& name, changes& out);
-/// Forgets the binding and, for an auto-delete exchange left without bindings, the exchange.
-void drop_binding(self_ptr self, const binding_spec& b, changes& out);
+/// Forgets the binding and, for an auto-delete exchange left without bindings, the exchange
+/// (one the log holds is deleted through it, by the member the unbind was made on: not
+/// `from_peer`).
+void drop_binding(self_ptr self, const binding_spec& b, changes& out, bool from_peer = false);
 
 // `from_peer`: a change made on another member, applied here without being sent on.
 caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool passive,
@@ -110,6 +114,29 @@ caf::result<caf::actor, bool> find_exchange(self_ptr self, const std::string& na
 void dead_letter(self_ptr self, const std::string& exchange, std::vector<message_ptr>& msgs);
 std::vector<exchange_info> list_exchanges(const vhost_state& st);
 std::vector<binding_info> list_bindings(const vhost_state& st);
+
+// --- durable exchanges in the metadata log (vhost_log_exchanges.cpp) --------------------------
+
+/// Whether durable exchanges are the log's (the node said so).
+bool exchanges_in_log(const vhost_state& st);
+/// Whether the message being handled comes from this process (the node), not a member.
+bool from_this_node(self_ptr self);
+/// Runs `then` once this node applied every entry the log committed before the call (or the
+/// sync failed: then it reads what is here).
+void after_log_sync(self_ptr self, std::function<void()> then);
+void follow_log(self_ptr self, const caf::actor& node);
+/// Takes out of `batch` what the log owns (an exchange's record, which its entry wrote or
+/// erased): stored by this vhost as well, a late write could undo a later entry.
+void drop_log_owned(const vhost_state& st, changes& batch);
+/// Checked requests, made as one log entry each; answered once this vhost applied it.
+caf::result<void> declare_exchange_through_log(self_ptr self, const exchange_spec& spec);
+caf::result<void> delete_exchange_through_log(self_ptr self, const std::string& name);
+/// An auto-delete exchange left without bindings: its delete proposed, nobody waiting.
+void auto_delete_through_log(self_ptr self, const std::string& name);
+/// What the log applied, in log order.
+void exchange_put_by_log(self_ptr self, const exchange_spec& spec);
+void exchange_erased_by_log(self_ptr self, const std::string& name);
+void exchanges_replaced_by_log(self_ptr self, const std::vector<exchange_spec>& wanted);
 
 // --- queues (vhost_queues.cpp) -----------------------------------------------------------------
 

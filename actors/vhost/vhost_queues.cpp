@@ -69,7 +69,7 @@ void start_queue(self_ptr self, const queue_spec& spec, const queue_limits& limi
         self->spawn(queue_actor, st.vhost, spec, limits, me, id, st.storage));
   self->monitor(entry.actor);
   binding_spec implicit{"", spec.name, spec.name, {}, false};
-  st.bindings[binding_key(implicit)] = implicit;
+  st.bindings.insert(binding_key(implicit), implicit);
   // anon_send: the exchange answers bind requests, and this one needs no answer.
   caf::anon_send(exchange_handle(st.exchanges[""].actor), bind_atom::value, id, entry.actor,
                  spec.name, field_table{});
@@ -119,10 +119,7 @@ void forget_queue(self_ptr self, const std::string& name, changes& out) {
   auto q = st.queues.find(name);
   if (q == st.queues.end()) return;
   auto id = q->second.id;
-  std::vector<binding_spec> gone;
-  for (const auto& [key, b] : st.bindings)
-    if (leads_to(b, name, false)) gone.push_back(b);
-  for (const auto& b : gone) {
+  for (const auto& b : st.bindings.leading_to(name, false)) {
     if (auto e = st.exchanges.find(b.exchange); e != st.exchanges.end())
       self->send(exchange_handle(e->second.actor), unbind_q_atom::value, id);
     drop_binding(self, b, out);
