@@ -2,7 +2,8 @@
 # Vhost, user and permission changes through the management API (bench/metadata_http.py): on
 # one Warren node, on a 3-node Warren cluster (where each goes through the metadata log: from a
 # client on the leader, on a follower, and from CLIENTS clients spread over the members), and,
-# with RMQ=1, on a loopback RabbitMQ with its management plugin (its own RMQ_DIR, port 15672).
+# with RMQ=1, on a loopback RabbitMQ with its management plugin (its own RMQ_DIR, port 15672)
+# and on a 3-node RabbitMQ cluster (bench/rmq_cluster.sh, ports 15681-15683).
 # Prints changes per second and the p50 / p99 latency of each kind, one row per setup.
 #
 #   bench/metadata_log.sh                     # Warren only
@@ -20,6 +21,9 @@ cleanup() {
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   if [ "$RMQ" = 1 ]; then RMQ_DIR="$WORK/rmq" "$RMQ_LOCAL" stop >/dev/null 2>&1 || true; fi
+  if [ "${RMQ3_STARTED:-0}" = 1 ]; then
+    RMQ_DIR="$WORK/rmq3" bench/rmq_cluster.sh stop 3 >/dev/null 2>&1 || true
+  fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -106,4 +110,10 @@ if [ "$RMQ" = 1 ]; then
   done
   bench "RabbitMQ 1 node, 1 client" 15672 1
   bench "RabbitMQ 1 node, $CLIENTS clients" 15672 "$CLIENTS"
+  RMQ_DIR="$WORK/rmq" "$RMQ_LOCAL" stop >/dev/null 2>&1 || true
+  # Its metadata in Mnesia, written on every node of the cluster in one transaction.
+  RMQ3_STARTED=1
+  RMQ_DIR="$WORK/rmq3" bench/rmq_cluster.sh start 3 2>/dev/null >&2
+  bench "RabbitMQ 3 nodes, 1 client" 15681 1
+  bench "RabbitMQ 3 nodes, $CLIENTS clients on all" 15681,15682,15683 "$CLIENTS"
 fi
