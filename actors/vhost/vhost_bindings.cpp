@@ -13,6 +13,9 @@
 #include "actors/vhost/topology_view.hpp"
 #include "core/names.hpp"
 
+#include <functional>
+#include <optional>
+
 namespace warren::vhost_parts {
 
 using namespace vhost_records;
@@ -200,6 +203,47 @@ caf::result<void> declare_exchange(self_ptr self, exchange_spec& spec, bool pass
   return caf::unit;
 }
 
+namespace {
+
+// A client's request naming `name`, an exchange this node lacks: declared on a member a moment
+// ago, perhaps. Once this node has applied what the log committed before now, `answer_here`
+// says whether the request is answered at once (its answer; none for ok) or made again (nullopt,
+// as find_exchange does for a publish). The name is held meanwhile, and the request is made
+// again before the hold ends: what the client asked after it (an unbind after a bind, a
+// delete) waits, and comes after it.
+template <class... Ts>
+caf::result<void> again_after_sync(
+    self_ptr self, const std::string& name,
+    std::function<std::optional<caf::error>(const vhost_state&)> answer_here, Ts... request) {
+  auto hold = exchange_hold(name);
+  self->state.committing[hold];
+  auto rp = self->make_response_promise<void>();
+  after_log_sync(self, [=]() mutable {
+    if (auto answer = answer_here(self->state)) {
+      release(self, hold);
+      if (*answer)
+        rp.deliver(std::move(*answer));
+      else
+        deliver_unit(rp);
+      return;
+    }
+    self->request(vhost_handle(caf::actor_cast<caf::actor>(self)), caf::infinite, request...)
+        .then([=]() mutable { deliver_unit(rp); },
+              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+    release(self, hold);
+  });
+  return rp;
+}
+
+// For a bind or unbind: NOT_FOUND while an exchange it names is still not here.
+std::optional<caf::error> unless_both_here(const vhost_state& st, const binding_spec& b) {
+  auto missing = missing_exchange(st, b);
+  if (missing.empty()) return std::nullopt;
+  return no_exchange(st, missing);
+}
+
+}  // namespace
+
 caf::result<void> delete_exchange(self_ptr self, const std::string& name, bool if_unused,
                                   bool from_peer) {
   auto& st = self->state;
@@ -215,13 +259,27 @@ caf::result<void> delete_exchange(self_ptr self, const std::string& name, bool i
   // Deleting what is not there is not an error (as in RabbitMQ): deletes are idempotent. A
   // durable one a member declared may not be applied here yet: the log's entry deletes it if it
   // is there, and its condition makes the delete as idempotent.
-  if (st.exchanges.count(name) == 0)
-    return exchanges_in_log(st) && !from_peer ? delete_exchange_through_log(self, name)
-                                              : caf::result<void>{caf::unit};
+  // An if_unused delete first syncs, so that the bindings are checked where it is.
+  if (st.exchanges.count(name) == 0 && exchanges_in_log(st) && !from_peer) {
+    if (st.deleting) return being_deleted(st, "exchange " + quote(name));
+    if (!if_unused) return delete_exchange_through_log(self, name);
+    auto gone = [name](const vhost_state& st) -> std::optional<caf::error> {
+      if (st.exchanges.count(name) != 0) return std::nullopt;
+      return caf::error{};
+    };
+    return again_after_sync(self, name, gone, delete_atom::value, exchanges_atom::value, name,
+                            if_unused);
+  }
+  if (st.exchanges.count(name) == 0) return caf::unit;
   if (if_unused && st.bindings.any_from(name))
     return invalid("exchange " + quote(name) + in_vhost(st) + " is in use (it has bindings)");
-  if (exchanges_in_log(st) && st.exchanges[name].spec.durable)
-    return from_peer ? caf::result<void>{caf::unit} : delete_exchange_through_log(self, name);
+  if (exchanges_in_log(st) && st.exchanges[name].spec.durable) {
+    if (from_peer) return caf::unit;
+    // An entry of a vhost being deleted, committed after a new vhost of the name, could take
+    // that one's exchange.
+    if (st.deleting) return being_deleted(st, "exchange " + quote(name));
+    return delete_exchange_through_log(self, name);
+  }
   changes batch;
   remove_exchange(self, name, batch);
   if (!from_peer) replicate(self, {topology_change::delete_exchange, {}, name, {}});
@@ -283,24 +341,6 @@ void bind_after_commit(self_ptr self, binding_spec b, bool stored_record,
             [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
 }
 
-// A client's bind or unbind naming an exchange this node lacks: declared on a member a moment
-// ago, perhaps. Once this node has applied what the log committed before now, the request is
-// made again if both exchanges are here (as find_exchange does for a publish).
-template <class... Ts>
-caf::result<void> again_after_sync(self_ptr self, const binding_spec& b, Ts... request) {
-  auto rp = self->make_response_promise<void>();
-  after_log_sync(self, [=]() mutable {
-    if (auto missing = missing_exchange(self->state, b); !missing.empty()) {
-      rp.deliver(no_exchange(self->state, missing));
-      return;
-    }
-    self->request(vhost_handle(caf::actor_cast<caf::actor>(self)), caf::infinite, request...)
-        .then([=]() mutable { deliver_unit(rp); },
-              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
-  });
-  return rp;
-}
-
 }  // namespace
 
 std::string missing_exchange(const vhost_state& st, const binding_spec& b) {
@@ -322,7 +362,10 @@ caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& request
                : park_void_on(self, st.committing[hold], bind_atom::value, b, requester);
   if (st.deleting) return being_deleted(st, "a binding");
   if (!from_peer && exchanges_in_log(st) && !missing_exchange(st, b).empty())
-    return again_after_sync(self, b, bind_atom::value, b, requester);
+    return again_after_sync(
+        self, missing_exchange(st, b),
+        [b](const vhost_state& st) { return unless_both_here(st, b); }, bind_atom::value, b,
+        requester);
   binding_target target;
   if (auto err = check_binding(self, b, requester, target)) return err;
   if (st.bindings.contains(binding_key(b))) return caf::unit;
@@ -357,7 +400,10 @@ caf::result<void> unbind(self_ptr self, binding_spec& b, const caf::actor& reque
                                     unbind_atom::value, b)
                      : park_void_on(self, st.committing[hold], unbind_atom::value, b, requester);
   if (!from_peer && exchanges_in_log(st) && !missing_exchange(st, b).empty())
-    return again_after_sync(self, b, unbind_atom::value, b, requester);
+    return again_after_sync(
+        self, missing_exchange(st, b),
+        [b](const vhost_state& st) { return unless_both_here(st, b); }, unbind_atom::value, b,
+        requester);
   binding_target target;
   if (auto err = check_binding(self, b, requester, target)) return err;
   auto key = binding_key(b);
