@@ -209,9 +209,18 @@ lmdb_store::~lmdb_store() {
 int lmdb_store::write(const std::vector<meta_mutation>& batch, const write_plan& plan) {
   txn_guard t{resize_mutex_};
   if (int rc = mdb_txn_begin(env_, nullptr, 0, &t.txn); rc != MDB_SUCCESS) return rc;
+  if (int rc = write_in(t.txn, batch, plan); rc != MDB_SUCCESS) return rc;
+  int rc = mdb_txn_commit(t.txn);
+  t.txn = nullptr;
+  return rc;
+}
+
+// write()'s changes inside a transaction the caller commits.
+int lmdb_store::write_in(MDB_txn* txn, const std::vector<meta_mutation>& batch,
+                         const write_plan& plan) {
   bool refused = false;
   if (plan.conditions != nullptr) {
-    int failed = first_failed_condition(t.txn, *plan.conditions);
+    int failed = first_failed_condition(txn, *plan.conditions);
     refused = failed >= 0;
     if (refused && plan.failed != nullptr) *plan.failed = static_cast<size_t>(failed);
   }
@@ -219,7 +228,7 @@ int lmdb_store::write(const std::vector<meta_mutation>& batch, const write_plan&
   bool mark_seeded = plan.mark_seeded;
   if (plan.seed) {
     MDB_val key = val(seeded_key), value;
-    int rc = mdb_get(t.txn, dbis_[0], &key, &value);
+    int rc = mdb_get(txn, dbis_[0], &key, &value);
     if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) return rc;
     refused = rc == MDB_SUCCESS;
     if (refused && plan.seed_ignored != nullptr) *plan.seed_ignored = true;
@@ -228,21 +237,21 @@ int lmdb_store::write(const std::vector<meta_mutation>& batch, const write_plan&
   if (mark_seeded) {
     const std::string yes = "1";
     MDB_val key = val(seeded_key), value = val(yes);
-    if (int rc = mdb_put(t.txn, dbis_[0], &key, &value, 0); rc != MDB_SUCCESS) return rc;
+    if (int rc = mdb_put(txn, dbis_[0], &key, &value, 0); rc != MDB_SUCCESS) return rc;
   }
   // Vhosts a snapshot or seed goes without take their exchanges, queues and bindings along, as a
   // vhost deleted by an entry does (below). Not its permissions: those are the log's, and the
   // snapshot has them as the log does (a permission can be set for a vhost deleted meanwhile).
   std::set<std::string> vhosts_before;
   if (replace)
-    if (int rc = keys_of(t.txn, meta_table::vhosts, vhosts_before); rc != MDB_SUCCESS) return rc;
+    if (int rc = keys_of(txn, meta_table::vhosts, vhosts_before); rc != MDB_SUCCESS) return rc;
   for (int table = 1; replace && table < table_count; ++table)
     if (in_log(static_cast<meta_table>(table - 1)))
-      if (int rc = mdb_drop(t.txn, dbis_[table], 0); rc != MDB_SUCCESS) return rc;
+      if (int rc = mdb_drop(txn, dbis_[table], 0); rc != MDB_SUCCESS) return rc;
   if (plan.index != nullptr) {
     auto bytes = std::to_string(*plan.index);
     MDB_val key = val(applied_key), value = val(bytes);
-    if (int rc = mdb_put(t.txn, dbis_[0], &key, &value, 0); rc != MDB_SUCCESS) return rc;
+    if (int rc = mdb_put(txn, dbis_[0], &key, &value, 0); rc != MDB_SUCCESS) return rc;
   }
   for (const auto& m : batch) {
     if (refused) break;
@@ -250,28 +259,26 @@ int lmdb_store::write(const std::vector<meta_mutation>& batch, const write_plan&
     MDB_val key = val(m.key);
     int rc = MDB_SUCCESS;
     if (m.erase) {
-      rc = mdb_del(t.txn, dbi, &key, nullptr);
+      rc = mdb_del(txn, dbi, &key, nullptr);
       if (rc == MDB_NOTFOUND) rc = MDB_SUCCESS;
       // A log entry that deletes a user deletes its permissions, those its proposer did not
       // know of included (granted on another member meanwhile): none outlives the user.
       if (rc == MDB_SUCCESS && plan.index != nullptr && m.table == meta_table::users)
-        rc = erase_prefixed(t.txn, meta_table::permissions, permission_key(m.key, ""));
+        rc = erase_prefixed(txn, meta_table::permissions, permission_key(m.key, ""));
       if (rc == MDB_SUCCESS && plan.index != nullptr && m.table == meta_table::vhosts)
-        rc = erase_vhost_contents(t.txn, m.key, true);
+        rc = erase_vhost_contents(txn, m.key, true);
     } else {
       auto sealed = seal(static_cast<uint8_t>(1 + static_cast<int>(m.table)), m.key, m.value);
       MDB_val value = val(sealed);
-      rc = mdb_put(t.txn, dbi, &key, &value, 0);
+      rc = mdb_put(txn, dbi, &key, &value, 0);
     }
     if (rc != MDB_SUCCESS) return rc;
   }
   for (const auto& m : batch)
     if (m.table == meta_table::vhosts && !m.erase) vhosts_before.erase(m.key);
   for (const auto& gone : vhosts_before)
-    if (int rc = erase_vhost_contents(t.txn, gone, false); rc != MDB_SUCCESS) return rc;
-  int rc = mdb_txn_commit(t.txn);
-  t.txn = nullptr;
-  return rc;
+    if (int rc = erase_vhost_contents(txn, gone, false); rc != MDB_SUCCESS) return rc;
+  return MDB_SUCCESS;
 }
 
 // Every key of `table`, into `out`; LMDB's code of a failure.
@@ -364,13 +371,17 @@ void lmdb_store::write_growing(const std::vector<meta_mutation>& batch, const wr
     int rc = write(batch, plan);
     if (rc == MDB_SUCCESS) return;
     if (rc != MDB_MAP_FULL) check(rc, "write");
-    MDB_envinfo info{};
-    check(mdb_env_info(env_, &info), "read environment info");
-    if (info.me_mapsize >= max_map_bytes)
-      throw std::runtime_error("LMDB: the metadata store is full at its largest map (" +
-                               std::to_string(info.me_mapsize >> 20) + " MiB)");
-    grow_map(std::min(info.me_mapsize * 2, max_map_bytes));
+    grow_full_map();
   }
+}
+
+void lmdb_store::grow_full_map() {
+  MDB_envinfo info{};
+  check(mdb_env_info(env_, &info), "read environment info");
+  if (info.me_mapsize >= max_map_bytes)
+    throw std::runtime_error("LMDB: the metadata store is full at its largest map (" +
+                             std::to_string(info.me_mapsize >> 20) + " MiB)");
+  grow_map(std::min(info.me_mapsize * 2, max_map_bytes));
 }
 
 // Waits until no other thread holds a transaction (the log's thread writes and reads beside the

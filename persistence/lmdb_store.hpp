@@ -167,6 +167,19 @@ class lmdb_store {
   entry_applied apply_entry(uint64_t index, const std::vector<meta_mutation>& batch,
                             const std::vector<meta_condition>& conditions = {},
                             size_t* failed = nullptr, bool seed = false);
+  /// One log entry for apply_entries: what it holds, and (filled in) what applying it did.
+  struct entry_write {
+    uint64_t index = 0;
+    const std::vector<meta_mutation>* changes = nullptr;
+    const std::vector<meta_condition>* conditions = nullptr;
+    bool seed = false;
+    entry_applied done = entry_applied::skipped;
+    size_t failed = 0;  // the condition that did not hold, when refused
+  };
+  /// Applies consecutive log entries, in order, as apply_entry would one by one, but in one
+  /// transaction and so with one sync: each entry's conditions see the changes of those before
+  /// it. All are stored or, when this throws, none.
+  void apply_entries(std::vector<entry_write>& entries);
   /// Whether a seed entry was applied here (or came with a snapshot) since the data dir last
   /// started a log.
   bool log_seeded();
@@ -219,6 +232,9 @@ class lmdb_store {
     bool mark_seeded = false;      // with replace: a snapshot of a seeded log
   };
   int write(const std::vector<meta_mutation>& batch, const write_plan& plan);
+  int write_in(MDB_txn* txn, const std::vector<meta_mutation>& batch, const write_plan& plan);
+  int write_entries(std::vector<entry_write>& entries);
+  static int read_applied_index(MDB_txn* txn, MDB_dbi meta, uint64_t& index);
   void write_growing(const std::vector<meta_mutation>& batch, const write_plan& plan);
   int first_failed_condition(MDB_txn* txn, const std::vector<meta_condition>& conditions);
   int erase_prefixed(MDB_txn* txn, meta_table table, const std::string& prefix);
@@ -234,6 +250,7 @@ class lmdb_store {
                             const std::string& refuse_fresh);
   void make_room_to_rewrite();
   void grow_map(size_t bytes);
+  void grow_full_map();
   void seal_unsealed_values(MDB_txn* txn);
   bool holds_no_records(MDB_txn* txn);
   void load_table(MDB_txn* txn, int table, metadata_contents& out,

@@ -5,6 +5,7 @@
 #include "persistence/record_seal.hpp"
 
 #include <charconv>
+#include <cstdint>
 #include <iterator>
 #include <memory>
 
@@ -31,19 +32,19 @@ std::string lmdb_store::change_problem(const meta_mutation& m) {
            e.what() + ")";
   }
   // A record is found by its key and known by what it holds: the two must name the same thing.
-  bool named_by_key = m.table == meta_table::users
-                          ? !scratch.users.empty() && user_key(scratch.users.back().name) == m.key
-                      : m.table == meta_table::permissions
-                          ? !scratch.permissions.empty() &&
-                                permission_key(scratch.permissions.back().user,
-                                               scratch.permissions.back().vhost) == m.key
-                      : m.table == meta_table::vhosts
-                          ? !scratch.vhosts.empty() && vhost_key(scratch.vhosts.back()) == m.key
-                      : m.table == meta_table::exchanges
-                          ? !scratch.exchanges.empty() &&
-                                exchange_key(scratch.exchanges.back().vhost,
-                                             scratch.exchanges.back().spec.name) == m.key
-                          : true;
+  bool named_by_key =
+      m.table == meta_table::users
+          ? !scratch.users.empty() && user_key(scratch.users.back().name) == m.key
+      : m.table == meta_table::permissions
+          ? !scratch.permissions.empty() &&
+                permission_key(scratch.permissions.back().user, scratch.permissions.back().vhost) ==
+                    m.key
+      : m.table == meta_table::vhosts
+          ? !scratch.vhosts.empty() && vhost_key(scratch.vhosts.back()) == m.key
+      : m.table == meta_table::exchanges
+          ? !scratch.exchanges.empty() && exchange_key(scratch.exchanges.back().vhost,
+                                                       scratch.exchanges.back().spec.name) == m.key
+          : true;
   if (!named_by_key)
     return std::string("a record in table '") + names[table] + "' that its key does not name";
   return {};
@@ -52,17 +53,25 @@ std::string lmdb_store::change_problem(const meta_mutation& m) {
 uint64_t lmdb_store::applied_index() {
   txn_guard t{resize_mutex_};
   check(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t.txn), "begin read");
-  MDB_val key = val(applied_key), value;
-  int rc = mdb_get(t.txn, dbis_[0], &key, &value);
-  if (rc == MDB_NOTFOUND) return 0;
-  check(rc, "read " + applied_key);
   uint64_t index = 0;
+  check(read_applied_index(t.txn, dbis_[0], index), "read " + applied_key);
+  return index;
+}
+
+// The applied index as `txn` sees it (0 when none was applied); LMDB's error code, or a throw
+// when the record is damaged.
+int lmdb_store::read_applied_index(MDB_txn* txn, MDB_dbi meta, uint64_t& index) {
+  index = 0;
+  MDB_val key = val(applied_key), value;
+  int rc = mdb_get(txn, meta, &key, &value);
+  if (rc == MDB_NOTFOUND) return MDB_SUCCESS;
+  if (rc != MDB_SUCCESS) return rc;
   auto text = view(value);
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), index);
   if (ec != std::errc() || end != text.data() + text.size())
     throw std::runtime_error("metadata record damaged: table 'meta', key '" + applied_key +
                              "' is not a number");
-  return index;
+  return MDB_SUCCESS;
 }
 
 bool lmdb_store::log_seeded() {
@@ -116,20 +125,54 @@ lmdb_store::entry_applied lmdb_store::apply_entry(uint64_t index,
                                                   const std::vector<meta_mutation>& batch,
                                                   const std::vector<meta_condition>& conditions,
                                                   size_t* failed, bool seed) {
-  if (index <= applied_index()) return entry_applied::skipped;
-  size_t failed_at = conditions.size();
-  bool seed_ignored = false;
-  write_plan plan;
-  plan.index = &index;
-  plan.conditions = &conditions;
-  plan.failed = &failed_at;
-  plan.seed = seed;
-  plan.seed_ignored = &seed_ignored;
-  write_growing(batch, plan);
-  if (seed_ignored) return entry_applied::ignored;
-  if (failed_at == conditions.size()) return entry_applied::changed;
-  if (failed != nullptr) *failed = failed_at;
-  return entry_applied::refused;
+  std::vector<entry_write> one{{index, &batch, &conditions, seed}};
+  apply_entries(one);
+  if (one[0].done == entry_applied::refused && failed != nullptr) *failed = one[0].failed;
+  return one[0].done;
+}
+
+// A full map is grown and every entry written again, as apply() does with a batch.
+void lmdb_store::apply_entries(std::vector<entry_write>& entries) {
+  if (entries.empty()) return;
+  for (;;) {
+    int rc = write_entries(entries);
+    if (rc == MDB_SUCCESS) return;
+    if (rc != MDB_MAP_FULL) check(rc, "write log entries");
+    grow_full_map();
+  }
+}
+
+// The entries raft hands a restarted member again (up to the index LMDB holds) are skipped.
+int lmdb_store::write_entries(std::vector<entry_write>& entries) {
+  txn_guard t{resize_mutex_};
+  if (int rc = mdb_txn_begin(env_, nullptr, 0, &t.txn); rc != MDB_SUCCESS) return rc;
+  uint64_t applied = 0;
+  if (int rc = read_applied_index(t.txn, dbis_[0], applied); rc != MDB_SUCCESS) return rc;
+  static const std::vector<meta_condition> none;
+  for (auto& e : entries) {
+    e.done = entry_applied::skipped;
+    if (e.index <= applied) continue;
+    size_t failed_at = SIZE_MAX;
+    bool seed_ignored = false;
+    write_plan plan;
+    plan.index = &e.index;
+    plan.conditions = e.conditions != nullptr ? e.conditions : &none;
+    plan.failed = &failed_at;
+    plan.seed = e.seed;
+    plan.seed_ignored = &seed_ignored;
+    static const std::vector<meta_mutation> nothing;
+    if (int rc = write_in(t.txn, e.changes != nullptr ? *e.changes : nothing, plan);
+        rc != MDB_SUCCESS)
+      return rc;
+    applied = e.index;
+    e.done = seed_ignored            ? entry_applied::ignored
+             : failed_at == SIZE_MAX ? entry_applied::changed
+                                     : entry_applied::refused;
+    if (e.done == entry_applied::refused) e.failed = failed_at;
+  }
+  int rc = mdb_txn_commit(t.txn);
+  t.txn = nullptr;
+  return rc;
 }
 
 void lmdb_store::replace_all(const std::vector<meta_mutation>& records, uint64_t index,

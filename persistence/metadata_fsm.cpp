@@ -65,6 +65,7 @@ int metadata_fsm::apply(raft_fsm* fsm, const raft_buffer* buf, void** result) {
         "log entry " + std::to_string(index) + " skipped: " + problem);
   }
   self.outcome_ = {};
+  if (self.grouped_) return self.keep_unwritten(index, std::move(entry), result);
   bool changed = false;
   try {
     auto done = self.store_.apply_entry(index, entry.changes, entry.conditions,
@@ -83,8 +84,64 @@ int metadata_fsm::apply(raft_fsm* fsm, const raft_buffer* buf, void** result) {
   return 0;
 }
 
+int metadata_fsm::keep_unwritten(uint64_t index, metadata_entry entry, void** result) {
+  if (write_failing_) return RAFT_IOERR;
+  unwritten_.push_back({index, std::move(entry)});
+  outcome_.deferred = true;
+  *result = &outcome_;
+  return 0;
+}
+
+bool metadata_fsm::write_applied() {
+  if (unwritten_.empty()) return true;
+  std::vector<lmdb_store::entry_write> writes;
+  writes.reserve(unwritten_.size());
+  for (const auto& u : unwritten_)
+    writes.push_back({u.index, &u.entry.changes, &u.entry.conditions, u.entry.seed});
+  try {
+    store_.apply_entries(writes);
+  } catch (const std::exception& e) {
+    if (!write_failing_)
+      log(log_level::error, "metadata",
+          "log entries " + std::to_string(unwritten_.front().index) + " to " +
+              std::to_string(unwritten_.back().index) + " could not be applied (" + e.what() +
+              "); they are written again, and no further entry is applied until they are");
+    write_failing_ = true;
+    return false;
+  }
+  if (write_failing_)
+    log(log_level::info, "metadata", "the log entries that could not be applied are now");
+  write_failing_ = false;
+  auto entries = std::move(unwritten_);
+  unwritten_.clear();
+  for (size_t i = 0; i < writes.size(); ++i) {
+    outcome o;
+    o.refused = writes[i].done == lmdb_store::entry_applied::refused;
+    o.failed_condition = writes[i].failed;
+    o.seed_ignored = writes[i].done == lmdb_store::entry_applied::ignored;
+    written_.emplace_back(writes[i].index, o);
+    if (writes[i].done == lmdb_store::entry_applied::changed && listener_)
+      listener_(entries[i].entry.changes, entries[i].entry.seed);
+  }
+  return true;
+}
+
+std::vector<std::pair<uint64_t, metadata_fsm::outcome>> metadata_fsm::take_written() {
+  auto out = std::move(written_);
+  written_.clear();
+  return out;
+}
+
+uint64_t metadata_fsm::applied_durably() const {
+  if (!unwritten_.empty()) return unwritten_.front().index - 1;
+  return raft_ == nullptr ? 0 : raft_last_applied(raft_);
+}
+
+// A snapshot, taken or restored, starts from LMDB holding every entry applied: raft names the
+// snapshot after its own applied index.
 int metadata_fsm::snapshot(raft_fsm* fsm, raft_buffer* bufs[], unsigned* n_bufs) {
   auto& self = self_of(fsm);
+  if (!self.write_applied()) return RAFT_IOERR;
   std::string bytes;
   try {
     bytes = encode_metadata_snapshot(
@@ -111,6 +168,7 @@ int metadata_fsm::snapshot(raft_fsm* fsm, raft_buffer* bufs[], unsigned* n_bufs)
 // contract says; on failure raft keeps them.
 int metadata_fsm::restore(raft_fsm* fsm, raft_buffer* buf) {
   auto& self = self_of(fsm);
+  if (!self.write_applied()) return RAFT_IOERR;
   try {
     auto snap = decode_metadata_snapshot(bytes_of(buf));
     // raft_start restores a member's own last snapshot, while its LMDB is durable and may be

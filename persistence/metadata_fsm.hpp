@@ -6,10 +6,18 @@
 // entries LMDB already holds are skipped by their index. A snapshot is every record with the index
 // applied.
 //
+// Grouped commits (group_commits, which metadata_log turns on): the entries raft applies in one
+// loop iteration are kept and written by write_applied() in one transaction, so that they cost
+// one sync instead of one each. Raft counts them applied before LMDB holds them, which is safe:
+// they are in this member's raft log, and a member that stops first is given them again. Until
+// they are written nothing may be told of them: their proposers' outcome says `deferred`, the
+// change listener hears of them only once written, and applied_durably() stays behind them.
+//
 // libraft is not thread-safe: one thread drives the raft instance and so this object.
 #pragma once
 
 #include "persistence/lmdb_store.hpp"
+#include "persistence/metadata_log_codec.hpp"
 
 extern "C" {
 #include <raft.h>
@@ -19,6 +27,7 @@ extern "C" {
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace warren::persistence {
@@ -48,7 +57,20 @@ class metadata_fsm {
     bool refused = false;
     size_t failed_condition = 0;  // which one, when refused
     bool seed_ignored = false;    // a seed, after the log's first one
+    bool deferred = false;        // grouped: known once written (take_written)
   };
+
+  /// Keeps the entries applied until write_applied() writes them together (see above).
+  void group_commits(bool on) { grouped_ = on; }
+  /// Writes the entries applied since the last write, in one transaction; true when LMDB holds
+  /// every entry applied. A failure (the disk) is logged and the entries are kept to be written
+  /// again at the next call; meanwhile raft is refused further entries (RAFT_IOERR), as an entry
+  /// whose write failed is without grouping.
+  bool write_applied();
+  /// The outcomes of the entries written since the last call, by index, in log order.
+  std::vector<std::pair<uint64_t, outcome>> take_written();
+  /// The last index applied whose changes LMDB holds.
+  uint64_t applied_durably() const;
 
   /// Entries that did not decode, or held a change LMDB could not store or read back (applied
   /// as empty: every member skips the same ones).
@@ -61,11 +83,20 @@ class metadata_fsm {
   static int apply(raft_fsm* fsm, const raft_buffer* buf, void** result);
   static int snapshot(raft_fsm* fsm, raft_buffer* bufs[], unsigned* n_bufs);
   static int restore(raft_fsm* fsm, raft_buffer* buf);
+  int keep_unwritten(uint64_t index, metadata_entry entry, void** result);
 
   lmdb_store& store_;
   raft* raft_ = nullptr;
   raft_fsm fsm_{};
   outcome outcome_;  // the last entry's
+  struct unwritten_entry {
+    uint64_t index;
+    metadata_entry entry;
+  };
+  bool grouped_ = false;
+  std::vector<unwritten_entry> unwritten_;  // grouped: applied, not yet in LMDB, in log order
+  std::vector<std::pair<uint64_t, outcome>> written_;  // grouped: until take_written()
+  bool write_failing_ = false;  // the last write_applied() failed: raft is refused entries
   change_listener listener_;
   uint64_t undecodable_ = 0;
   uint64_t restored_ = 0;

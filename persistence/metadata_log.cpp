@@ -155,7 +155,7 @@ void metadata_log::after_applied(uint64_t index, answer then) {
 }
 
 void metadata_log::run_applied_waiters() {
-  auto applied = raft_last_applied(&raft_);
+  auto applied = fsm_.applied_durably();
   while (!after_applied_.empty() && after_applied_.begin()->first <= applied) {
     auto then = std::move(after_applied_.begin()->second);
     after_applied_.erase(after_applied_.begin());
@@ -215,6 +215,7 @@ void metadata_log::open(std::promise<void>& started) {
     fail("init", rc, nullptr);
   }
   fsm_.attach(&raft_);
+  fsm_.group_commits(true);
   raft_.data = this;
   raft_set_election_timeout(&raft_, opts_.election_timeout_ms);
   raft_set_heartbeat_timeout(&raft_, std::max(1u, opts_.election_timeout_ms / 10));
@@ -238,6 +239,7 @@ void metadata_log::open(std::promise<void>& started) {
   // after each iteration of the loop sees it before the next one reads any reply.
   uv_check_start(&lead_check_, [](uv_check_t* h) {
     auto* self = static_cast<metadata_log*>(h->data);
+    self->write_applied();
     self->commit_own_term();
     self->send_commit_notice();
     self->run_applied_waiters();
@@ -276,7 +278,7 @@ metadata_log::view metadata_log::make_view() {
     v.leader_id = leader;
   }
   v.term = raft_.current_term;
-  v.applied = raft_last_applied(&raft_);
+  v.applied = fsm_.applied_durably();
   v.term_committed = v.leading && committed_term_ == raft_.current_term;
   v.refused_streams = link_->refused_streams();
   for (unsigned i = 0; i < raft_.configuration.n; ++i) {
@@ -504,22 +506,51 @@ void metadata_log::submit_waiting() {
 }
 
 // A failed entry may have reached a majority before its leader stepped down or closed: a later
-// leader commits it then. Its answer says so rather than that it was refused.
+// leader commits it then. Its answer says so rather than that it was refused. An entry applied
+// is answered once LMDB holds it (write_applied).
 void metadata_log::on_applied(struct raft_apply* req, int status, void* result) {
   auto* p = static_cast<proposal*>(req->data);
   const auto* applied = static_cast<const metadata_fsm::outcome*>(result);
+  if (status == 0) p->log->notice_due_ = true;
+  if (status == 0 && applied != nullptr && applied->deferred) {
+    p->log->answer_when_written_.emplace(req->index, p);
+    return;
+  }
   if (status != 0)
     p->done(std::string("outcome unknown: ") + raft_strerror(status) +
                 " before the change was committed; it may still be applied",
             0);
-  else if (applied != nullptr && applied->seed_ignored)
-    p->done("the metadata log was seeded before", req->index);
-  else if (applied != nullptr && applied->refused)
-    p->done(conflict + std::to_string(applied->failed_condition) + " does not hold", req->index);
   else
-    p->done({}, req->index);
-  if (status == 0) p->log->notice_due_ = true;
+    answer_applied(p, req->index, applied != nullptr ? *applied : metadata_fsm::outcome{});
   delete p;
+}
+
+void metadata_log::answer_applied(proposal* p, uint64_t index,
+                                  const metadata_fsm::outcome& applied) {
+  if (applied.seed_ignored)
+    p->done("the metadata log was seeded before", index);
+  else if (applied.refused)
+    p->done(conflict + std::to_string(applied.failed_condition) + " does not hold", index);
+  else
+    p->done({}, index);
+}
+
+// From the check after each loop iteration: the entries raft applied in it go to LMDB in one
+// transaction, and then their proposers are answered. When the write fails, they wait for the
+// next iteration's.
+void metadata_log::write_applied() {
+  if (!fsm_.write_applied()) return;
+  auto written = fsm_.take_written();
+  auto durable = fsm_.applied_durably();
+  while (!answer_when_written_.empty() && answer_when_written_.begin()->first <= durable) {
+    auto [index, p] = *answer_when_written_.begin();
+    answer_when_written_.erase(answer_when_written_.begin());
+    auto at = std::lower_bound(written.begin(), written.end(), index,
+                               [](const auto& w, uint64_t i) { return w.first < i; });
+    answer_applied(
+        p, index, at != written.end() && at->first == index ? at->second : metadata_fsm::outcome{});
+    delete p;
+  }
 }
 
 std::string metadata_log::unstorable(const metadata_entry& entry) {
@@ -542,6 +573,15 @@ std::optional<size_t> metadata_log::failed_condition(const std::string& error) {
 }
 
 void metadata_log::shut_down() {
+  write_applied();
+  for (auto& [index, p] : answer_when_written_) {
+    p->done("outcome unknown: the change is committed as log entry " + std::to_string(index) +
+                ", but the metadata log closed before this member stored it; it is applied "
+                "when the node starts again",
+            0);
+    delete p;
+  }
+  answer_when_written_.clear();
   for (auto* c : assigning_) {
     c->done("the metadata log is closing");
     delete c;

@@ -1,6 +1,8 @@
 // metadata_log: the cluster's metadata as a Raft log on disk (libraft's raft_uv under
 // DATA_DIR/raft), applied into LMDB by metadata_fsm (issue 33). A change is proposed from any
-// thread and answered once it is committed and applied.
+// thread and answered once it is committed and applied: the entries applied in one iteration of
+// the log's loop go to LMDB in one transaction (metadata_fsm's grouped commits), then their
+// proposers are answered.
 //
 // A new folder is made whole (as DIR.new, then renamed) and, unless the member joins a running
 // cluster (where the leader adds it), holds a first configuration of the founders: this member
@@ -207,6 +209,8 @@ class metadata_log {
   std::multimap<uint64_t, answer> after_applied_;  // the log thread's: by index
   bool notice_due_ = false;        // the log thread's: a change committed since the last notice
   bool notice_in_flight_ = false;  // the log thread's: a commit notice is under way
+  // The log thread's: proposals applied, answered once LMDB holds them, by index.
+  std::multimap<uint64_t, proposal*> answer_when_written_;
 
   void open(std::promise<void>& started);
   view make_view();
@@ -230,6 +234,8 @@ class metadata_log {
   static void on_member_changed(struct raft_change* req, int status);
   void shut_down();
   static void on_applied(struct raft_apply* req, int status, void* result);
+  static void answer_applied(proposal* p, uint64_t index, const metadata_fsm::outcome& applied);
+  void write_applied();
   static void on_raft_closed(struct raft* r);
 };
 

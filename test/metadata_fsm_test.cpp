@@ -1,6 +1,8 @@
 // The cluster's metadata as a Raft log's state machine (persistence/metadata_fsm.hpp), driven by
 // libraft's own test fixture: in-memory network and disks, simulated time, so elections,
 // partitions and snapshots are deterministic. Each member's state machine is a real LMDB store.
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include "persistence/metadata_codec.hpp"
@@ -59,13 +61,16 @@ struct cluster {
   raft_fixture f;
   std::vector<std::unique_ptr<member>> members;
 
-  explicit cluster(unsigned n) {
+  // `grouped`: each member's state machine groups its commits (metadata_fsm::group_commits),
+  // written when the test says.
+  explicit cluster(unsigned n, bool grouped = false) {
     std::memset(&f, 0, sizeof f);  // the fixture expects zeroed memory
     BOOST_REQUIRE(raft_fixture_initialize(&f) == 0);
     for (unsigned i = 0; i < n; ++i) {
       members.push_back(std::make_unique<member>());
       BOOST_REQUIRE(raft_fixture_grow(&f, members.back()->fsm.fsm()) == 0);
       members.back()->fsm.attach(raft_fixture_get(&f, i));
+      members.back()->fsm.group_commits(grouped);
     }
     raft_configuration conf;
     BOOST_REQUIRE(raft_fixture_configuration(&f, n, &conf) == 0);
@@ -127,6 +132,11 @@ struct cluster {
         raft_fixture_desaturate(&f, i, j);
         raft_fixture_desaturate(&f, j, i);
       }
+  }
+
+  // Grouped: every member writes what it applied.
+  void write_applied() {
+    for (auto& m : members) BOOST_REQUIRE(m->fsm.write_applied());
   }
 
   bool applied(unsigned i, raft_index index) {
@@ -522,9 +532,11 @@ BOOST_AUTO_TEST_CASE(a_change_taken_by_a_cut_off_leader_is_applied_nowhere) {
 }
 
 // With a short log (snapshots every few entries), a member cut off while the others truncate
-// their log catches up from a snapshot: restored into its LMDB, index and all.
-BOOST_AUTO_TEST_CASE(a_member_far_behind_catches_up_from_a_snapshot) {
-  cluster c(3);
+// their log catches up from a snapshot: restored into its LMDB, index and all. With grouped
+// commits too, where the entries applied wait to be written while raft snapshots and restores.
+BOOST_DATA_TEST_CASE(a_member_far_behind_catches_up_from_a_snapshot,
+                     boost::unit_test::data::make({false, true}), grouped) {
+  cluster c(3, grouped);
   for (unsigned m = 0; m < 3; ++m) {
     raft_set_snapshot_threshold(c.server(m), 4);
     raft_set_snapshot_trailing(c.server(m), 1);
@@ -535,6 +547,7 @@ BOOST_AUTO_TEST_CASE(a_member_far_behind_catches_up_from_a_snapshot) {
   auto stale = c.propose(leader, {user("stale")});
   BOOST_REQUIRE(stale != 0u);
   for (unsigned m = 0; m < 3; ++m) BOOST_REQUIRE(c.applied(m, stale));
+  c.write_applied();
   c.partition(behind);
   auto cut_off_at = c.members[behind]->store.applied_index();
   raft_index last =
@@ -551,9 +564,74 @@ BOOST_AUTO_TEST_CASE(a_member_far_behind_catches_up_from_a_snapshot) {
   BOOST_TEST(c.members[behind]->fsm.snapshots_restored() == 0u);
   c.heal(behind);
   BOOST_REQUIRE(c.applied(behind, last));
+  c.write_applied();
   BOOST_TEST(c.members[behind]->fsm.snapshots_restored() >= 1u);
   BOOST_TEST(users_of(c.members[behind]->store) == expected);
   BOOST_TEST(c.members[behind]->store.applied_index() == last);
+  BOOST_TEST(c.members[behind]->fsm.applied_durably() == last);
+}
+
+// Grouped commits: what raft applied is in LMDB only once written, all of it in one go, with
+// each entry's conditions judged after the changes of the entries before it; the change
+// listener hears of it then, in log order, and the outcomes say which entry was refused.
+BOOST_AUTO_TEST_CASE(grouped_entries_are_stored_and_told_only_once_written) {
+  using warren::persistence::user_key;
+  cluster c(3, true);
+  auto leader = c.leader();
+  auto& m = *c.members[leader];
+  BOOST_REQUIRE(m.fsm.write_applied());  // what the election applied
+  m.fsm.take_written();
+  std::vector<std::string> heard;
+  m.fsm.on_change([&](const std::vector<meta_mutation>& changes, bool) {
+    for (const auto& ch : changes) heard.push_back(ch.key);
+  });
+  auto before = m.store.applied_index();
+  std::vector<warren::persistence::meta_condition> x_absent{
+      {meta_table::users, user_key("x"), false}};
+  auto first = c.propose(leader, {user_with_hash("x", "first")}, x_absent);
+  auto second = c.propose(leader, {user_with_hash("x", "second")}, x_absent);
+  auto third = c.propose(leader, {user("y")}, {{meta_table::users, user_key("x"), true}});
+  BOOST_REQUIRE(third != 0u);
+  BOOST_REQUIRE(c.applied(leader, third));
+  BOOST_TEST(m.store.applied_index() == before, "applied entries were stored before written");
+  BOOST_TEST(users_of(m.store).empty());
+  BOOST_TEST(heard.empty());
+  BOOST_TEST(m.fsm.applied_durably() < first);
+
+  BOOST_REQUIRE(m.fsm.write_applied());
+  BOOST_TEST(m.store.applied_index() == third);
+  BOOST_TEST(m.fsm.applied_durably() == third);
+  BOOST_TEST(hash_of(m.store, "x") == "first");
+  BOOST_TEST((users_of(m.store) == std::vector<std::string>{"x", "y"}));
+  BOOST_TEST((heard == std::vector<std::string>{user_key("x"), user_key("y")}));
+  auto written = m.fsm.take_written();
+  BOOST_REQUIRE(written.size() == 3u);
+  BOOST_TEST(written[0].first == first);
+  BOOST_TEST(!written[0].second.refused);
+  BOOST_TEST(written[1].first == second);
+  BOOST_TEST(written[1].second.refused);
+  BOOST_TEST(written[1].second.failed_condition == 0u);
+  BOOST_TEST(written[2].first == third);
+  BOOST_TEST(!written[2].second.refused);
+  BOOST_TEST(m.fsm.take_written().empty());
+}
+
+// Entries written together grow a full map and are all written again, as one batch is.
+BOOST_AUTO_TEST_CASE(entries_written_together_grow_a_full_map) {
+  warren::test::temp_dir dir;
+  lmdb_store store(dir.path(), {}, 256 * 1024);
+  std::vector<std::vector<meta_mutation>> changes;
+  for (int i = 0; i < 300; ++i)
+    changes.push_back({user_with_hash("user-" + std::to_string(1000 + i), std::string(4096, 'h'))});
+  std::vector<lmdb_store::entry_write> writes;
+  for (size_t i = 0; i < changes.size(); ++i) writes.push_back({i + 1, &changes[i]});
+  store.apply_entries(writes);
+  BOOST_TEST(store.applied_index() == 300u);
+  BOOST_TEST(users_of(store).size() == 300u);
+  for (const auto& w : writes) BOOST_TEST((w.done == applied::changed));
+  // Given again (a restarted member's replay), the entries LMDB holds are skipped.
+  store.apply_entries(writes);
+  for (const auto& w : writes) BOOST_TEST((w.done == applied::skipped));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
