@@ -3,6 +3,8 @@
 #include "core/log.hpp"
 #include "persistence/metadata_log_codec.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <exception>
 #include <stdexcept>
@@ -50,6 +52,9 @@ int metadata_fsm::apply(raft_fsm* fsm, const raft_buffer* buf, void** result) {
   *result = nullptr;
   if (self.raft_ == nullptr) return RAFT_INVALID;  // attach() first: no index without it
   auto index = raft_last_applied(self.raft_) + 1;
+  // Grouped, with the disk failing: entries are kept up to a bound, then refused, so that the
+  // memory they take stays bounded (on a follower libraft then stops until a restart).
+  if (self.grouped_ && self.unwritten_.size() >= max_unwritten) return RAFT_IOERR;
   metadata_entry entry;
   std::string problem;
   try {
@@ -85,43 +90,54 @@ int metadata_fsm::apply(raft_fsm* fsm, const raft_buffer* buf, void** result) {
 }
 
 int metadata_fsm::keep_unwritten(uint64_t index, metadata_entry entry, void** result) {
-  if (write_failing_) return RAFT_IOERR;
   unwritten_.push_back({index, std::move(entry)});
   outcome_.deferred = true;
   *result = &outcome_;
   return 0;
 }
 
+// In groups of at most max_group entries, so that a member catching up on many entries in one
+// iteration does not outgrow one LMDB transaction; each group written is done with.
 bool metadata_fsm::write_applied() {
-  if (unwritten_.empty()) return true;
+  while (!unwritten_.empty()) {
+    auto count = std::min(unwritten_.size(), max_group);
+    if (!write_group(count)) return false;
+    unwritten_.erase(unwritten_.begin(), unwritten_.begin() + static_cast<std::ptrdiff_t>(count));
+  }
+  return true;
+}
+
+// The first `count` unwritten entries, in one transaction; their outcomes kept for
+// take_written() and the listener told of each change.
+bool metadata_fsm::write_group(size_t count) {
   std::vector<lmdb_store::entry_write> writes;
-  writes.reserve(unwritten_.size());
-  for (const auto& u : unwritten_)
+  writes.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    const auto& u = unwritten_[i];
     writes.push_back({u.index, &u.entry.changes, &u.entry.conditions, u.entry.seed});
+  }
   try {
     store_.apply_entries(writes);
   } catch (const std::exception& e) {
     if (!write_failing_)
       log(log_level::error, "metadata",
-          "log entries " + std::to_string(unwritten_.front().index) + " to " +
+          "log entries " + std::to_string(writes.front().index) + " to " +
               std::to_string(unwritten_.back().index) + " could not be applied (" + e.what() +
-              "); they are written again, and no further entry is applied until they are");
+              "); they are kept and written again");
     write_failing_ = true;
     return false;
   }
   if (write_failing_)
     log(log_level::info, "metadata", "the log entries that could not be applied are now");
   write_failing_ = false;
-  auto entries = std::move(unwritten_);
-  unwritten_.clear();
-  for (size_t i = 0; i < writes.size(); ++i) {
+  for (size_t i = 0; i < count; ++i) {
     outcome o;
     o.refused = writes[i].done == lmdb_store::entry_applied::refused;
     o.failed_condition = writes[i].failed;
     o.seed_ignored = writes[i].done == lmdb_store::entry_applied::ignored;
     written_.emplace_back(writes[i].index, o);
     if (writes[i].done == lmdb_store::entry_applied::changed && listener_)
-      listener_(entries[i].entry.changes, entries[i].entry.seed);
+      listener_(unwritten_[i].entry.changes, unwritten_[i].entry.seed);
   }
   return true;
 }

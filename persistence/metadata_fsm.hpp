@@ -12,6 +12,7 @@
 // they are in this member's raft log, and a member that stops first is given them again. Until
 // they are written nothing may be told of them: their proposers' outcome says `deferred`, the
 // change listener hears of them only once written, and applied_durably() stays behind them.
+// A snapshot, taken or restored, writes them first: raft names it after its own applied index.
 //
 // libraft is not thread-safe: one thread drives the raft instance and so this object.
 #pragma once
@@ -62,11 +63,13 @@ class metadata_fsm {
 
   /// Keeps the entries applied until write_applied() writes them together (see above).
   void group_commits(bool on) { grouped_ = on; }
-  /// Writes the entries applied since the last write, in one transaction; true when LMDB holds
-  /// every entry applied. A failure (the disk) is logged and the entries are kept to be written
-  /// again at the next call; meanwhile raft is refused further entries (RAFT_IOERR), as an entry
-  /// whose write failed is without grouping.
+  /// Writes the entries applied since the last write, in one transaction (per max_group
+  /// entries); true when LMDB holds every entry applied. A failure (the disk) is logged and the
+  /// entries are kept to be written again at the next call; raft's further entries are kept too,
+  /// up to max_unwritten, and then refused (RAFT_IOERR).
   bool write_applied();
+  static constexpr size_t max_group = 1024;
+  static constexpr size_t max_unwritten = 65536;
   /// The outcomes of the entries written since the last call, by index, in log order.
   std::vector<std::pair<uint64_t, outcome>> take_written();
   /// The last index applied whose changes LMDB holds.
@@ -84,6 +87,7 @@ class metadata_fsm {
   static int snapshot(raft_fsm* fsm, raft_buffer* bufs[], unsigned* n_bufs);
   static int restore(raft_fsm* fsm, raft_buffer* buf);
   int keep_unwritten(uint64_t index, metadata_entry entry, void** result);
+  bool write_group(size_t count);
 
   lmdb_store& store_;
   raft* raft_ = nullptr;
@@ -96,7 +100,7 @@ class metadata_fsm {
   bool grouped_ = false;
   std::vector<unwritten_entry> unwritten_;  // grouped: applied, not yet in LMDB, in log order
   std::vector<std::pair<uint64_t, outcome>> written_;  // grouped: until take_written()
-  bool write_failing_ = false;  // the last write_applied() failed: raft is refused entries
+  bool write_failing_ = false;  // the last write_applied() failed (logged once)
   change_listener listener_;
   uint64_t undecodable_ = 0;
   uint64_t restored_ = 0;

@@ -239,8 +239,8 @@ void metadata_log::open(std::promise<void>& started) {
   // after each iteration of the loop sees it before the next one reads any reply.
   uv_check_start(&lead_check_, [](uv_check_t* h) {
     auto* self = static_cast<metadata_log*>(h->data);
-    self->write_applied();
-    self->commit_own_term();
+    // A new leader's seed reads LMDB: not while it lacks entries applied.
+    if (self->write_applied()) self->commit_own_term();
     self->send_commit_notice();
     self->run_applied_waiters();
   });
@@ -538,8 +538,8 @@ void metadata_log::answer_applied(proposal* p, uint64_t index,
 // From the check after each loop iteration: the entries raft applied in it go to LMDB in one
 // transaction, and then their proposers are answered. When the write fails, they wait for the
 // next iteration's.
-void metadata_log::write_applied() {
-  if (!fsm_.write_applied()) return;
+bool metadata_log::write_applied() {
+  if (!fsm_.write_applied()) return false;
   auto written = fsm_.take_written();
   auto durable = fsm_.applied_durably();
   while (!answer_when_written_.empty() && answer_when_written_.begin()->first <= durable) {
@@ -551,6 +551,7 @@ void metadata_log::write_applied() {
         p, index, at != written.end() && at->first == index ? at->second : metadata_fsm::outcome{});
     delete p;
   }
+  return true;
 }
 
 std::string metadata_log::unstorable(const metadata_entry& entry) {
@@ -601,7 +602,7 @@ void metadata_log::shut_down() {
   uv_close(reinterpret_cast<uv_handle_t*>(&lead_check_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&retry_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&publish_), nullptr);
-  // raft answers the proposals it holds (RAFT_SHUTDOWN), then io_ can be released.
+  // raft answers the proposals it holds (an error status), then io_ can be released.
   raft_close(&raft_, &metadata_log::on_raft_closed);
 }
 

@@ -235,7 +235,7 @@ class metadata_log {
   void shut_down();
   static void on_applied(struct raft_apply* req, int status, void* result);
   static void answer_applied(proposal* p, uint64_t index, const metadata_fsm::outcome& applied);
-  void write_applied();
+  bool write_applied();
   static void on_raft_closed(struct raft* r);
 };
 

@@ -616,7 +616,32 @@ BOOST_AUTO_TEST_CASE(grouped_entries_are_stored_and_told_only_once_written) {
   BOOST_TEST(m.fsm.take_written().empty());
 }
 
-// Entries written together grow a full map and are all written again, as one batch is.
+// A member that applied more entries than one group holds (one catching up) writes them all,
+// group after group, with an outcome for each.
+BOOST_AUTO_TEST_CASE(many_entries_applied_at_once_are_written_in_groups) {
+  cluster c(1, true);
+  c.leader();
+  BOOST_REQUIRE(c.members[0]->fsm.write_applied());
+  c.members[0]->fsm.take_written();
+  auto count = metadata_fsm::max_group * 2 + 10;
+  raft_index last = 0;
+  for (size_t i = 0; i < count; ++i) {
+    last = c.propose(0, {user("user-" + std::to_string(10000 + i))});
+    BOOST_REQUIRE(last != 0u);
+  }
+  BOOST_REQUIRE(c.applied(0, last));
+  BOOST_TEST(c.members[0]->fsm.applied_durably() < last);
+  BOOST_REQUIRE(c.members[0]->fsm.write_applied());
+  BOOST_TEST(c.members[0]->fsm.applied_durably() == last);
+  BOOST_TEST(c.members[0]->store.applied_index() == last);
+  BOOST_TEST(users_of(c.members[0]->store).size() == count);
+  auto written = c.members[0]->fsm.take_written();
+  BOOST_REQUIRE(written.size() == count);
+  BOOST_TEST(written.back().first == last);
+}
+
+// Entries written together grow a full map and are all written again, as one batch is (the
+// store opens with at least its minimum map; 300 entries of 4 KiB outgrow it).
 BOOST_AUTO_TEST_CASE(entries_written_together_grow_a_full_map) {
   warren::test::temp_dir dir;
   lmdb_store store(dir.path(), {}, 256 * 1024);
