@@ -209,3 +209,31 @@ BOOST_AUTO_TEST_CASE(lookups_of_a_missing_exchange_from_many_clients_share_their
   BOOST_TEST(entries >= 1u);  // they did sync
   BOOST_TEST(entries < uint64_t{clients * lookups});
 }
+
+// The upgrade path from a standalone node: the durable exchanges a node declared while it ran
+// alone are in the log's first state (its seed) once it founds a cluster, so every member that
+// joins has them, and a change made through another member reaches the founder through the log.
+BOOST_AUTO_TEST_CASE(a_standalone_nodes_durable_exchanges_become_the_clusters_when_it_founds_one) {
+  warren::test::temp_dir a_dir, b_dir;
+  auto pa = warren::test::free_port(), pb = warren::test::free_port();
+  {
+    node_process alone({}, a_dir.path());
+    auto conn = connect(alone);
+    auto ch = conn->open_channel();
+    ch->exchange_declare("from-alone", "topic", durable());
+    ch->exchange_declare("gone-alone", "fanout", durable());
+    ch->exchange_delete("gone-alone");
+  }
+  auto a = std::make_unique<node_process>(cluster_args("a", pa), a_dir.path());
+  auto b = std::make_unique<node_process>(cluster_args("b", pb, address(pa)), b_dir.path());
+  BOOST_REQUIRE(log_voters_seen(*a, {"a", "b"}));
+  std::map<std::string, std::string> seeded{{"from-alone", "topic"}};
+  BOOST_TEST((synced_exchanges(*b) == seeded));
+  BOOST_TEST((synced_exchanges(*a) == seeded));
+  connect(*b)->open_channel()->exchange_delete("from-alone");
+  BOOST_TEST(synced_exchanges(*a).empty());
+  // Restarted, the founder keeps what the log says, not what it held alone.
+  a.reset();
+  a = std::make_unique<node_process>(cluster_args("a", pa), a_dir.path());
+  BOOST_TEST(synced_exchanges(*a).empty());
+}
