@@ -14,7 +14,10 @@ extern "C" {
 #include <raft/fixture.h>
 }
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,10 +52,11 @@ std::vector<std::string> users_of(lmdb_store& store) {
   return out;
 }
 
-// One member: its LMDB and the state machine on it.
+// One member: its LMDB (in a folder of its own, or at `at`) and the state machine on it.
 struct member {
+  explicit member(const std::string& at = {}) : store(at.empty() ? dir.path() : at) {}
   warren::test::temp_dir dir;
-  lmdb_store store{dir.path()};
+  lmdb_store store;
   metadata_fsm fsm{store};
 };
 
@@ -63,11 +67,12 @@ struct cluster {
 
   // `grouped`: each member's state machine groups its commits (metadata_fsm::group_commits),
   // written when the test says.
-  explicit cluster(unsigned n, bool grouped = false) {
+  // `dirs`: where the members' LMDB lives, when not in folders of their own.
+  explicit cluster(unsigned n, bool grouped = false, const std::vector<std::string>& dirs = {}) {
     std::memset(&f, 0, sizeof f);  // the fixture expects zeroed memory
     BOOST_REQUIRE(raft_fixture_initialize(&f) == 0);
     for (unsigned i = 0; i < n; ++i) {
-      members.push_back(std::make_unique<member>());
+      members.push_back(std::make_unique<member>(i < dirs.size() ? dirs[i] : std::string()));
       BOOST_REQUIRE(raft_fixture_grow(&f, members.back()->fsm.fsm()) == 0);
       members.back()->fsm.attach(raft_fixture_get(&f, i));
       members.back()->fsm.group_commits(grouped);
@@ -638,6 +643,69 @@ BOOST_AUTO_TEST_CASE(many_entries_applied_at_once_are_written_in_groups) {
   auto written = c.members[0]->fsm.take_written();
   BOOST_REQUIRE(written.size() == count);
   BOOST_TEST(written.back().first == last);
+}
+
+// Grouped, on a disk that fills up (a small tmpfs, mounted: needs root, as CI and the
+// development machines have): entries whose write fails are kept, and nothing is told of them,
+// while raft goes on applying; once there is room, the next write stores them all, with their
+// outcomes, and the change listener hears of them in log order.
+BOOST_AUTO_TEST_CASE(grouped_entries_whose_write_fails_are_kept_until_there_is_room) {
+  warren::test::tmpfs_mount mount_point("4m");
+  auto at = mount_point.path() + "/meta";
+  std::filesystem::create_directories(at);
+  cluster c(1, true, {at});
+  c.leader();
+  auto& m = *c.members[0];
+  BOOST_REQUIRE(m.fsm.write_applied());
+  m.fsm.take_written();
+  std::vector<std::string> heard;
+  m.fsm.on_change([&](const std::vector<meta_mutation>& changes, bool) {
+    for (const auto& ch : changes) heard.push_back(ch.key);
+  });
+  // Every free block of the mount, in a file given back later.
+  auto ballast = mount_point.path() + "/ballast";
+  {
+    std::ofstream out(ballast, std::ios::binary);
+    std::string chunk(16 * 1024, 'b');
+    while (out.write(chunk.data(), static_cast<std::streamsize>(chunk.size())) && out.flush()) {
+    }
+  }
+  auto before = m.store.applied_index();
+  std::vector<std::string> names;
+  raft_index first = 0, last = 0;
+  for (int i = 0; i < 64; ++i) {
+    names.push_back("big-" + std::to_string(100 + i));
+    last = c.propose(0, {user_with_hash(names.back(), std::string(8192, 'h'))});
+    BOOST_REQUIRE(last != 0u);
+    if (first == 0) first = last;
+  }
+  BOOST_REQUIRE(c.applied(0, last));
+  BOOST_TEST(!m.fsm.write_applied(), "64 entries of 8 KiB were written to a full disk");
+  BOOST_TEST(!m.fsm.write_applied());  // and again, as every loop iteration tries
+  BOOST_TEST(m.fsm.applied_durably() == first - 1);
+  BOOST_TEST(m.store.applied_index() == before);
+  BOOST_TEST(heard.empty());
+  BOOST_TEST(m.fsm.take_written().empty());
+  // Raft goes on applying meanwhile: kept too.
+  auto more = c.propose(0, {user("after-the-failure")});
+  BOOST_REQUIRE(more != 0u);
+  BOOST_REQUIRE(c.applied(0, more));
+  BOOST_TEST(m.fsm.applied_durably() == first - 1);
+
+  std::filesystem::remove(ballast);
+  BOOST_REQUIRE(m.fsm.write_applied());
+  BOOST_TEST(m.fsm.applied_durably() == more);
+  BOOST_TEST(m.store.applied_index() == more);
+  names.push_back("after-the-failure");
+  auto stored = users_of(m.store);
+  for (const auto& name : names)
+    BOOST_TEST((std::find(stored.begin(), stored.end(), name) != stored.end()), name);
+  BOOST_TEST(heard.size() == names.size());
+  BOOST_TEST(heard.back() == warren::persistence::user_key("after-the-failure"));
+  auto written = m.fsm.take_written();
+  BOOST_REQUIRE(written.size() == names.size());
+  BOOST_TEST(written.front().first == first);
+  BOOST_TEST(written.back().first == more);
 }
 
 // Entries written together grow a full map and are all written again, as one batch is (the
