@@ -245,9 +245,8 @@ int lmdb_store::write_in(MDB_txn* txn, const std::vector<meta_mutation>& batch,
   std::set<std::string> vhosts_before;
   if (replace)
     if (int rc = keys_of(txn, meta_table::vhosts, vhosts_before); rc != MDB_SUCCESS) return rc;
-  for (int table = 1; replace && table < table_count; ++table)
-    if (in_log(static_cast<meta_table>(table - 1)))
-      if (int rc = mdb_drop(txn, dbis_[table], 0); rc != MDB_SUCCESS) return rc;
+  if (replace)
+    if (int rc = erase_log_records(txn); rc != MDB_SUCCESS) return rc;
   if (plan.index != nullptr) {
     auto bytes = std::to_string(*plan.index);
     MDB_val key = val(applied_key), value = val(bytes);
@@ -267,6 +266,10 @@ int lmdb_store::write_in(MDB_txn* txn, const std::vector<meta_mutation>& batch,
         rc = erase_prefixed(txn, meta_table::permissions, permission_key(m.key, ""));
       if (rc == MDB_SUCCESS && plan.index != nullptr && m.table == meta_table::vhosts)
         rc = erase_vhost_contents(txn, m.key, true);
+      // And one deleting an exchange deletes the bindings from and to it, those between
+      // exchanges made on another member meanwhile included.
+      if (rc == MDB_SUCCESS && plan.index != nullptr && m.table == meta_table::exchanges)
+        rc = erase_exchange_bindings(txn, m.key);
     } else {
       auto sealed = seal(static_cast<uint8_t>(1 + static_cast<int>(m.table)), m.key, m.value);
       MDB_val value = val(sealed);
@@ -293,8 +296,10 @@ int lmdb_store::keys_of(MDB_txn* txn, meta_table table, std::set<std::string>& o
   return rc == MDB_NOTFOUND ? MDB_SUCCESS : rc;
 }
 
-// Deletes every record of `table` whose key starts with `prefix`; LMDB's code of a failure.
-int lmdb_store::erase_prefixed(MDB_txn* txn, meta_table table, const std::string& prefix) {
+// Deletes every record of `table` whose key starts with `prefix` (and, given `only`, that it
+// chooses); LMDB's code of a failure.
+int lmdb_store::erase_prefixed(MDB_txn* txn, meta_table table, const std::string& prefix,
+                               const std::function<bool(std::string_view key)>& only) {
   auto dbi = dbis_[1 + static_cast<int>(table)];
   std::vector<std::string> keys;
   {
@@ -302,10 +307,11 @@ int lmdb_store::erase_prefixed(MDB_txn* txn, meta_table table, const std::string
     if (int rc = mdb_cursor_open(txn, dbi, &cursor); rc != MDB_SUCCESS) return rc;
     std::unique_ptr<MDB_cursor, void (*)(MDB_cursor*)> closing(cursor, mdb_cursor_close);
     MDB_val k = val(prefix), v;
-    int rc = mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE);
+    // LMDB takes no empty key to look up: every key starts with "".
+    int rc = mdb_cursor_get(cursor, &k, &v, prefix.empty() ? MDB_FIRST : MDB_SET_RANGE);
     for (; rc == MDB_SUCCESS && view(k).substr(0, prefix.size()) == prefix;
          rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT))
-      keys.emplace_back(view(k));
+      if (!only || only(view(k))) keys.emplace_back(view(k));
     if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) return rc;
   }
   for (const auto& key : keys) {
@@ -313,6 +319,31 @@ int lmdb_store::erase_prefixed(MDB_txn* txn, meta_table table, const std::string
     if (int rc = mdb_del(txn, dbi, &k, nullptr); rc != MDB_SUCCESS) return rc;
   }
   return MDB_SUCCESS;
+}
+
+// Every record of the log's (a snapshot or seed replaces them); LMDB's code of a failure.
+int lmdb_store::erase_log_records(MDB_txn* txn) {
+  for (int table = 1; table < table_count; ++table) {
+    auto t = static_cast<meta_table>(table - 1);
+    if (!holds_log_records(t)) continue;
+    int rc = t == meta_table::bindings
+                 ? erase_prefixed(txn, t, "", [t](std::string_view key) { return in_log(t, key); })
+                 : mdb_drop(txn, dbis_[table], 0);
+    if (rc != MDB_SUCCESS) return rc;
+  }
+  return MDB_SUCCESS;
+}
+
+// The bindings from and to the exchange of `exchange_key`; LMDB's code of a failure.
+int lmdb_store::erase_exchange_bindings(MDB_txn* txn, std::string_view exchange_key) {
+  auto cut = exchange_key.find('\0');
+  if (cut == std::string_view::npos) return MDB_SUCCESS;
+  auto vhost = exchange_key.substr(0, cut), name = exchange_key.substr(cut + 1);
+  return erase_prefixed(txn, meta_table::bindings, std::string(vhost) + '\0',
+                        [name](std::string_view key) {
+                          auto b = parse_binding_key(key);
+                          return b.source == name || (b.to_exchange && b.destination == name);
+                        });
 }
 
 int lmdb_store::erase_vhost_contents(MDB_txn* txn, const std::string& vhost,

@@ -25,10 +25,12 @@
 
 #include <lmdb.h>
 
+#include <functional>
 #include <map>
 #include <set>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace warren::persistence {
@@ -140,13 +142,17 @@ class lmdb_store {
 
   // --- the metadata as a Raft log's state machine (persistence/metadata_fsm.hpp) ---------------
 
-  /// Whether the metadata log carries `table`: users, permissions, vhosts (with their limits)
-  /// and durable exchanges. The other tables join it as their changes move to the log (issue
-  /// 33); until then each node's own records stay out of snapshots and seeds, which replace what
-  /// a member holds of the log's tables.
-  static bool in_log(meta_table table) {
+  /// Whether the metadata log carries the record of `key` in `table`: users, permissions, vhosts
+  /// (with their limits), durable exchanges, and the bindings between them. The other records
+  /// join it as their changes move to the log (issue 33); until then each node's own (its
+  /// queues, its bindings to them) stay out of snapshots and seeds, which replace what a member
+  /// holds of the log's records.
+  static bool in_log(meta_table table, std::string_view key);
+  /// Whether `table` holds records of the log (all of them, or some: bindings).
+  static bool holds_log_records(meta_table table) {
     return table == meta_table::users || table == meta_table::permissions ||
-           table == meta_table::vhosts || table == meta_table::exchanges;
+           table == meta_table::vhosts || table == meta_table::exchanges ||
+           table == meta_table::bindings;
   }
   /// What keeps `m` from being stored and read back (a key LMDB refuses, a value that does not
   /// decode as its table's record), or "". A change from the log is checked before it is applied.
@@ -237,7 +243,10 @@ class lmdb_store {
   static int read_applied_index(MDB_txn* txn, MDB_dbi meta, uint64_t& index);
   void write_growing(const std::vector<meta_mutation>& batch, const write_plan& plan);
   int first_failed_condition(MDB_txn* txn, const std::vector<meta_condition>& conditions);
-  int erase_prefixed(MDB_txn* txn, meta_table table, const std::string& prefix);
+  int erase_prefixed(MDB_txn* txn, meta_table table, const std::string& prefix,
+                     const std::function<bool(std::string_view key)>& only = {});
+  int erase_log_records(MDB_txn* txn);
+  int erase_exchange_bindings(MDB_txn* txn, std::string_view exchange_key);
   int keys_of(MDB_txn* txn, meta_table table, std::set<std::string>& out);
   // A vhost deleted through the log (or missing from a snapshot or seed): its exchanges, queues
   // and bindings go in the same transaction, so that none outlives it here should the node stop

@@ -13,13 +13,19 @@ namespace warren::persistence {
 
 using namespace lmdb_detail;
 
+bool lmdb_store::in_log(meta_table table, std::string_view key) {
+  if (table == meta_table::bindings) return parse_binding_key(key).to_exchange;
+  return holds_log_records(table);
+}
+
 std::string lmdb_store::change_problem(const meta_mutation& m) {
   constexpr size_t max_key_bytes = 511;  // LMDB's default build (mdb_env_get_maxkeysize)
   auto table = 1 + static_cast<int>(m.table);
   if (table < 1 || table >= table_count) return "no table " + std::to_string(table - 1);
-  if (!in_log(m.table))
-    return std::string("table '") + names[table] + "', which is this node's own, not the log's";
   if (m.key.empty()) return std::string("an empty key in table '") + names[table] + "'";
+  if (!in_log(m.table, m.key))
+    return std::string("a record of table '") + names[table] +
+           "', which is this node's own, not the log's";
   if (m.key.size() > max_key_bytes)
     return "a key of " + std::to_string(m.key.size()) + " bytes in table '" + names[table] +
            "' (at most " + std::to_string(max_key_bytes) + ")";
@@ -44,6 +50,9 @@ std::string lmdb_store::change_problem(const meta_mutation& m) {
       : m.table == meta_table::exchanges
           ? !scratch.exchanges.empty() && exchange_key(scratch.exchanges.back().vhost,
                                                        scratch.exchanges.back().spec.name) == m.key
+      : m.table == meta_table::bindings
+          ? !scratch.bindings.empty() && scratch.bindings.back().spec.to_exchange &&
+                binding_key(scratch.bindings.back().vhost, scratch.bindings.back().spec) == m.key
           : true;
   if (!named_by_key)
     return std::string("a record in table '") + names[table] + "' that its key does not name";
@@ -189,7 +198,8 @@ std::vector<meta_mutation> lmdb_store::records() {
   txn_guard t{resize_mutex_};
   check(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t.txn), "begin read");
   for (int table = 1; table < table_count; ++table) {
-    if (!in_log(static_cast<meta_table>(table - 1))) continue;
+    auto of = static_cast<meta_table>(table - 1);
+    if (!holds_log_records(of)) continue;
     MDB_cursor* cursor = nullptr;
     check(mdb_cursor_open(t.txn, dbis_[table], &cursor), "cursor");
     std::unique_ptr<MDB_cursor, void (*)(MDB_cursor*)> closing(cursor, mdb_cursor_close);
@@ -197,6 +207,7 @@ std::vector<meta_mutation> lmdb_store::records() {
     int rc = MDB_SUCCESS;
     for (rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST); rc == MDB_SUCCESS;
          rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
+      if (!in_log(of, view(k))) continue;
       auto value = unseal(static_cast<uint8_t>(table), view(k), view(v));
       if (!value)
         throw std::runtime_error(std::string("metadata record damaged: table '") + names[table] +

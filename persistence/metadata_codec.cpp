@@ -78,6 +78,21 @@ std::string binding_key(std::string_view vhost, const binding_spec& b) {
   return joined({vhost, b.exchange, b.destination, b.key, args});
 }
 
+binding_key_parts parse_binding_key(std::string_view key) {
+  binding_key_parts out;
+  constexpr std::string_view exchange_tail{"\0exchange", 9};
+  out.to_exchange = key.size() >= exchange_tail.size() &&
+                    key.substr(key.size() - exchange_tail.size()) == exchange_tail;
+  std::string_view* parts[] = {&out.vhost, &out.source, &out.destination};
+  for (auto* part : parts) {
+    auto cut = key.find('\0');
+    *part = key.substr(0, cut);
+    if (cut == std::string_view::npos) break;
+    key.remove_prefix(cut + 1);
+  }
+  return out;
+}
+
 std::string encode_format_version(uint32_t version) {
   capnp::MallocMessageBuilder builder;
   builder.initRoot<storage::FormatVersion>().setVersion(version);

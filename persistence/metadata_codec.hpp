@@ -30,6 +30,15 @@ std::string vhost_key(std::string_view vhost);
 std::string exchange_key(std::string_view vhost, std::string_view name);
 std::string queue_key(std::string_view vhost, std::string_view name);
 std::string binding_key(std::string_view vhost, const binding_spec& b);
+/// What a binding key says of its binding without decoding the record: its vhost, source and
+/// destination (names hold no NUL, so the first three parts are plain), and whether the
+/// destination is an exchange (the key's sixth part; a key of a binding to a queue ends with
+/// its arguments' text, "" or ending in '\x1e').
+struct binding_key_parts {
+  std::string_view vhost, source, destination;
+  bool to_exchange = false;
+};
+binding_key_parts parse_binding_key(std::string_view key);
 
 std::string encode_format_version(uint32_t version);
 uint32_t decode_format_version(std::string_view bytes);
