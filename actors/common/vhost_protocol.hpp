@@ -63,7 +63,12 @@ using vhost_actor_type = caf::typed_actor<
     // snapshot, every durable exchange of this vhost
     caf::reacts_to<applied_atom, caf::actor>, caf::reacts_to<applied_atom, exchange_spec>,
     caf::reacts_to<applied_atom, delete_atom, std::string>,
-    caf::reacts_to<applied_atom, exchanges_atom, std::vector<exchange_spec>>>;
+    // bindings between durable exchanges: put, erased (by LMDB key); after a seed or snapshot,
+    // every durable exchange of this vhost and every binding between them
+    caf::reacts_to<applied_atom, bind_atom, binding_spec>,
+    caf::reacts_to<applied_atom, unbind_atom, std::string>,
+    caf::reacts_to<applied_atom, exchanges_atom, std::vector<exchange_spec>,
+                   std::vector<binding_spec>>>;
 
 /// The typed view of a vhost actor held as caf::actor.
 inline vhost_actor_type vhost_handle(const caf::actor& vhost) {

@@ -82,32 +82,61 @@ void exchange_changed(self_ptr self, const persistence::meta_mutation& m) {
   });
 }
 
-// After a seed or a snapshot: every running vhost gets the log's durable exchanges of its own.
+// A binding between durable exchanges the log put or erased goes to its vhost, in log order.
+void binding_changed(self_ptr self, const persistence::meta_mutation& m) {
+  auto me = self;
+  if (m.erase) {
+    auto vhost = std::string(persistence::parse_binding_key(m.key).vhost);
+    return to_vhost(self, vhost, [me, key = m.key](const caf::actor& v) {
+      me->send(vhost_handle(v), applied_atom::value, unbind_atom::value, key);
+    });
+  }
+  auto b = persistence::decode_binding(m.value);
+  to_vhost(self, b.vhost, [me, spec = b.spec](const caf::actor& v) {
+    me->send(vhost_handle(v), applied_atom::value, bind_atom::value, spec);
+  });
+}
+
+// After a seed or a snapshot: every running vhost gets the log's durable exchanges of its own,
+// and the bindings between them.
 void exchanges_replaced(self_ptr self, const std::vector<persistence::meta_mutation>& records) {
-  std::map<std::string, std::vector<exchange_spec>> by_vhost;
+  struct of_one_vhost {
+    std::vector<exchange_spec> exchanges;
+    std::vector<binding_spec> bindings;
+  };
+  std::map<std::string, of_one_vhost> by_vhost;
   for (const auto& m : records)
     if (m.table == meta_table::exchanges) {
       auto e = persistence::decode_exchange(m.value);
-      by_vhost[e.vhost].push_back(std::move(e.spec));
+      by_vhost[e.vhost].exchanges.push_back(std::move(e.spec));
+    } else if (m.table == meta_table::bindings) {
+      auto b = persistence::decode_binding(m.value);
+      by_vhost[b.vhost].bindings.push_back(std::move(b.spec));
     }
   auto& st = self->state;
-  for (const auto& [name, vhost] : st.vhosts)
-    self->send(vhost_handle(vhost), applied_atom::value, exchanges_atom::value, by_vhost[name]);
+  for (const auto& [name, vhost] : st.vhosts) {
+    const auto& of = by_vhost[name];
+    self->send(vhost_handle(vhost), applied_atom::value, exchanges_atom::value, of.exchanges,
+               of.bindings);
+  }
   // A vhost to restart gets the snapshot's instead of what was kept for it before.
   for (const auto& [name, limits] : st.vhosts_to_restart) {
     auto me = self;
-    st.exchanges_to_replay[name] = {[me, specs = by_vhost[name]](const caf::actor& v) {
-      me->send(vhost_handle(v), applied_atom::value, exchanges_atom::value, specs);
+    st.exchanges_to_replay[name] = {[me, of = by_vhost[name]](const caf::actor& v) {
+      me->send(vhost_handle(v), applied_atom::value, exchanges_atom::value, of.exchanges,
+               of.bindings);
     }};
   }
 }
 
-// One entry's changes to users, permissions, vhosts and exchanges, in order.
+// One entry's changes to users, permissions, vhosts, exchanges and bindings, in order.
 void apply_changes(self_ptr self, const std::vector<persistence::meta_mutation>& changes) {
   auto& st = self->state;
   for (const auto& m : changes) {
     if (m.table == meta_table::exchanges) {
       exchange_changed(self, m);
+    } else if (m.table == meta_table::bindings) {
+      binding_changed(self, m);
     } else if (m.table == meta_table::vhosts) {
       if (m.erase) {
         vhost_erased_by_log(self, m.key);
@@ -277,12 +306,16 @@ caf::result<std::string> propose_for_vhost(self_ptr self, const std::string& byt
   } catch (const std::exception& e) {
     return std::string("not a metadata log entry: ") + e.what();
   }
-  // A vhost changes its durable exchanges, on condition of its vhost and exchanges, nothing else.
+  // A vhost changes its durable exchanges and the bindings between them, on condition of its
+  // vhost, exchanges and bindings, nothing else.
   for (const auto& m : entry.changes)
-    if (m.table != meta_table::exchanges) return std::string("not an exchange change");
+    if (m.table != meta_table::exchanges &&
+        !(m.table == meta_table::bindings && persistence::lmdb_store::in_log(m.table, m.key)))
+      return std::string("not a change of an exchange or a binding between exchanges");
   for (const auto& c : entry.conditions)
-    if (c.table != meta_table::exchanges && c.table != meta_table::vhosts)
-      return std::string("not a condition on an exchange or a vhost");
+    if (c.table != meta_table::exchanges && c.table != meta_table::vhosts &&
+        c.table != meta_table::bindings)
+      return std::string("not a condition on an exchange, a binding or a vhost");
   auto rp = self->make_response_promise<std::string>();
   propose(self, std::move(entry), [=](const std::string& error) mutable { rp.deliver(error); });
   return rp;

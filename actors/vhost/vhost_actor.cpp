@@ -247,8 +247,17 @@ vhost_actor_type::behavior_type vhost_actor(vhost_actor_type::stateful_pointer<v
       [=](applied_atom, delete_atom, text name) {
         if (from_this_node(self)) exchange_erased_by_log(self, name);
       },
-      [=](applied_atom, exchanges_atom, const std::vector<exchange_spec>& wanted) {
-        exchanges_replaced_by_log(self, wanted);
+      [=](applied_atom, bind_atom, const binding_spec& b) {
+        if (from_this_node(self)) binding_put_by_log(self, b);
+      },
+      [=](applied_atom, unbind_atom, text key) {
+        if (from_this_node(self)) binding_erased_by_log(self, key);
+      },
+      [=](applied_atom, exchanges_atom, const std::vector<exchange_spec>& exchanges,
+          const std::vector<binding_spec>& bindings) {
+        if (!from_this_node(self)) return;
+        exchanges_replaced_by_log(self, exchanges);
+        bindings_replaced_by_log(self, bindings);
       },
   };
 }

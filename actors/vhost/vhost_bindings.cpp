@@ -368,6 +368,9 @@ caf::result<void> bind(self_ptr self, binding_spec& b, const caf::actor& request
         requester);
   binding_target target;
   if (auto err = check_binding(self, b, requester, target)) return err;
+  // Proposed even when here: this member may not have applied an unbind committed before now.
+  if (binding_in_log(st, b))  // the log brings a member's own, in log order
+    return from_peer ? caf::result<void>{caf::unit} : bind_through_log(self, b);
   if (st.bindings.contains(binding_key(b))) return caf::unit;
   bool stored_record = binding_stored(st, b);
   changes batch;
@@ -406,6 +409,9 @@ caf::result<void> unbind(self_ptr self, binding_spec& b, const caf::actor& reque
         requester);
   binding_target target;
   if (auto err = check_binding(self, b, requester, target)) return err;
+  // Proposed even when not here: a member may have bound it a moment ago.
+  if (binding_in_log(st, b))
+    return from_peer ? caf::result<void>{caf::unit} : unbind_through_log(self, b);
   auto key = binding_key(b);
   if (!st.bindings.contains(key)) return caf::unit;  // unbinding twice is a no-op too
   auto rp = self->make_response_promise<void>();

@@ -67,7 +67,7 @@ void replicate(self_ptr self, topology_change change) {
 }
 
 bool replicated(const vhost_state& st, const binding_spec& b) {
-  if (b.exchange.empty()) return false;
+  if (b.exchange.empty() || binding_in_log(st, b)) return false;
   auto q = st.queues.find(b.destination);
   return b.to_exchange || q == st.queues.end() || !q->second.spec.exclusive;
 }

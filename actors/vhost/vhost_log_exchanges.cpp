@@ -26,8 +26,6 @@
 
 namespace warren::vhost_parts {
 
-namespace {
-
 using persistence::meta_table;
 using vhost_records::erase_exchange;
 using vhost_records::put_exchange;
@@ -41,10 +39,8 @@ persistence::meta_condition exchange_there(const vhost_state& st, const std::str
   return {meta_table::exchanges, persistence::exchange_key(st.vhost, name), present};
 }
 
-// The node proposes `entry`; `done` hears "" once this vhost has been given the entry, or why
-// not.
-void propose(self_ptr self, const persistence::metadata_entry& entry,
-             std::function<void(const std::string& error)> done) {
+void propose_to_log(self_ptr self, const persistence::metadata_entry& entry,
+                    std::function<void(const std::string& error)> done) {
   auto& st = self->state;
   if (!st.log_node) return done("this vhost has no node to propose through");
   self->request(node_handle(st.log_node), std::chrono::minutes(2), propose_atom::value,
@@ -59,6 +55,8 @@ caf::error not_done(const std::string& what, const std::string& error) {
       unstorable ? reply_code::precondition_failed : reply_code::resource_error,
       what + ": " + error);
 }
+
+namespace {
 
 // Why a declare's entry was not applied, as its answer; ok (none) when a member declared the
 // same exchange first, which is as idempotent as a second declare here.
@@ -96,7 +94,7 @@ caf::result<void> declare_exchange_through_log(self_ptr self, const exchange_spe
   auto hold = exchange_hold(spec.name);
   st.committing[hold];
   auto rp = self->make_response_promise<void>();
-  propose(self, entry, [=](const std::string& error) mutable {
+  propose_to_log(self, entry, [=](const std::string& error) mutable {
     release(self, hold);
     auto refusal = error.empty() ? caf::error{} : declare_refusal(self->state, spec, error);
     if (refusal)
@@ -115,7 +113,7 @@ caf::result<void> delete_exchange_through_log(self_ptr self, const std::string& 
   auto hold = exchange_hold(name);
   st.committing[hold];
   auto rp = self->make_response_promise<void>();
-  propose(self, entry, [=](const std::string& error) mutable {
+  propose_to_log(self, entry, [=](const std::string& error) mutable {
     release(self, hold);
     // A failed condition: deleted meanwhile on a member, which is as idempotent as here.
     if (error.empty() || persistence::metadata_log::failed_condition(error))
@@ -130,7 +128,7 @@ void auto_delete_through_log(self_ptr self, const std::string& name) {
   persistence::metadata_entry entry;
   erase_exchange(st.vhost, name, entry.changes);
   entry.conditions = {exchange_there(st, name, true)};
-  propose(self, entry, [=](const std::string& error) {
+  propose_to_log(self, entry, [=](const std::string& error) {
     if (!error.empty() && !persistence::metadata_log::failed_condition(error))
       log(log_level::warn, "vhost",
           "auto-delete exchange " + quote(name) + in_vhost(self->state) +
@@ -189,7 +187,7 @@ void drop_log_owned(const vhost_state& st, changes& batch) {
   if (!exchanges_in_log(st)) return;
   batch.erase(std::remove_if(batch.begin(), batch.end(),
                              [](const persistence::meta_mutation& m) {
-                               return persistence::lmdb_store::in_log(m.table);
+                               return persistence::lmdb_store::in_log(m.table, m.key);
                              }),
               batch.end());
 }

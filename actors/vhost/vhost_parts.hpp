@@ -17,6 +17,11 @@
 #include <string>
 #include <vector>
 
+namespace warren::persistence {
+struct meta_condition;
+struct metadata_entry;
+}  // namespace warren::persistence
+
 namespace warren::vhost_parts {
 
 using self_ptr = vhost_actor_type::stateful_pointer<vhost_state>;
@@ -128,6 +133,16 @@ void follow_log(self_ptr self, const caf::actor& node);
 /// Takes out of `batch` what the log owns (an exchange's record, which its entry wrote or
 /// erased): stored by this vhost as well, a late write could undo a later entry.
 void drop_log_owned(const vhost_state& st, changes& batch);
+/// The node proposes `entry`; `done` hears "" once this vhost has been given the entry, or why
+/// not.
+void propose_to_log(self_ptr self, const persistence::metadata_entry& entry,
+                    std::function<void(const std::string& error)> done);
+/// Conditions of an entry: the vhost there; exchange `name` there (or not).
+persistence::meta_condition vhost_there(const vhost_state& st);
+persistence::meta_condition exchange_there(const vhost_state& st, const std::string& name,
+                                           bool present);
+/// A proposal's failure as a client's error: "`what`: `error`".
+caf::error not_done(const std::string& what, const std::string& error);
 /// Checked requests, made as one log entry each; answered once this vhost applied it.
 caf::result<void> declare_exchange_through_log(self_ptr self, const exchange_spec& spec);
 caf::result<void> delete_exchange_through_log(self_ptr self, const std::string& name);
@@ -137,6 +152,18 @@ void auto_delete_through_log(self_ptr self, const std::string& name);
 void exchange_put_by_log(self_ptr self, const exchange_spec& spec);
 void exchange_erased_by_log(self_ptr self, const std::string& name);
 void exchanges_replaced_by_log(self_ptr self, const std::vector<exchange_spec>& wanted);
+
+// --- bindings between durable exchanges in the metadata log (vhost_log_bindings.cpp) ----------
+
+/// Whether `b` is the log's: it binds two durable exchanges here, and exchanges are the log's.
+bool binding_in_log(const vhost_state& st, const binding_spec& b);
+/// Checked requests (both ends here), made as one log entry each; answered once applied here.
+caf::result<void> bind_through_log(self_ptr self, const binding_spec& b);
+caf::result<void> unbind_through_log(self_ptr self, const binding_spec& b);
+/// What the log applied, in log order; an erasure names the binding by its LMDB key.
+void binding_put_by_log(self_ptr self, const binding_spec& b);
+void binding_erased_by_log(self_ptr self, const std::string& key);
+void bindings_replaced_by_log(self_ptr self, const std::vector<binding_spec>& wanted);
 
 // --- queues (vhost_queues.cpp) -----------------------------------------------------------------
 
