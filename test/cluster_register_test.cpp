@@ -3,14 +3,17 @@
 // are killed (-9) and restarted, must be linearizable (test/register_history.*). Reads go
 // through sync_metadata (a plain read is local and may be stale by design). After healing,
 // every member holds the last value. Beside it, sets: the same clients add users, vhosts and
-// durable exchanges (names of their own) and delete ones they added; healed, every member must
-// hold the same users, vhosts, permissions and durable exchanges, every answered add not deleted
-// since must be there, and every answered delete must have left none.
+// durable exchanges (names of their own), bind exchange "hub" to their exchanges, and delete and
+// unbind ones they added; healed, every member must hold the same users, vhosts, permissions,
+// durable exchanges and bindings between them, every answered add not deleted since must be
+// there, and every answered delete must have left none (deleting an exchange removes the
+// bindings to it).
 //
 // A run is drawn from a seed, printed at the start; WARREN_CHECK_SEED=N replays its choices (the
 // operations, their values, which member dies when). Timing still differs between runs.
 #include "cluster_nodes.hpp"
 #include "network_namespaces.hpp"
+#include "register_checks.hpp"
 #include "register_history.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -28,17 +31,14 @@
 #include <thread>
 #include <vector>
 
-using warren::test::check_register;
 using warren::test::free_port;
 using warren::test::node_process;
 using warren::test::register_op;
-using warren::test::register_verdict;
 using warren::test::temp_dir;
 using namespace warren::test::cluster;
+using namespace warren::test::register_checks;
 
 namespace {
-
-using outcome = register_op::outcome;
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -75,15 +75,6 @@ warren::client::exchange_options durable_exchange() {
   return o;
 }
 
-// One add or delete of a user, a vhost or a durable exchange (in vhost "/") by the set
-// workload, as its client saw it end.
-struct set_op {
-  enum class kind { add, remove } what;
-  enum class of { user, vhost, exchange } thing;
-  std::string name;
-  outcome result;
-};
-
 // One client, on one member, until `stop`: random reads and writes of the register (values
 // unique to it), and adds of users and vhosts (names unique to it) and deletes of ones it added.
 class register_client {
@@ -100,7 +91,7 @@ class register_client {
         continue;
       }
       auto name = "set-" + std::to_string(index_) + "-" + std::to_string(i);
-      switch (std::uniform_int_distribution<int>(0, 9)(rng_)) {
+      switch (std::uniform_int_distribution<int>(0, 11)(rng_)) {
         case 0:
         case 1:
           write(index_ * 1'000'000 + i);
@@ -124,8 +115,14 @@ class register_client {
         case 8:
           add(set_op::of::exchange, name);
           break;
-        default:
+        case 9:
           remove(set_op::of::exchange);
+          break;
+        case 10:
+          bind(name);
+          break;
+        default:
+          unbind();
       }
       std::this_thread::sleep_for(
           std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 30)(rng_)));
@@ -172,7 +169,7 @@ class register_client {
   }
 
   void add(set_op::of thing, const std::string& name) {
-    set_op op{set_op::kind::add, thing, name, outcome::ok};
+    set_op op{set_op::kind::add, thing, name, outcome::ok, {}};
     try {
       if (thing == set_op::of::user)
         conn_->add_user(name, "set-password");
@@ -188,13 +185,71 @@ class register_client {
     sets.push_back(op);
   }
 
+  // Binds "hub" to an exchange this client added (answered), with key `name`.
+  void bind(const std::string& name) {
+    auto& exchanges = added_[set_op::of::exchange];
+    if (exchanges.empty()) return;
+    auto to = exchanges[std::uniform_int_distribution<size_t>(0, exchanges.size() - 1)(rng_)];
+    set_op op{set_op::kind::add, set_op::of::binding, name, outcome::ok, {}};
+    try {
+      conn_->open_channel()->exchange_bind(to, hub, name);
+      added_[set_op::of::binding].push_back(name);
+      bound_to_[name] = to;
+    } catch (const std::exception& e) {
+      op.result = write_refusal(e.what());
+      op.detail = e.what();
+      conn_.reset();
+    }
+    op.detail = "to " + to + ", ended " + when() + " " + op.detail;
+    sets.push_back(op);
+  }
+
+  void unbind() {
+    auto& bound = added_[set_op::of::binding];
+    if (bound.empty()) return;
+    auto at = std::uniform_int_distribution<size_t>(0, bound.size() - 1)(rng_);
+    std::swap(bound[at], bound.back());
+    set_op op{set_op::kind::remove, set_op::of::binding, bound.back(), outcome::ok, {}};
+    bound.pop_back();
+    try {
+      conn_->open_channel()->exchange_unbind(bound_to_[op.name], hub, op.name);
+    } catch (const std::exception& e) {
+      op.result = write_refusal(e.what());
+      op.detail = e.what();
+      conn_.reset();
+    }
+    op.detail = "ended " + when() + " " + op.detail;
+    // Refused, it is still bound: a later delete of its exchange deletes it too, and it may be
+    // unbound again (the later of two unbinds decides).
+    if (op.result == outcome::failed)
+      bound.push_back(op.name);
+    else
+      bound_to_.erase(op.name);
+    sets.push_back(op);
+  }
+
+  // A delete of exchange `name` that ended with `result` is one of every binding to it, too.
+  void bindings_deleted_with(const std::string& name, outcome result) {
+    auto& bound = added_[set_op::of::binding];
+    for (auto b = bound.begin(); b != bound.end();) {
+      if (bound_to_[*b] != name) {
+        ++b;
+        continue;
+      }
+      sets.push_back({set_op::kind::remove, set_op::of::binding, *b, result,
+                      "with exchange " + name + ", ended " + when()});
+      bound_to_.erase(*b);
+      b = bound.erase(b);
+    }
+  }
+
   // Deletes a user or vhost this client added (answered), drawn at random; none yet: nothing.
   void remove(set_op::of thing) {
     auto& added = added_[thing];
     if (added.empty()) return;
     auto at = std::uniform_int_distribution<size_t>(0, added.size() - 1)(rng_);
     std::swap(added[at], added.back());
-    set_op op{set_op::kind::remove, thing, added.back(), outcome::ok};
+    set_op op{set_op::kind::remove, thing, added.back(), outcome::ok, {}};
     added.pop_back();
     try {
       if (thing == set_op::of::user)
@@ -208,15 +263,20 @@ class register_client {
       conn_.reset();
     }
     sets.push_back(op);
+    if (thing == set_op::of::exchange) bindings_deleted_with(op.name, op.result);
   }
 
   std::string name() const { return "client of " + to_.host + ":" + std::to_string(to_.port); }
+
+  // Now, for a failure's message: milliseconds on the clock the partitions' messages use too.
+  static std::string when() { return std::to_string(now_ns() / 1'000'000) + " ms"; }
 
   warren::client::connect_options to_;
   int index_;
   std::mt19937_64 rng_;
   std::unique_ptr<warren::client::connection> conn_;
   std::map<set_op::of, std::vector<std::string>> added_;  // added, not deleted since
+  std::map<std::string, std::string> bound_to_;           // binding -> its exchange
 };
 
 warren::client::connect_options on_loopback(uint16_t port) {
@@ -262,148 +322,11 @@ histories history_under(const std::vector<warren::client::connect_options>& memb
   return out;
 }
 
-void check_linearizable(const std::vector<register_op>& history, uint64_t seed) {
-  size_t writes_ok = 0, reads_ok = 0, refused = 0, unknown = 0;
-  for (const auto& op : history) {
-    if (op.result == outcome::ok) ++(op.what == register_op::kind::write ? writes_ok : reads_ok);
-    if (op.result == outcome::failed) ++refused;
-    if (op.result == outcome::unknown) ++unknown;
-  }
-  BOOST_TEST_MESSAGE(history.size()
-                     << " operations: " << writes_ok << " writes and " << reads_ok
-                     << " reads answered, " << refused << " writes refused (no quorum), " << unknown
-                     << " of unknown outcome");
-  BOOST_TEST(writes_ok > 0u);
-  BOOST_TEST(reads_ok > 0u);
-  auto verdict = check_register(history, -1);
-  BOOST_TEST((verdict.what == register_verdict::kind::linearizable),
-             "seed " << seed << ": " << verdict.explanation);
-}
-
-// The last log index `member` applied (0 if it cannot tell), for a failure's message.
-uint64_t applied_on(const warren::client::connect_options& member) {
-  try {
-    for (const auto& row : warren::client::connection::open(member)->list_nodes())
-      if (row.local) return row.metadata_log_applied;
-  } catch (const std::exception&) {
-  }
-  return 0;
-}
-
-// A connection to `member` once it has applied everything the log committed. Just healed, a
-// member may still be catching up (a member that was cut off, on a busy machine): a sync that
-// the member did not apply within the node's own limit is asked again, for two minutes at most,
-// a guard against a member that never catches up, not a speed expectation.
-std::unique_ptr<warren::client::connection> synced(
-    const std::vector<warren::client::connect_options>& members, size_t which) {
-  const auto& member = members[which];
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
-  for (;;) {
-    try {
-      auto conn = warren::client::connection::open(member);
-      conn->sync_metadata();
-      return conn;
-    } catch (const std::exception& e) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        std::string applied;
-        for (const auto& m : members) applied += " " + m.host + ":" + std::to_string(applied_on(m));
-        BOOST_FAIL(member.host << " did not catch up with the log within two minutes of the "
-                               << "heal: " << e.what() << "; applied indexes:" << applied);
-      }
-      BOOST_TEST_MESSAGE(member.host << " not synced yet: " << e.what());
-      std::this_thread::sleep_for(std::chrono::seconds(1));
-    }
-  }
-}
-
-// Healed: every member holds the same value, the one a linearizable read gives.
-void check_members_agree(const std::vector<warren::client::connect_options>& members) {
-  auto first = synced(members, 0);
-  auto value = first->get_vhost_limits("reg").max_queues;
-  for (size_t i = 0; i < members.size(); ++i) {
-    const auto& member = members[i];
-    auto conn = synced(members, i);
-    BOOST_TEST(conn->get_vhost_limits("reg").max_queues == value,
-               member.host << ":" << member.port);
-  }
-}
-
-// What the log holds, as `member` lists it after a sync (every committed change applied there).
-struct log_state {
-  std::set<std::string> users, vhosts, permissions, exchanges;
-  bool operator==(const log_state& o) const {
-    return users == o.users && vhosts == o.vhosts && permissions == o.permissions &&
-           exchanges == o.exchanges;
-  }
-};
-
-log_state log_state_on(const std::vector<warren::client::connect_options>& members, size_t which) {
-  auto conn = synced(members, which);
-  log_state out;
-  for (const auto& u : conn->list_users()) out.users.insert(u.name);
-  for (auto& v : conn->list_vhosts()) out.vhosts.insert(std::move(v));
-  for (const auto& p : conn->list_permissions())
-    out.permissions.insert(p.user + " " + p.vhost + " " + p.configure + " " + p.write + " " +
-                           p.read);
-  for (const auto& e : conn->list_exchanges())
-    if (e.durable) out.exchanges.insert(e.vhost + " " + e.name + " " + e.type);
-  return out;
-}
-
-// Checks one kind of the set workload against what the members hold: an add that was answered,
-// of a name not deleted since (or whose delete was refused for want of a quorum), is there; a
-// delete that was answered, or an add refused for want of a quorum, left none; nothing is there
-// that no client added. Outcomes unknown may have gone either way.
-void check_set(const char* what, const std::set<std::string>& all_held,
-               const std::vector<set_op>& ops, set_op::of thing) {
-  std::map<std::string, std::pair<const set_op*, const set_op*>> by_name;  // add, delete
-  size_t answered = 0, refused = 0, unknown = 0;
-  for (const auto& op : ops) {
-    if (op.thing != thing) continue;
-    auto& slot = by_name[op.name];
-    (op.what == set_op::kind::add ? slot.first : slot.second) = &op;
-    ++(op.result == outcome::ok ? answered : op.result == outcome::failed ? refused : unknown);
-  }
-  BOOST_TEST_MESSAGE(what << " adds and deletes: " << answered << " answered, " << refused
-                          << " refused (no quorum), " << unknown << " of unknown outcome");
-  BOOST_TEST(answered > 0u);
-  std::set<std::string> held;
-  for (const auto& name : all_held)
-    if (name.rfind("set-", 0) == 0) held.insert(name);
-  std::vector<std::string> wrong;
-  for (const auto& name : held)
-    if (by_name.count(name) == 0) wrong.push_back(name + " is there, but no client added it");
-  for (const auto& [name, ends] : by_name) {
-    auto [add, del] = ends;
-    bool there = held.count(name) != 0;
-    if (del != nullptr && del->result == outcome::ok && there)
-      wrong.push_back(name + " is there, though its delete was answered");
-    if (add->result == outcome::failed && there)
-      wrong.push_back(name + " is there, though its add was refused (no quorum)");
-    if (add->result == outcome::ok && (del == nullptr || del->result == outcome::failed) && !there)
-      wrong.push_back(name + " is missing, though its add was answered");
-  }
-  std::string listed;
-  for (size_t i = 0; i < wrong.size() && i < 10; ++i) listed += "\n  " + wrong[i];
-  BOOST_TEST(wrong.empty(), wrong.size() << " " << what << "(s) wrong:" << listed);
-}
-
-// Healed: every member holds the same users, vhosts and permissions (the whole of what the log
-// carries), and the set workload's users and vhosts are as their answers say.
-void check_sets(const std::vector<warren::client::connect_options>& members,
-                const std::vector<set_op>& ops) {
-  auto held = log_state_on(members, 0);
-  for (size_t i = 1; i < members.size(); ++i)
-    BOOST_TEST((log_state_on(members, i) == held),
-               members[i].host << ":" << members[i].port
-                               << " holds other users, vhosts, permissions or durable exchanges "
-                               << "than " << members[0].host << ":" << members[0].port);
-  check_set("user", held.users, ops, set_op::of::user);
-  check_set("vhost", held.vhosts, ops, set_op::of::vhost);
-  std::set<std::string> exchanges_of_root;  // the workload's, by name
-  for (const auto& e : held.exchanges)
-    if (e.rfind("/ ", 0) == 0) exchanges_of_root.insert(e.substr(2, e.find(' ', 2) - 2));
-  check_set("durable exchange", exchanges_of_root, ops, set_op::of::exchange);
+// What every check needs before its clients start: the register's vhost, and the exchange the
+// set workload binds from.
+void prepare(warren::client::connection& conn) {
+  conn.add_vhost("reg");
+  conn.open_channel()->exchange_declare(hub, "topic", durable_exchange());
 }
 
 }  // namespace
@@ -425,7 +348,7 @@ BOOST_AUTO_TEST_CASE(a_limit_written_through_every_member_under_kills_is_lineari
   };
   for (size_t i = 0; i < 3; ++i) start(i);
   BOOST_REQUIRE(log_voters_seen(*nodes[0], {"a", "b", "c"}));
-  connect(*nodes[0])->add_vhost("reg");
+  prepare(*connect(*nodes[0]));
   std::vector<warren::client::connect_options> members;
   for (const auto& node : nodes) members.push_back(on_loopback(node->port()));
 
@@ -606,7 +529,7 @@ void check_under_partitions(int n, int block) {
     members.push_back(o);
   }
   BOOST_REQUIRE(all_see_all(members));
-  warren::client::connection::open(members[0])->add_vhost("reg");
+  prepare(*warren::client::connection::open(members[0]));
 
   auto history = history_under(members, seed, [&] {
     int round = -1;
