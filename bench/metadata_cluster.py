@@ -5,7 +5,9 @@ exchange.delete on durable names, each waiting for its answer) against a member 
 lead the metadata log, from 1 client and from CLIENTS clients. With BASE=DIR, the same against a
 cluster of DIR's warren-node, in the same run, for a before/after row pair. Prints one Markdown
 row per build and client count: operations per second of all clients, and the p50 / p99 latency
-of exchange.declare and exchange.delete, the operations that go through the log.
+of exchange.declare and exchange.delete, the operations that go through the log. With
+EXCHANGE_BINDS=1, each round also binds its exchange to itself and unbinds it (eight operations),
+and the rows give exchange.bind's p50 / p99 in place of exchange.delete's.
 
   BUILD=build BASE=/path/to/old/build ROUNDS=300 CLIENTS=4 python3 bench/metadata_cluster.py
 """
@@ -22,6 +24,8 @@ from warren_cluster import Node, free_port  # noqa: E402
 
 ROUNDS = int(os.environ.get("ROUNDS", "300"))
 CLIENTS = int(os.environ.get("CLIENTS", "4"))
+EXCHANGE_BINDS = os.environ.get("EXCHANGE_BINDS") == "1"
+LAST = "exchange.bind" if EXCHANGE_BINDS else "exchange.delete"
 
 
 def build_bench(work):
@@ -65,7 +69,8 @@ def run(bench, build, label):
         time.sleep(2)  # the log's first entries settle
         for clients in (1, CLIENTS):
             out = subprocess.run([bench, "-p", str(follower.amqp), "-c", str(clients), "-r",
-                                  str(ROUNDS), "-P", f"mc{clients}-{os.getpid()}"],
+                                  str(ROUNDS), "-P", f"mc{clients}-{os.getpid()}"] +
+                                 (["-x"] if EXCHANGE_BINDS else []),
                                  capture_output=True, text=True, timeout=900)
             text = out.stdout + out.stderr
             print(f"{label}, {clients} client(s): " + " ".join(text.split()), file=sys.stderr)
@@ -73,8 +78,8 @@ def run(bench, build, label):
             print(f"| {label} | {clients} | {ops:,.0f} | "
                   f"{field(text, 'exchange.declare', 'p50_us') / 1000:.2f} / "
                   f"{field(text, 'exchange.declare', 'p99_us') / 1000:.2f} | "
-                  f"{field(text, 'exchange.delete', 'p50_us') / 1000:.2f} / "
-                  f"{field(text, 'exchange.delete', 'p99_us') / 1000:.2f} |", flush=True)
+                  f"{field(text, LAST, 'p50_us') / 1000:.2f} / "
+                  f"{field(text, LAST, 'p99_us') / 1000:.2f} |", flush=True)
     finally:
         for n in nodes:
             n.kill()
@@ -86,8 +91,8 @@ def main():
     try:
         bench = build_bench(work)
         print(f"machine: {os.cpu_count()} cores; ROUNDS={ROUNDS}", file=sys.stderr)
-        print("| build | clients | ops/s (all six) | exchange.declare p50 / p99 (ms) "
-              "| exchange.delete p50 / p99 (ms) |")
+        print(f"| build | clients | ops/s (all {'eight' if EXCHANGE_BINDS else 'six'}) "
+              f"| exchange.declare p50 / p99 (ms) | {LAST} p50 / p99 (ms) |")
         print("|---|---:|---:|---:|---:|")
         if os.environ.get("BASE"):
             run(bench, os.environ["BASE"], "base")
