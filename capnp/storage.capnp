@@ -133,6 +133,7 @@ struct MetadataCondition {
   table @0 :UInt8;  # persistence::meta_table
   key @1 :Data;
   present @2 :Bool;
+  prefix @3 :Bool;  # any of the log's records whose key starts with `key`
 }
 
 struct MetadataMutation {

@@ -321,6 +321,26 @@ int lmdb_store::erase_prefixed(MDB_txn* txn, meta_table table, const std::string
   return MDB_SUCCESS;
 }
 
+// Whether `table` holds a record of the log's whose key starts with `prefix` (non-empty);
+// LMDB's code of a failure.
+int lmdb_store::log_record_under(MDB_txn* txn, meta_table table, const std::string& prefix,
+                                 bool& found) {
+  found = false;
+  MDB_cursor* cursor = nullptr;
+  if (int rc = mdb_cursor_open(txn, dbis_[1 + static_cast<int>(table)], &cursor); rc != MDB_SUCCESS)
+    return rc;
+  std::unique_ptr<MDB_cursor, void (*)(MDB_cursor*)> closing(cursor, mdb_cursor_close);
+  MDB_val k = val(prefix), v;
+  int rc = mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE);
+  for (; rc == MDB_SUCCESS && view(k).substr(0, prefix.size()) == prefix;
+       rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT))
+    if (in_log(table, view(k))) {
+      found = true;
+      return MDB_SUCCESS;
+    }
+  return rc == MDB_NOTFOUND || rc == MDB_SUCCESS ? MDB_SUCCESS : rc;
+}
+
 // Every record of the log's (a snapshot or seed replaces them); LMDB's code of a failure.
 int lmdb_store::erase_log_records(MDB_txn* txn) {
   for (int table = 1; table < table_count; ++table) {
@@ -381,10 +401,16 @@ int lmdb_store::first_failed_condition(MDB_txn* txn,
                                        const std::vector<meta_condition>& conditions) {
   for (size_t i = 0; i < conditions.size(); ++i) {
     const auto& c = conditions[i];
-    MDB_val key = val(c.key), value;
-    int rc = mdb_get(txn, dbis_[1 + static_cast<int>(c.table)], &key, &value);
-    if (rc != MDB_NOTFOUND) check(rc, "read a log entry's condition");
-    if ((rc == MDB_SUCCESS) != c.present) return static_cast<int>(i);
+    bool found = false;
+    if (c.prefix) {
+      check(log_record_under(txn, c.table, c.key, found), "read a log entry's condition");
+    } else {
+      MDB_val key = val(c.key), value;
+      int rc = mdb_get(txn, dbis_[1 + static_cast<int>(c.table)], &key, &value);
+      if (rc != MDB_NOTFOUND) check(rc, "read a log entry's condition");
+      found = rc == MDB_SUCCESS;
+    }
+    if (found != c.present) return static_cast<int>(i);
   }
   return -1;
 }

@@ -68,11 +68,14 @@ struct meta_condition {
   meta_table table = meta_table::vhosts;
   std::string key;
   bool present = false;
+  /// Any of the log's records whose key starts with `key` rather than the one of that key
+  /// ("absent": none; each member's own records, which differ between members, do not count).
+  bool prefix = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, meta_condition& x) {
-  return f(x.table, x.key, x.present);
+  return f(x.table, x.key, x.present, x.prefix);
 }
 
 struct metadata_contents {
@@ -157,6 +160,8 @@ class lmdb_store {
   /// What keeps `m` from being stored and read back (a key LMDB refuses, a value that does not
   /// decode as its table's record), or "". A change from the log is checked before it is applied.
   static std::string change_problem(const meta_mutation& m);
+  /// The same for a condition: what keeps LMDB from looking it up, or "".
+  static std::string condition_problem(const meta_condition& c);
   /// The last log index applied here; 0 when none was.
   uint64_t applied_index();
   /// What apply_entry did with an entry.
@@ -243,6 +248,7 @@ class lmdb_store {
   static int read_applied_index(MDB_txn* txn, MDB_dbi meta, uint64_t& index);
   void write_growing(const std::vector<meta_mutation>& batch, const write_plan& plan);
   int first_failed_condition(MDB_txn* txn, const std::vector<meta_condition>& conditions);
+  int log_record_under(MDB_txn* txn, meta_table table, const std::string& prefix, bool& found);
   int erase_prefixed(MDB_txn* txn, meta_table table, const std::string& prefix,
                      const std::function<bool(std::string_view key)>& only = {});
   int erase_log_records(MDB_txn* txn);

@@ -59,6 +59,18 @@ std::string lmdb_store::change_problem(const meta_mutation& m) {
   return {};
 }
 
+std::string lmdb_store::condition_problem(const meta_condition& c) {
+  if (!c.prefix) return change_problem({c.table, c.key, {}, true});
+  auto table = 1 + static_cast<int>(c.table);
+  if (table < 1 || table >= table_count) return "no table " + std::to_string(table - 1);
+  if (!holds_log_records(c.table))
+    return std::string("table '") + names[table] + "', which holds none of the log's records";
+  if (c.key.empty() || c.key.size() > 511)
+    return "a key prefix of " + std::to_string(c.key.size()) + " bytes in table '" + names[table] +
+           "' (1 to 511)";
+  return {};
+}
+
 uint64_t lmdb_store::applied_index() {
   txn_guard t{resize_mutex_};
   check(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t.txn), "begin read");

@@ -78,6 +78,10 @@ std::string binding_key(std::string_view vhost, const binding_spec& b) {
   return joined({vhost, b.exchange, b.destination, b.key, args});
 }
 
+std::string binding_prefix(std::string_view vhost, std::string_view source) {
+  return joined({vhost, source, ""});
+}
+
 binding_key_parts parse_binding_key(std::string_view key) {
   binding_key_parts out;
   constexpr std::string_view exchange_tail{"\0exchange", 9};

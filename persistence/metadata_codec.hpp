@@ -39,6 +39,8 @@ struct binding_key_parts {
   bool to_exchange = false;
 };
 binding_key_parts parse_binding_key(std::string_view key);
+/// What the key of every binding from exchange `source` starts with.
+std::string binding_prefix(std::string_view vhost, std::string_view source);
 
 std::string encode_format_version(uint32_t version);
 uint32_t decode_format_version(std::string_view bytes);

@@ -28,7 +28,7 @@ std::string entry_problem(const metadata_entry& entry) {
   for (const auto& m : entry.changes)
     if (auto problem = lmdb_store::change_problem(m); !problem.empty()) return problem;
   for (const auto& c : entry.conditions)
-    if (auto problem = lmdb_store::change_problem({c.table, c.key, {}, true}); !problem.empty())
+    if (auto problem = lmdb_store::condition_problem(c); !problem.empty())
       return "a condition on " + problem;
   return {};
 }

@@ -88,6 +88,7 @@ std::string encode_metadata_entry(const metadata_entry& entry) {
       list[i].setTable(static_cast<uint8_t>(entry.conditions[i].table));
       list[i].setKey(data_of(entry.conditions[i].key));
       list[i].setPresent(entry.conditions[i].present);
+      list[i].setPrefix(entry.conditions[i].prefix);
     }
   }
   root.setSeed(entry.seed);
@@ -100,7 +101,7 @@ metadata_entry decode_metadata_entry(std::string_view bytes) {
     out.changes = read(r.getMutations());
     for (auto c : r.getConditions())
       out.conditions.push_back({static_cast<meta_table>(table_number(c.getTable())),
-                                text_of(c.getKey()), c.getPresent()});
+                                text_of(c.getKey()), c.getPresent(), c.getPrefix()});
     out.seed = r.getSeed();
     if (out.seed && !out.conditions.empty())
       throw std::runtime_error("metadata log: a seed entry with conditions");

@@ -84,6 +84,39 @@ BOOST_AUTO_TEST_CASE(deleting_an_exchange_through_the_log_deletes_its_bindings) 
       (bindings_in(store) == std::set<std::string>{"/:z>x", "/:x>queue:y", "v2:x>y", "v2:y>x"}));
 }
 
+// "No binding from exchange x": an auto-delete exchange, or an if-unused delete, is deleted only
+// while none of the log's bindings leads from it. Each member's own bindings to its queues
+// differ between members, so they cannot count.
+BOOST_AUTO_TEST_CASE(a_condition_on_no_binding_from_an_exchange_counts_the_logs_only) {
+  warren::test::temp_dir dir;
+  lmdb_store store(dir.path());
+  meta_condition none_from_x;
+  none_from_x.table = meta_table::bindings;
+  none_from_x.key = binding_prefix("/", "x");
+  none_from_x.prefix = true;
+  auto entry = decode_metadata_entry(encode_metadata_entry({{}, {none_from_x}}));
+  BOOST_REQUIRE(entry.conditions.size() == 1u);
+  BOOST_TEST(entry.conditions[0].prefix);
+  BOOST_TEST(lmdb_store::condition_problem(none_from_x).empty());
+  auto on_queues = none_from_x;
+  on_queues.table = meta_table::queues;
+  BOOST_TEST(lmdb_store::condition_problem(on_queues).find("none of the log's records") !=
+             std::string::npos);
+
+  store.apply({vhost("/"), exchange("/", "x"), exchange("/", "xy"), exchange("/", "y"),
+               binding("/", "x", "q", false), binding("/", "xy", "y", true)});
+  meta_mutation erase_x{meta_table::exchanges, exchange_key("/", "x"), "", true};
+  size_t failed = 99;
+  // Bound to a queue of this member's, and another exchange's name starts with "x": it goes.
+  BOOST_TEST((store.apply_entry(1, {erase_x}, {none_from_x}, &failed) ==
+              lmdb_store::entry_applied::changed));
+  store.apply_entry(2, {exchange("/", "x"), binding("/", "x", "y", true)});
+  BOOST_TEST((store.apply_entry(3, {erase_x}, {none_from_x}, &failed) ==
+              lmdb_store::entry_applied::refused));
+  BOOST_TEST(failed == 0u);
+  BOOST_TEST((bindings_in(store) == std::set<std::string>{"/:x>y", "/:xy>y"}));
+}
+
 // The log carries them like every other record: members that apply the same entries through an
 // election hold the same bindings.
 BOOST_AUTO_TEST_CASE(members_hold_the_same_bindings_between_exchanges) {
