@@ -278,7 +278,7 @@ caf::result<void> delete_exchange(self_ptr self, const std::string& name, bool i
     // An entry of a vhost being deleted, committed after a new vhost of the name, could take
     // that one's exchange.
     if (st.deleting) return being_deleted(st, "exchange " + quote(name));
-    return delete_exchange_through_log(self, name);
+    return delete_exchange_through_log(self, name, if_unused);
   }
   changes batch;
   remove_exchange(self, name, batch);

@@ -35,14 +35,23 @@ persistence::meta_condition binding_there(const vhost_state& st, const binding_s
   return {persistence::meta_table::bindings, persistence::binding_key(st.vhost, b), true};
 }
 
+// The ends of `b` a bind's entry checks: the server's own (amq.*) are in every vhost, in no
+// table, and never deleted.
+std::vector<std::string> checked_ends(const binding_spec& b) {
+  std::vector<std::string> out;
+  for (const auto* end : {&b.exchange, &b.destination})
+    if (!is_reserved_name(*end)) out.push_back(*end);
+  return out;
+}
+
 // Why a bind's entry was not applied, as its answer.
 caf::error bind_refusal(const vhost_state& st, const binding_spec& b, const std::string& error) {
   auto failed = persistence::metadata_log::failed_condition(error);
   if (!failed) return not_done(binding_named(st, b) + " not made", error);
-  if (*failed == 0)
+  auto ends = checked_ends(b);
+  if (*failed == 0 || *failed > ends.size())
     return make_broker_error(reply_code::not_found, "vhost " + quote(st.vhost) + " was deleted");
-  // An end deleted on a member meanwhile.
-  return no_exchange(st, *failed == 1 ? b.exchange : b.destination);
+  return no_exchange(st, ends[*failed - 1]);  // deleted on a member meanwhile
 }
 
 // The member an unbind was made on decides whether an auto-delete source is left without
@@ -58,19 +67,22 @@ void after_unbind(self_ptr self, const std::string& source) {
 
 }  // namespace
 
+// Every binding between durable exchanges, amq.* ones included (the log's records are those whose
+// key says "to an exchange"): the default exchange takes no binding.
 bool binding_in_log(const vhost_state& st, const binding_spec& b) {
-  if (!exchanges_in_log(st) || !b.to_exchange || b.exchange.empty()) return false;
+  if (!exchanges_in_log(st) || !b.to_exchange || b.exchange.empty() || b.destination.empty())
+    return false;
   auto e = st.exchanges.find(b.exchange), d = st.exchanges.find(b.destination);
-  return e != st.exchanges.end() && d != st.exchanges.end() && !e->second.builtin &&
-         !d->second.builtin && e->second.spec.durable && d->second.spec.durable;
+  return e != st.exchanges.end() && d != st.exchanges.end() && e->second.spec.durable &&
+         d->second.spec.durable;
 }
 
 caf::result<void> bind_through_log(self_ptr self, const binding_spec& b) {
   auto& st = self->state;
   persistence::metadata_entry entry;
   vhost_records::put_binding(st.vhost, b, entry.changes);
-  entry.conditions = {vhost_there(st), exchange_there(st, b.exchange, true),
-                      exchange_there(st, b.destination, true)};
+  entry.conditions = {vhost_there(st)};
+  for (const auto& end : checked_ends(b)) entry.conditions.push_back(exchange_there(st, end, true));
   // A request naming the binding (an unbind sent right after, no-wait) waits for the answer.
   auto hold = binding_hold(b);
   st.committing[hold];

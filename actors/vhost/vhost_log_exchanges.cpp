@@ -105,19 +105,41 @@ caf::result<void> declare_exchange_through_log(self_ptr self, const exchange_spe
   return rp;
 }
 
-caf::result<void> delete_exchange_through_log(self_ptr self, const std::string& name) {
+namespace {
+
+// An entry's condition: no binding of the log's from exchange `name` (one made on a member
+// meanwhile would go with the exchange). Bindings to a member's queues are its own, not seen.
+persistence::meta_condition unbound_in_log(const vhost_state& st, const std::string& name) {
+  persistence::meta_condition c;
+  c.table = meta_table::bindings;
+  c.key = persistence::binding_prefix(st.vhost, name);
+  c.present = false;
+  c.prefix = true;
+  return c;
+}
+
+}  // namespace
+
+caf::result<void> delete_exchange_through_log(self_ptr self, const std::string& name,
+                                              bool if_unused) {
   auto& st = self->state;
   persistence::metadata_entry entry;
   erase_exchange(st.vhost, name, entry.changes);
   entry.conditions = {exchange_there(st, name, true)};
+  if (if_unused) entry.conditions.push_back(unbound_in_log(st, name));
   auto hold = exchange_hold(name);
   st.committing[hold];
   auto rp = self->make_response_promise<void>();
   propose_to_log(self, entry, [=](const std::string& error) mutable {
     release(self, hold);
-    // A failed condition: deleted meanwhile on a member, which is as idempotent as here.
-    if (error.empty() || persistence::metadata_log::failed_condition(error))
-      return deliver_unit(rp);
+    auto failed = persistence::metadata_log::failed_condition(error);
+    if (failed && *failed == 1) {
+      rp.deliver(invalid("exchange " + quote(name) + in_vhost(self->state) +
+                         " is in use (bound on another member meanwhile)"));
+      return;
+    }
+    // The first condition: deleted meanwhile on a member, which is as idempotent as here.
+    if (error.empty() || failed) return deliver_unit(rp);
     rp.deliver(not_done("exchange " + quote(name) + in_vhost(self->state) + " not deleted", error));
   });
   return rp;
@@ -127,7 +149,8 @@ void auto_delete_through_log(self_ptr self, const std::string& name) {
   auto& st = self->state;
   persistence::metadata_entry entry;
   erase_exchange(st.vhost, name, entry.changes);
-  entry.conditions = {exchange_there(st, name, true)};
+  // Bound again meanwhile (on any member): no longer left without bindings.
+  entry.conditions = {exchange_there(st, name, true), unbound_in_log(st, name)};
   propose_to_log(self, entry, [=](const std::string& error) {
     if (!error.empty() && !persistence::metadata_log::failed_condition(error))
       log(log_level::warn, "vhost",

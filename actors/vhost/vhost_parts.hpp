@@ -145,7 +145,9 @@ persistence::meta_condition exchange_there(const vhost_state& st, const std::str
 caf::error not_done(const std::string& what, const std::string& error);
 /// Checked requests, made as one log entry each; answered once this vhost applied it.
 caf::result<void> declare_exchange_through_log(self_ptr self, const exchange_spec& spec);
-caf::result<void> delete_exchange_through_log(self_ptr self, const std::string& name);
+/// `if_unused`: refused when a binding of the log's from it was made meanwhile on any member.
+caf::result<void> delete_exchange_through_log(self_ptr self, const std::string& name,
+                                              bool if_unused = false);
 /// An auto-delete exchange left without bindings: its delete proposed, nobody waiting.
 void auto_delete_through_log(self_ptr self, const std::string& name);
 /// What the log applied, in log order.
