@@ -89,12 +89,15 @@ struct ExchangeRecord {
 
 # LMDB "queues" database, key = vhost NUL name. Only durable, non-exclusive queues are stored.
 # Messages live in DATA_DIR/queues/<id>/, named by `id`, never by the queue's name.
+# The same record, with `home` set and `id` 0, is a durable queue's entry in the cluster's
+# metadata log ("queue_homes" database, same key): its name, its declaration and its node.
 struct QueueRecord {
   vhost @0 :Text;
   name @1 :Text;
   id @2 :UInt64;
   autoDelete @3 :Bool;
   arguments @4 :List(Broker.Field);
+  home @5 :Text;
 }
 
 # LMDB "bindings" database, key = vhost NUL exchange NUL queue NUL key NUL arguments

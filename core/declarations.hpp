@@ -30,8 +30,9 @@ struct queue_spec {
   bool exclusive = false;
   bool auto_delete = false;
   field_table arguments;
-  std::string home;  // declare only: the cluster node to create it on (empty: the declaring
-                     // node); never stored, and not part of equivalence
+  std::string home;  // the cluster node it lives on: in a declare, the node to create it on
+                     // (empty: the declaring node); in the metadata log's record, its node.
+                     // Not part of equivalence; not in the node's own queue record
 };
 
 /// A binding from `exchange` (the source) to a queue or, with to_exchange (exchange.bind), to

@@ -17,7 +17,7 @@ namespace warren::persistence::lmdb_detail {
 
 inline constexpr const char* names[] = {"meta",     "vhosts",  "exchanges",   "queues",
                                         "bindings", "users",   "permissions", "members",
-                                        "cluster",  "streams", "grants"};
+                                        "cluster",  "streams", "grants",      "queue_homes"};
 inline const std::string version_key = "format-version";
 inline const std::string sealed_marker = "values-sealed";
 inline const std::string seeded_key = "log-seeded";    // a seed entry was applied: "1"
@@ -66,6 +66,9 @@ inline void decode_into(int table, std::string_view key, std::string_view bytes,
       break;
     case 10:
       out.grants.push_back(decode_grant(bytes));
+      break;
+    case 11:
+      out.queue_homes.push_back(decode_queue(bytes));
       break;
   }
 }

@@ -270,6 +270,13 @@ int lmdb_store::write_in(MDB_txn* txn, const std::vector<meta_mutation>& batch,
       // exchanges made on another member meanwhile included.
       if (rc == MDB_SUCCESS && plan.index != nullptr && m.table == meta_table::exchanges)
         rc = erase_exchange_bindings(txn, m.key);
+      // And one deleting a durable queue deletes its home's own record of it (the others hold
+      // none), so a home that stops before its vhost has deleted the queue does not find it again.
+      if (rc == MDB_SUCCESS && plan.index != nullptr && m.table == meta_table::queue_homes) {
+        MDB_val own = val(m.key);
+        rc = mdb_del(txn, dbis_[1 + static_cast<int>(meta_table::queues)], &own, nullptr);
+        if (rc == MDB_NOTFOUND) rc = MDB_SUCCESS;
+      }
     } else {
       auto sealed = seal(static_cast<uint8_t>(1 + static_cast<int>(m.table)), m.key, m.value);
       MDB_val value = val(sealed);
@@ -368,7 +375,8 @@ int lmdb_store::erase_exchange_bindings(MDB_txn* txn, std::string_view exchange_
 
 int lmdb_store::erase_vhost_contents(MDB_txn* txn, const std::string& vhost,
                                      bool with_permissions) {
-  for (auto table : {meta_table::exchanges, meta_table::queues, meta_table::bindings})
+  for (auto table :
+       {meta_table::exchanges, meta_table::queues, meta_table::bindings, meta_table::queue_homes})
     if (int rc = erase_prefixed(txn, table, exchange_key(vhost, "")); rc != MDB_SUCCESS) return rc;
   if (!with_permissions) return MDB_SUCCESS;
   // Permission keys start with the user: every one is looked at (a few per user).

@@ -2,8 +2,9 @@
 //
 // Databases: "meta" (format version), "vhosts", "exchanges", "queues", "bindings", "users",
 // "permissions", "members" (cluster peers), "cluster" (this node's metadata version), "streams"
-// (consumer groups' committed offsets), "grants" (capability grants, by their token's hash), with
-// keys from metadata_codec.hpp. apply() writes a batch of mutations in one write transaction (LMDB
+// (consumer groups' committed offsets), "grants" (capability grants, by their token's hash),
+// "queue_homes" (the metadata log's durable queues and their nodes), with keys from
+// metadata_codec.hpp. apply() writes a batch of mutations in one write transaction (LMDB
 // fsyncs on commit), so a batch is on disk, whole, or not at all.
 //
 // Caveats: one writer at a time per table set: the persistence actor, and the metadata log's
@@ -45,7 +46,8 @@ enum class meta_table : uint8_t {
   members,
   cluster,
   streams,
-  grants
+  grants,
+  queue_homes  // the log's durable queues: name, declaration and home node (QueueRecord.home)
 };
 
 /// One change: put `value` under `key`, or (erase) delete `key`.
@@ -90,7 +92,8 @@ struct metadata_contents {
   uint64_t metadata_version = 0;        // its shared-metadata changes (cluster_actor.hpp)
   std::vector<stored_stream_offset> stream_offsets;  // consumer groups' committed offsets
   std::vector<grant_record> grants;
-  bool fresh = false;  // the directory was new
+  std::vector<stored_queue> queue_homes;  // the metadata log's durable queues, spec.home set
+  bool fresh = false;                     // the directory was new
 };
 
 class lmdb_store {
@@ -146,16 +149,17 @@ class lmdb_store {
   // --- the metadata as a Raft log's state machine (persistence/metadata_fsm.hpp) ---------------
 
   /// Whether the metadata log carries the record of `key` in `table`: users, permissions, vhosts
-  /// (with their limits), durable exchanges, and the bindings between them. The other records
-  /// join it as their changes move to the log (issue 33); until then each node's own (its
-  /// queues, its bindings to them) stay out of snapshots and seeds, which replace what a member
+  /// (with their limits), durable exchanges, the bindings between them, and durable queues'
+  /// names with their home nodes (queue_homes). The other records join it as their changes move
+  /// to the log (issue 33); until then each node's own (its queues' records with their message
+  /// folders, its bindings to them) stay out of snapshots and seeds, which replace what a member
   /// holds of the log's records.
   static bool in_log(meta_table table, std::string_view key);
   /// Whether `table` holds records of the log (all of them, or some: bindings).
   static bool holds_log_records(meta_table table) {
     return table == meta_table::users || table == meta_table::permissions ||
            table == meta_table::vhosts || table == meta_table::exchanges ||
-           table == meta_table::bindings;
+           table == meta_table::bindings || table == meta_table::queue_homes;
   }
   /// What keeps `m` from being stored and read back (a key LMDB refuses, a value that does not
   /// decode as its table's record), or "". A change from the log is checked before it is applied.
@@ -219,10 +223,11 @@ class lmdb_store {
   void write_log_identity(const log_identity& id);
 
  private:
-  static constexpr int table_count = 11;
+  static constexpr int table_count = 12;
   MDB_env* env_ = nullptr;
   MDB_dbi dbis_[table_count] = {};  // meta, vhosts, exchanges, queues, bindings, users,
-                                    // permissions, members, cluster, streams, grants
+                                    // permissions, members, cluster, streams, grants,
+                                    // queue_homes
   bool present_[table_count] = {};  // read-only: the tables found
   bool values_sealed_ = true;       // read-only: false for a format-2 directory not yet sealed
   bool fresh_ = false;

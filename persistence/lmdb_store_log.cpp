@@ -53,6 +53,10 @@ std::string lmdb_store::change_problem(const meta_mutation& m) {
       : m.table == meta_table::bindings
           ? !scratch.bindings.empty() && scratch.bindings.back().spec.to_exchange &&
                 binding_key(scratch.bindings.back().vhost, scratch.bindings.back().spec) == m.key
+      : m.table == meta_table::queue_homes
+          ? !scratch.queue_homes.empty() && !scratch.queue_homes.back().spec.home.empty() &&
+                queue_key(scratch.queue_homes.back().vhost, scratch.queue_homes.back().spec.name) ==
+                    m.key
           : true;
   if (!named_by_key)
     return std::string("a record in table '") + names[table] + "' that its key does not name";

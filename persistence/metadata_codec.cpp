@@ -300,6 +300,7 @@ std::string encode_queue(const stored_queue& q) {
   r.setName(q.spec.name);
   r.setId(q.id);
   r.setAutoDelete(q.spec.auto_delete);
+  if (!q.spec.home.empty()) r.setHome(q.spec.home);
   wire::write_table(q.spec.arguments,
                     r.initArguments(static_cast<unsigned>(q.spec.arguments.size())));
   return to_bytes(builder);
@@ -313,6 +314,7 @@ stored_queue decode_queue(std::string_view bytes) {
     q.spec.durable = true;
     q.spec.auto_delete = r.getAutoDelete();
     q.spec.arguments = wire::read_table(r.getArguments());
+    q.spec.home = wire::text(r.getHome());
     q.id = r.getId();
     return q;
   });

@@ -13,7 +13,7 @@ namespace warren::persistence {
 
 namespace {
 
-constexpr uint8_t table_count = static_cast<uint8_t>(meta_table::grants) + 1;
+constexpr uint8_t table_count = static_cast<uint8_t>(meta_table::queue_homes) + 1;
 
 std::string to_bytes(capnp::MallocMessageBuilder& builder) {
   auto words = capnp::messageToFlatArray(builder);
