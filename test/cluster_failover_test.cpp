@@ -110,26 +110,27 @@ void expect_what_a_changed(node_process& n) {
   BOOST_CHECK(access_seen(n, settled));
 }
 
-// Through b, while a is down: a queue of its own and a binding to a's "new"; an exchange, its
-// delete and a vhost are refused (b alone is no majority of the metadata log).
+// Through b, while a is down: a durable queue, an exchange, its delete and a vhost are refused
+// (b alone is no majority of the metadata log).
 void change_things_while_a_is_down(node_process& b) {
+  auto conn = connect(b);
+  for (auto refused :
+       {refusal_of([&] { conn->open_channel()->queue_declare("on-b", durable_queue()); }),
+        refusal_of([&] {
+          conn->open_channel()->exchange_declare("from-b", "direct", durable_exchange());
+        }),
+        refusal_of([&] { conn->open_channel()->exchange_delete("keep"); }),
+        refusal_of([&] { conn->add_vhost("b-made"); })})
+    BOOST_TEST(refused.find("no quorum: 1 of 2 members reachable") != std::string::npos, refused);
+}
+
+// Through b once a is back: what the log refused while a was down, a queue of its own with a
+// binding to a's "new" among them.
+void change_what_b_could_not(node_process& b) {
   auto conn = connect(b);
   auto ch = conn->open_channel();
   ch->queue_declare("on-b", durable_queue());
   ch->queue_bind("on-b", "new", "y.#");
-  for (auto refused : {refusal_of([&] {
-                         conn->open_channel()->exchange_declare("from-b", "direct",
-                                                                durable_exchange());
-                       }),
-                       refusal_of([&] { conn->open_channel()->exchange_delete("keep"); }),
-                       refusal_of([&] { conn->add_vhost("b-made"); })})
-    BOOST_TEST(refused.find("no quorum: 1 of 2 members reachable") != std::string::npos, refused);
-}
-
-// Through b once a is back: what the log refused while a was down.
-void change_what_b_could_not(node_process& b) {
-  auto conn = connect(b);
-  auto ch = conn->open_channel();
   ch->exchange_declare("from-b", "direct", durable_exchange());
   ch->queue_bind("on-b", "from-b", "y");
   ch->exchange_delete("keep");

@@ -67,8 +67,12 @@ using vhost_actor_type = caf::typed_actor<
     // every durable exchange of this vhost and every binding between them
     caf::reacts_to<applied_atom, bind_atom, binding_spec>,
     caf::reacts_to<applied_atom, unbind_atom, std::string>,
+    // durable queues (vhost_log_queues.cpp): put (spec.home names its node), erased by name
+    caf::reacts_to<applied_atom, queue_spec>,
+    caf::reacts_to<applied_atom, delete_atom, queues_atom, std::string>,
+    // after a seed or snapshot: every durable exchange, binding between them and durable queue
     caf::reacts_to<applied_atom, exchanges_atom, std::vector<exchange_spec>,
-                   std::vector<binding_spec>>>;
+                   std::vector<binding_spec>, std::vector<queue_spec>>>;
 
 /// The typed view of a vhost actor held as caf::actor.
 inline vhost_actor_type vhost_handle(const caf::actor& vhost) {

@@ -171,6 +171,7 @@ void restore(self_ptr self, persistence::metadata_contents contents) {
     if (auto v = vhost_of_queue.find(o.queue_id); v != vhost_of_queue.end())
       by_vhost[v->second].stream_offsets[o.queue_id][o.group] = o.offset;
   for (auto& b : contents.bindings) by_vhost[b.vhost].bindings.push_back(std::move(b.spec));
+  for (auto& q : contents.queue_homes) by_vhost[q.vhost].queue_homes.push_back(std::move(q.spec));
   for (auto& [name, recovered] : by_vhost) {
     if (std::find(contents.vhosts.begin(), contents.vhosts.end(), name) == contents.vhosts.end()) {
       log(log_level::warn, "node", "records of unknown vhost " + quote(name) + " ignored");

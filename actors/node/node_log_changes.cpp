@@ -97,12 +97,29 @@ void binding_changed(self_ptr self, const persistence::meta_mutation& m) {
   });
 }
 
+// A durable queue the log put or erased goes to its vhost, in log order: its home starts or
+// deletes it, every member knows the name is taken.
+void queue_home_changed(self_ptr self, const persistence::meta_mutation& m) {
+  auto me = self;
+  if (m.erase) {
+    auto [vhost, name] = exchange_of_key(m.key);  // a queue key is built the same way
+    return to_vhost(self, vhost, [me, name = name](const caf::actor& v) {
+      me->send(vhost_handle(v), applied_atom::value, delete_atom::value, queues_atom::value, name);
+    });
+  }
+  auto q = persistence::decode_queue(m.value);
+  to_vhost(self, q.vhost, [me, spec = q.spec](const caf::actor& v) {
+    me->send(vhost_handle(v), applied_atom::value, spec);
+  });
+}
+
 // After a seed or a snapshot: every running vhost gets the log's durable exchanges of its own,
-// and the bindings between them.
+// the bindings between them, and its durable queues.
 void exchanges_replaced(self_ptr self, const std::vector<persistence::meta_mutation>& records) {
   struct of_one_vhost {
     std::vector<exchange_spec> exchanges;
     std::vector<binding_spec> bindings;
+    std::vector<queue_spec> queues;
   };
   std::map<std::string, of_one_vhost> by_vhost;
   for (const auto& m : records)
@@ -112,24 +129,27 @@ void exchanges_replaced(self_ptr self, const std::vector<persistence::meta_mutat
     } else if (m.table == meta_table::bindings) {
       auto b = persistence::decode_binding(m.value);
       by_vhost[b.vhost].bindings.push_back(std::move(b.spec));
+    } else if (m.table == meta_table::queue_homes) {
+      auto q = persistence::decode_queue(m.value);
+      by_vhost[q.vhost].queues.push_back(std::move(q.spec));
     }
   auto& st = self->state;
   for (const auto& [name, vhost] : st.vhosts) {
     const auto& of = by_vhost[name];
     self->send(vhost_handle(vhost), applied_atom::value, exchanges_atom::value, of.exchanges,
-               of.bindings);
+               of.bindings, of.queues);
   }
   // A vhost to restart gets the snapshot's instead of what was kept for it before.
   for (const auto& [name, limits] : st.vhosts_to_restart) {
     auto me = self;
     st.exchanges_to_replay[name] = {[me, of = by_vhost[name]](const caf::actor& v) {
       me->send(vhost_handle(v), applied_atom::value, exchanges_atom::value, of.exchanges,
-               of.bindings);
+               of.bindings, of.queues);
     }};
   }
 }
 
-// One entry's changes to users, permissions, vhosts, exchanges and bindings, in order.
+// One entry's changes to users, permissions, vhosts, exchanges, bindings and queues, in order.
 void apply_changes(self_ptr self, const std::vector<persistence::meta_mutation>& changes) {
   auto& st = self->state;
   for (const auto& m : changes) {
@@ -137,6 +157,8 @@ void apply_changes(self_ptr self, const std::vector<persistence::meta_mutation>&
       exchange_changed(self, m);
     } else if (m.table == meta_table::bindings) {
       binding_changed(self, m);
+    } else if (m.table == meta_table::queue_homes) {
+      queue_home_changed(self, m);
     } else if (m.table == meta_table::vhosts) {
       if (m.erase) {
         vhost_erased_by_log(self, m.key);
@@ -306,16 +328,16 @@ caf::result<std::string> propose_for_vhost(self_ptr self, const std::string& byt
   } catch (const std::exception& e) {
     return std::string("not a metadata log entry: ") + e.what();
   }
-  // A vhost changes its durable exchanges and the bindings between them, on condition of its
-  // vhost, exchanges and bindings, nothing else.
+  // A vhost changes its durable exchanges, the bindings between them and its durable queues'
+  // records, on condition of its vhost, exchanges, bindings and queues, nothing else.
   for (const auto& m : entry.changes)
-    if (m.table != meta_table::exchanges &&
+    if (m.table != meta_table::exchanges && m.table != meta_table::queue_homes &&
         !(m.table == meta_table::bindings && persistence::lmdb_store::in_log(m.table, m.key)))
-      return std::string("not a change of an exchange or a binding between exchanges");
+      return std::string("not a change of an exchange, a queue or a binding between exchanges");
   for (const auto& c : entry.conditions)
     if (c.table != meta_table::exchanges && c.table != meta_table::vhosts &&
-        c.table != meta_table::bindings)
-      return std::string("not a condition on an exchange, a binding or a vhost");
+        c.table != meta_table::bindings && c.table != meta_table::queue_homes)
+      return std::string("not a condition on an exchange, a queue, a binding or a vhost");
   auto rp = self->make_response_promise<std::string>();
   propose(self, std::move(entry), [=](const std::string& error) mutable { rp.deliver(error); });
   return rp;

@@ -85,6 +85,7 @@ changes delete_everything(self_ptr self) {
 void restore(self_ptr self, vhost_recovery recovered) {
   auto& st = self->state;
   for (auto& e : recovered.exchanges) add_exchange(self, std::move(e), false);
+  for (auto& q : recovered.queue_homes) st.log_queues[q.name] = std::move(q);
   for (auto& [spec, id] : recovered.queues) {
     queue_limits limits;
     if (auto problem = parse_queue_arguments(spec.arguments, limits); !problem.empty()) {
@@ -253,11 +254,18 @@ vhost_actor_type::behavior_type vhost_actor(vhost_actor_type::stateful_pointer<v
       [=](applied_atom, unbind_atom, text key) {
         if (from_this_node(self)) binding_erased_by_log(self, key);
       },
+      [=](applied_atom, const queue_spec& spec) {
+        if (from_this_node(self)) queue_put_by_log(self, spec);
+      },
+      [=](applied_atom, delete_atom, queues_atom, text name) {
+        if (from_this_node(self)) queue_erased_by_log(self, name);
+      },
       [=](applied_atom, exchanges_atom, const std::vector<exchange_spec>& exchanges,
-          const std::vector<binding_spec>& bindings) {
+          const std::vector<binding_spec>& bindings, const std::vector<queue_spec>& queues) {
         if (!from_this_node(self)) return;
         exchanges_replaced_by_log(self, exchanges);
         bindings_replaced_by_log(self, bindings);
+        queues_replaced_by_log(self, queues);
       },
   };
 }

@@ -55,6 +55,7 @@ struct vhost_recovery {
   std::vector<std::pair<queue_spec, uint64_t>> queues;  // spec, id
   std::vector<binding_spec> bindings;
   std::map<uint64_t, std::map<std::string, int64_t>> stream_offsets;  // by queue id, group
+  std::vector<queue_spec> queue_homes;  // the metadata log's durable queues, spec.home set
 };
 
 struct vhost_state {
@@ -104,6 +105,12 @@ struct vhost_state {
   // Set once the metadata log carries durable exchanges: the node their changes are proposed
   // through (vhost_log_exchanges.cpp).
   caf::actor log_node;
+  // The metadata log's durable queues of this vhost, on every member, by name: spec.home is the
+  // node each lives on (vhost_log_queues.cpp). A name here is taken cluster-wide.
+  std::map<std::string, queue_spec> log_queues;
+  // What the log applied to durable queues before the node told this vhost its name.
+  std::vector<std::function<void()>> log_queues_waiting;
+  bool own_queues_offered = false;  // propose_missing_own_queues ran (vhost_log_queues.cpp)
 
   static inline const char* name = "vhost";
 };

@@ -91,6 +91,7 @@ void set_cluster(self_ptr self, const caf::actor& cluster, const std::string& no
   st.cluster = cluster;
   st.node_name = node_name;
   for (const auto& [name, q] : st.queues) announce(self, q);
+  log_queues_named(self);
 }
 
 void remote_placed(self_ptr self, const queue_placement& p) {
@@ -147,6 +148,7 @@ void remote_node_gone(self_ptr self, const std::string& node, bool down) {
     route_remote(self, e, down ? down_stand_in(self) : caf::actor{});
     if (!down) drop_remote_bindings(self, e.spec.name);
   }
+  if (!down) forget_log_queues_of(self, node);  // forgotten: its queues are gone for good
 }
 
 vhost_topology topology(const vhost_state& st) {
@@ -249,6 +251,8 @@ claim_reply answer_claim(self_ptr self, const std::string& from, const queue_spe
   if (auto q = st.queues.find(spec.name); q != st.queues.end())
     return {false, st.node_name, q->second.spec, self_handle};
   if (const auto* r = st.remote.find(spec.name)) return {false, r->node, r->spec, r->home};
+  if (const auto* theirs = log_queue_elsewhere(st, spec.name))  // its home not met yet
+    return {false, theirs->home, *theirs, caf::actor{}};
   if (auto c = st.claims.find(spec.name);
       c != st.claims.end() && (c->second.committing || st.node_name < from))
     return {false, st.node_name, c->second.spec, self_handle};

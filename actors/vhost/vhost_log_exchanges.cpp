@@ -204,6 +204,7 @@ bool from_this_node(self_ptr self) {
 void follow_log(self_ptr self, const caf::actor& node) {
   if (!from_this_node(self)) return;
   self->state.log_node = node;
+  if (!self->state.own_queues_offered) propose_missing_own_queues(self);
 }
 
 void drop_log_owned(const vhost_state& st, changes& batch) {

@@ -167,6 +167,41 @@ void binding_put_by_log(self_ptr self, const binding_spec& b);
 void binding_erased_by_log(self_ptr self, const std::string& key);
 void bindings_replaced_by_log(self_ptr self, const std::vector<binding_spec>& wanted);
 
+// --- durable queues in the metadata log (vhost_log_queues.cpp) --------------------------------
+
+/// Whether a new queue `spec` is the log's: durable, not exclusive, and the log is followed.
+bool queue_in_log(const vhost_state& st, const queue_spec& spec);
+/// Whether the log names this node the home of queue `name`.
+bool home_of_log_queue(const vhost_state& st, const std::string& name);
+/// The log's record of queue `name` when another node is its home, or nullptr.
+const queue_spec* log_queue_elsewhere(const vhost_state& st, const std::string& name);
+/// NOT_FOUND: the log's queue `theirs` lives on a node this one does not reach.
+caf::error log_queue_not_reached(const vhost_state& st, const queue_spec& theirs);
+/// A new durable queue: its name taken by one log entry, then started here (or, when a member
+/// took the name first, declared where that queue lives); `rp` answered after.
+void declare_queue_through_log(self_ptr self, const queue_spec& spec, const queue_limits& limits,
+                               const caf::actor& requester,
+                               caf::typed_response_promise<queue_info> rp);
+/// A delete at the queue's home: checked here, then one log entry; the queue goes as it applies.
+caf::result<uint32_t> delete_queue_through_log(self_ptr self, const std::string& name,
+                                               bool if_unused, bool if_empty);
+/// An auto-delete or expired queue of the log's: its delete proposed, nobody waiting.
+void queue_unused_through_log(self_ptr self, const std::string& name);
+/// What the log applied, in log order.
+void queue_put_by_log(self_ptr self, const queue_spec& spec);
+void queue_erased_by_log(self_ptr self, const std::string& name);
+void queues_replaced_by_log(self_ptr self, const std::vector<queue_spec>& wanted);
+/// The node's name is known (set_cluster): what the log applied before that is taken now.
+void log_queues_named(self_ptr self);
+/// This node's durable queues the log lacks (made before it held queues) are proposed, homed
+/// here: once the log is followed and the node's name known, and after each seed or snapshot.
+void propose_missing_own_queues(self_ptr self);
+/// Node `node` was forgotten: the names of its queues are released through the log.
+void forget_log_queues_of(self_ptr self, const std::string& node);
+/// A declare of the log's queue `theirs`, which lives on another node: sent on to it there.
+caf::result<queue_info> declare_log_queue_at_home(self_ptr self, const queue_spec& theirs,
+                                                  const queue_spec& spec, bool passive);
+
 // --- queues (vhost_queues.cpp) -----------------------------------------------------------------
 
 /// Fails with RESOURCE_LOCKED when `q` is exclusive to another connection.

@@ -1,4 +1,5 @@
-// The vhost's queues: declaring (here, or through a claim or another node: vhost_cluster.cpp),
+// The vhost's queues: declaring (here, through the metadata log: vhost_log_queues.cpp, or
+// through a claim or another node: vhost_cluster.cpp),
 // deleting, purging and finding them, the stream requests sent on to streams, and the listings
 // and lookups asked of every queue. Each queue is its own actor (actors/queue, actors/stream);
 // this file keeps the registry of them.
@@ -150,6 +151,8 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
       if (!r->home) return node_down(st, *r);
       return ask_member<queue_info>(self, r->home, declare_atom::value, spec, passive, requester);
     }
+    if (const auto* theirs = log_queue_elsewhere(st, spec.name))  // its placement not here yet
+      return declare_log_queue_at_home(self, *theirs, spec, passive);
     if (!passive && !spec.home.empty() && spec.home != st.node_name)
       return declare_elsewhere(self, std::move(spec));
   }
@@ -201,7 +204,9 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
     return invalid("cannot declare queue " + quote(spec.name) + ": queue limit in vhost " +
                    quote(st.vhost) + " (" + std::to_string(st.limits.max_queues) + ") is reached");
   auto rp = self->make_response_promise<queue_info>();
-  if (st.cluster && !spec.exclusive)
+  if (queue_in_log(st, spec))
+    declare_queue_through_log(self, spec, limits, requester, rp);
+  else if (st.cluster && !spec.exclusive)
     claim_then_create(self, spec, limits, requester, rp);
   else
     create_queue(self, spec, limits, requester, rp);
@@ -217,12 +222,18 @@ caf::result<uint32_t> delete_queue(self_ptr self, const std::string& name, bool 
   auto q = st.queues.find(name);
   if (q == st.queues.end()) {
     const auto* r = st.remote.find(name);
-    if (r == nullptr) return uint32_t{0};  // idempotent, as in RabbitMQ
+    if (r == nullptr) {
+      if (const auto* theirs = log_queue_elsewhere(st, name))
+        return log_queue_not_reached(st, *theirs);
+      return uint32_t{0};  // idempotent, as in RabbitMQ
+    }
     if (!r->home) return node_down(st, *r);
     return ask_member<uint32_t>(self, r->home, delete_atom::value, queues_atom::value, name,
                                 if_unused, if_empty, force, requester);
   }
   if (auto err = check_owner(st, q->second, requester)) return err;
+  if (home_of_log_queue(st, name) && vhost_records::stored(q->second.spec))
+    return delete_queue_through_log(self, name, if_unused, if_empty);
   auto rp = self->make_response_promise<uint32_t>();
   auto actor = q->second.actor;
   self->request(queue_handle(actor), caf::infinite, delete_atom::value, if_unused, if_empty, force)
@@ -294,8 +305,12 @@ caf::result<caf::actor> find_queue(self_ptr self, const std::string& name,
 }
 
 void queue_unused(self_ptr self, const std::string& name, const caf::actor& queue) {
-  auto q = self->state.queues.find(name);
-  if (q != self->state.queues.end() && q->second.actor == queue) delete_queue_now(self, name);
+  auto& st = self->state;
+  auto q = st.queues.find(name);
+  if (q == st.queues.end() || q->second.actor != queue) return;
+  if (home_of_log_queue(st, name) && vhost_records::stored(q->second.spec))
+    return queue_unused_through_log(self, name);
+  delete_queue_now(self, name);
 }
 
 // This node's queues, then those of other members: asked where they live, or a row saying their
@@ -317,6 +332,17 @@ caf::typed_response_promise<std::vector<queue_info>> list_queues(self_ptr self) 
       down.node = e.node;
       down.unavailable = "its node " + e.node + " is down";
       rows.push_back(std::move(down));
+    }
+    // The log's queues whose node this one has not met since it started.
+    for (const auto& [name, spec] : st.log_queues) {
+      if (spec.home == st.node_name || st.remote.find(name) != nullptr) continue;
+      queue_info unmet;
+      unmet.vhost = st.vhost;
+      unmet.spec = spec;
+      unmet.spec.home.clear();
+      unmet.node = spec.home;
+      unmet.unavailable = "its node " + spec.home + " is not reachable";
+      rows.push_back(std::move(unmet));
     }
     gather<queue_info>(
         remote,

@@ -25,5 +25,9 @@ void put_binding(const std::string& vhost, const binding_spec& b, changes& out);
 void erase_exchange(const std::string& vhost, const std::string& name, changes& out);
 void erase_queue(const std::string& vhost, const std::string& name, changes& out);
 void erase_binding(const std::string& vhost, const binding_spec& b, changes& out);
+/// A durable queue's record in the cluster's metadata log (its name, declaration and home
+/// node, `q.home`), apart from its node's own record of it (put_queue: its message folder).
+void put_queue_home(const std::string& vhost, const queue_spec& q, changes& out);
+void erase_queue_home(const std::string& vhost, const std::string& name, changes& out);
 
 }  // namespace warren::vhost_records
