@@ -15,12 +15,6 @@ using namespace warren::test::cluster;
 
 namespace {
 
-warren::client::exchange_options durable() {
-  warren::client::exchange_options o;
-  o.durable = true;
-  return o;
-}
-
 // The bindings to exchanges in vhost "/" that `node` lists once it synced with the log:
 // "source>destination key" each.
 std::set<std::string> synced_exchange_bindings(const node_process& node) {
@@ -36,8 +30,8 @@ std::set<std::string> synced_exchange_bindings(const node_process& node) {
 void declare_both(const node_process& node) {
   auto conn = connect(node);
   auto ch = conn->open_channel();
-  ch->exchange_declare("src", "direct", durable());
-  ch->exchange_declare("dst", "fanout", durable());
+  ch->exchange_declare("src", "direct", durable_exchange());
+  ch->exchange_declare("dst", "fanout", durable_exchange());
 }
 
 // How many messages queue `queue` (bound to "dst") holds on `to` after `count` more were
@@ -93,7 +87,7 @@ BOOST_AUTO_TEST_CASE(deleting_an_exchange_takes_its_bindings_to_and_from_exchang
   declare_both(*n.a);
   auto conn = connect(*n.b);
   auto ch = conn->open_channel();
-  ch->exchange_declare("third", "topic", durable());
+  ch->exchange_declare("third", "topic", durable_exchange());
   ch->exchange_bind("dst", "src", "k");
   ch->exchange_bind("third", "dst", "");
   ch->exchange_bind("dst", "third", "#");
@@ -102,7 +96,7 @@ BOOST_AUTO_TEST_CASE(deleting_an_exchange_takes_its_bindings_to_and_from_exchang
   connect(*n.c)->open_channel()->exchange_delete("dst");
   for (auto* node : n.all()) BOOST_TEST(synced_exchange_bindings(*node).empty(), node->port());
   // Declared again, it has none of them.
-  connect(*n.a)->open_channel()->exchange_declare("dst", "fanout", durable());
+  connect(*n.a)->open_channel()->exchange_declare("dst", "fanout", durable_exchange());
   for (auto* node : n.all()) BOOST_TEST(synced_exchange_bindings(*node).empty(), node->port());
 }
 

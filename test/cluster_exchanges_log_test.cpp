@@ -29,22 +29,16 @@ std::map<std::string, std::string> synced_exchanges(const node_process& node) {
   return out;
 }
 
-warren::client::exchange_options durable() {
-  warren::client::exchange_options o;
-  o.durable = true;
-  return o;
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_durable_exchange_declared_or_deleted_on_any_member_is_so_on_every_member) {
   three_nodes n;
-  connect(*n.b)->open_channel()->exchange_declare("orders", "direct", durable());
-  connect(*n.c)->open_channel()->exchange_declare("events", "topic", durable());
+  connect(*n.b)->open_channel()->exchange_declare("orders", "direct", durable_exchange());
+  connect(*n.c)->open_channel()->exchange_declare("events", "topic", durable_exchange());
   std::map<std::string, std::string> both{{"orders", "direct"}, {"events", "topic"}};
   for (auto* node : n.all()) BOOST_TEST((synced_exchanges(*node) == both), node->port());
   // Declared again on another member with the same arguments: no change, no error.
-  connect(*n.a)->open_channel()->exchange_declare("orders", "direct", durable());
+  connect(*n.a)->open_channel()->exchange_declare("orders", "direct", durable_exchange());
   connect(*n.a)->open_channel()->exchange_delete("events");
   std::map<std::string, std::string> left{{"orders", "direct"}};
   for (auto* node : n.all()) BOOST_TEST((synced_exchanges(*node) == left), node->port());
@@ -56,12 +50,13 @@ BOOST_AUTO_TEST_CASE(two_members_declaring_one_name_differently_end_with_one_dec
   three_nodes n;
   std::string refused_on_a, refused_on_b;
   std::thread on_a([&] {
-    refused_on_a = refusal_of(
-        [&] { connect(*n.a)->open_channel()->exchange_declare("x", "fanout", durable()); });
+    refused_on_a = refusal_of([&] {
+      connect(*n.a)->open_channel()->exchange_declare("x", "fanout", durable_exchange());
+    });
   });
   std::thread on_b([&] {
     refused_on_b = refusal_of(
-        [&] { connect(*n.b)->open_channel()->exchange_declare("x", "topic", durable()); });
+        [&] { connect(*n.b)->open_channel()->exchange_declare("x", "topic", durable_exchange()); });
   });
   on_a.join();
   on_b.join();
@@ -75,11 +70,11 @@ BOOST_AUTO_TEST_CASE(two_members_declaring_one_name_differently_end_with_one_dec
 
 BOOST_AUTO_TEST_CASE(a_member_restarted_after_changes_it_missed_catches_up) {
   three_nodes n;
-  connect(*n.a)->open_channel()->exchange_declare("old", "fanout", durable());
+  connect(*n.a)->open_channel()->exchange_declare("old", "fanout", durable_exchange());
   BOOST_REQUIRE(synced_exchanges(*n.c).count("old") == 1u);
   n.c.reset();  // stopped
   connect(*n.a)->open_channel()->exchange_delete("old");
-  connect(*n.b)->open_channel()->exchange_declare("new", "headers", durable());
+  connect(*n.b)->open_channel()->exchange_declare("new", "headers", durable_exchange());
   n.c = std::make_unique<node_process>(cluster_args("c", n.pc), n.c_dir.path());
   std::map<std::string, std::string> now{{"new", "headers"}};
   BOOST_TEST((synced_exchanges(*n.c) == now));
@@ -87,15 +82,17 @@ BOOST_AUTO_TEST_CASE(a_member_restarted_after_changes_it_missed_catches_up) {
 
 BOOST_AUTO_TEST_CASE(a_member_without_a_majority_refuses_exchange_changes) {
   three_nodes n;
-  connect(*n.a)->open_channel()->exchange_declare("kept", "direct", durable());
+  connect(*n.a)->open_channel()->exchange_declare("kept", "direct", durable_exchange());
   n.b->kill9();
   n.c->kill9();
   BOOST_REQUIRE(sees(*n.a, {{"a", true}, {"b", false}, {"c", false}}));
   BOOST_REQUIRE(log_leader_seen(*n.a, ""));
   auto conn = connect(*n.a);
-  for (const auto& refused :
-       {refusal_of([&] { conn->open_channel()->exchange_declare("lonely", "direct", durable()); }),
-        refusal_of([&] { conn->open_channel()->exchange_delete("kept"); })})
+  for (const auto& refused : {refusal_of([&] {
+                                conn->open_channel()->exchange_declare("lonely", "direct",
+                                                                       durable_exchange());
+                              }),
+                              refusal_of([&] { conn->open_channel()->exchange_delete("kept"); })})
     BOOST_TEST(refused.find("no quorum: 1 of 3 members reachable") != std::string::npos, refused);
   std::map<std::string, std::string> listed;
   for (const auto& e : conn->list_exchanges())
@@ -108,7 +105,7 @@ BOOST_AUTO_TEST_CASE(a_member_without_a_majority_refuses_exchange_changes) {
 // decide to delete it.
 BOOST_AUTO_TEST_CASE(an_auto_delete_exchange_outlives_an_unbind_while_a_member_keeps_a_binding) {
   three_nodes n;
-  auto options = durable();
+  auto options = durable_exchange();
   options.auto_delete = true;
   auto on_b = connect(*n.b);
   auto channel = on_b->open_channel();
@@ -125,8 +122,8 @@ BOOST_AUTO_TEST_CASE(an_auto_delete_exchange_outlives_an_unbind_while_a_member_k
   // deletion they proposed on taking it went to the log before their next change.
   BOOST_REQUIRE(bindings_seen(*n.a, "fleeting", {}));
   BOOST_REQUIRE(bindings_seen(*n.c, "fleeting", {}));
-  connect(*n.a)->open_channel()->exchange_declare("after-a", "fanout", durable());
-  connect(*n.c)->open_channel()->exchange_declare("after-c", "fanout", durable());
+  connect(*n.a)->open_channel()->exchange_declare("after-a", "fanout", durable_exchange());
+  connect(*n.c)->open_channel()->exchange_declare("after-c", "fanout", durable_exchange());
   for (auto* node : n.all()) {
     auto held = synced_exchanges(*node);
     BOOST_TEST(held.count("after-a") + held.count("after-c") == 2u, node->port());
@@ -152,15 +149,15 @@ BOOST_AUTO_TEST_CASE(a_member_behind_the_log_binds_to_and_deletes_an_exchange_ju
   constexpr int rounds = 20;
   for (int i = 0; i < rounds; ++i) {
     auto name = "fresh-" + std::to_string(i);
-    on_a->exchange_declare(name, "direct", durable());
+    on_a->exchange_declare(name, "direct", durable_exchange());
     BOOST_TEST(refusal_of([&] { b->open_channel()->queue_bind("target", name, "k"); }).empty(),
                name);
-    on_a->exchange_declare(name + "-unbound", "direct", durable());
+    on_a->exchange_declare(name + "-unbound", "direct", durable_exchange());
     BOOST_TEST(refusal_of([&] {
                  b->open_channel()->queue_unbind("target", name + "-unbound", "k");
                }).empty(),
                name);
-    on_a->exchange_declare(name + "-gone", "direct", durable());
+    on_a->exchange_declare(name + "-gone", "direct", durable_exchange());
     b->open_channel()->exchange_delete(name + "-gone");
   }
   for (auto* node : n.all()) {
@@ -220,8 +217,8 @@ BOOST_AUTO_TEST_CASE(a_standalone_nodes_durable_exchanges_become_the_clusters_wh
     node_process alone({}, a_dir.path());
     auto conn = connect(alone);
     auto ch = conn->open_channel();
-    ch->exchange_declare("from-alone", "topic", durable());
-    ch->exchange_declare("gone-alone", "fanout", durable());
+    ch->exchange_declare("from-alone", "topic", durable_exchange());
+    ch->exchange_declare("gone-alone", "fanout", durable_exchange());
     ch->exchange_delete("gone-alone");
   }
   auto a = std::make_unique<node_process>(cluster_args("a", pa), a_dir.path());

@@ -27,18 +27,6 @@ using namespace warren::test::cluster;
 
 namespace {
 
-warren::client::exchange_options durable_exchange() {
-  warren::client::exchange_options o;
-  o.durable = true;
-  return o;
-}
-
-warren::client::queue_options durable_queue() {
-  warren::client::queue_options o;
-  o.durable = true;
-  return o;
-}
-
 bool has_user_and_vhost(const names& users, const names& vhosts, const std::string& user,
                         const std::string& vhost) {
   return users.count(user) != 0 && vhosts.count(vhost) != 0;

@@ -75,6 +75,18 @@ bool log_leader_seen(const node_process& node, const std::string& leader);
 
 std::unique_ptr<client::connection> connect(const node_process& node);
 
+/// Declare options for a durable exchange, and for a durable queue.
+inline client::exchange_options durable_exchange() {
+  client::exchange_options o;
+  o.durable = true;
+  return o;
+}
+inline client::queue_options durable_queue() {
+  client::queue_options o;
+  o.durable = true;
+  return o;
+}
+
 /// The node `queue` (in vhost "/") lives on, as `node` lists it ("" for none).
 std::string home_of(const node_process& node, const std::string& queue);
 bool home_seen(const node_process& node, const std::string& queue, const std::string& home);

@@ -17,12 +17,6 @@ using namespace warren::test::cluster;
 
 namespace {
 
-warren::client::queue_options durable_queue() {
-  warren::client::queue_options o;
-  o.durable = true;
-  return o;
-}
-
 // The rows named `queue` that `node` lists, by the node each lives on, once it synced.
 std::map<std::string, int> copies_of(const node_process& node, const std::string& queue) {
   auto conn = connect(node);

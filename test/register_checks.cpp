@@ -23,9 +23,11 @@ uint64_t applied_on(const warren::client::connect_options& member) {
 // What the log holds, as `member` lists it after a sync (every committed change applied there).
 struct log_state {
   std::set<std::string> users, vhosts, permissions, exchanges, bindings;
+  std::map<std::string, std::string> queues;  // durable, of vhost "/": name -> its node
+  std::vector<std::string> listed_twice;      // durable queue names listed more than once
   bool operator==(const log_state& o) const {
     return users == o.users && vhosts == o.vhosts && permissions == o.permissions &&
-           exchanges == o.exchanges && bindings == o.bindings;
+           exchanges == o.exchanges && bindings == o.bindings && queues == o.queues;
   }
 };
 
@@ -42,6 +44,9 @@ log_state log_state_on(const std::vector<warren::client::connect_options>& membe
   for (const auto& b : conn->list_bindings())
     if (b.to_exchange)
       out.bindings.insert(b.vhost + " " + b.exchange + ">" + b.queue + " " + b.key);
+  for (const auto& q : conn->list_queues())
+    if (q.durable && q.vhost == "/" && !out.queues.emplace(q.name, q.node).second)
+      out.listed_twice.push_back(q.name + " (on " + q.node + " and " + out.queues[q.name] + ")");
   return out;
 }
 
@@ -159,12 +164,24 @@ void check_members_agree(const std::vector<warren::client::connect_options>& mem
 void check_sets(const std::vector<warren::client::connect_options>& members,
                 const std::vector<set_op>& ops) {
   auto held = log_state_on(members, 0);
-  for (size_t i = 1; i < members.size(); ++i)
-    BOOST_TEST((log_state_on(members, i) == held),
-               members[i].host << ":" << members[i].port
-                               << " holds other users, vhosts, permissions, durable exchanges "
-                               << "or bindings between them than " << members[0].host << ":"
-                               << members[0].port);
+  for (size_t i = 0; i < members.size(); ++i) {
+    auto theirs = i == 0 ? held : log_state_on(members, i);
+    BOOST_TEST(theirs.listed_twice.empty(),
+               members[i].host << " lists two queues of one name: " << theirs.listed_twice[0]);
+    std::string queues_differ;
+    for (const auto& [name, node] : theirs.queues)
+      if (held.queues.count(name) == 0 || held.queues.at(name) != node)
+        queues_differ += " " + name + "@" + node;
+    for (const auto& [name, node] : held.queues)
+      if (theirs.queues.count(name) == 0) queues_differ += " (lacks " + name + "@" + node + ")";
+    BOOST_TEST(queues_differ.empty(),
+               members[i].host << " durable queues differ:" << queues_differ);
+    BOOST_TEST((theirs == held), members[i].host
+                                     << ":" << members[i].port
+                                     << " holds other users, vhosts, permissions, durable "
+                                     << "exchanges, bindings between them or durable queues than "
+                                     << members[0].host << ":" << members[0].port);
+  }
   check_set("user", held.users, ops, set_op::of::user);
   check_set("vhost", held.vhosts, ops, set_op::of::vhost);
   std::set<std::string> exchanges_of_root;  // the workload's, by name
@@ -175,6 +192,9 @@ void check_sets(const std::vector<warren::client::connect_options>& members,
   for (const auto& b : held.bindings)
     if (b.rfind("/ " + hub + ">", 0) == 0) hub_bindings.insert(b.substr(b.rfind(' ') + 1));
   check_set("binding", hub_bindings, ops, set_op::of::binding);
+  std::set<std::string> queues;
+  for (const auto& [name, node] : held.queues) queues.insert(name);
+  check_set("durable queue", queues, ops, set_op::of::queue);
 }
 
 }  // namespace warren::test::register_checks

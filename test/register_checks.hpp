@@ -21,11 +21,12 @@ using outcome = register_op::outcome;
 // The durable exchange (in vhost "/") the set workload binds to its clients' exchanges.
 const std::string hub = "hub";
 
-// One add or delete of a user, a vhost, a durable exchange (in vhost "/") or a binding from
-// "hub" to one of those (named by its key) by the set workload, as its client saw it end.
+// One add or delete of a user, a vhost, a durable exchange or durable queue (in vhost "/") or a
+// binding from "hub" to one of those exchanges (named by its key) by the set workload, as its
+// client saw it end.
 struct set_op {
   enum class kind { add, remove } what;
-  enum class of { user, vhost, exchange, binding } thing;
+  enum class of { user, vhost, exchange, binding, queue } thing;
   std::string name;
   outcome result;
   std::string detail;  // for a failure's message: a binding's exchange, when it ended
@@ -41,8 +42,9 @@ std::unique_ptr<warren::client::connection> synced(
 /// Every member holds the same value, the one a linearizable read gives.
 void check_members_agree(const std::vector<warren::client::connect_options>& members);
 
-/// Every member holds the same users, vhosts, permissions, durable exchanges and bindings
-/// between them, and the set workload's are as their answers say.
+/// Every member holds the same users, vhosts, permissions, durable exchanges, bindings between
+/// them and durable queues (each on one node, no name twice), and the set workload's are as
+/// their answers say.
 void check_sets(const std::vector<warren::client::connect_options>& members,
                 const std::vector<set_op>& ops);
 

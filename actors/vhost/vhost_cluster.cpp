@@ -129,9 +129,15 @@ void remote_placed_all(self_ptr self, const std::string& node,
     present.insert(p.spec.name);
     remote_placed(self, p);
   }
+  // Once the log holds durable queues' names, a durable one missing that the log lacks was
+  // deleted while this member did not hear of it (the log's erase already dropped it, unless
+  // its placement came late).
+  const auto& st = self->state;
   std::vector<std::string> gone;
-  for (const auto& [name, e] : self->state.remote.all())
-    if (e.node == node && !e.queue && !e.spec.durable && present.count(name) == 0)
+  for (const auto& [name, e] : st.remote.all())
+    if (e.node == node && present.count(name) == 0 &&
+        ((!e.queue && !e.spec.durable) ||
+         (e.spec.durable && exchanges_in_log(st) && st.log_queues.count(name) == 0)))
       gone.push_back(name);
   for (const auto& name : gone) remote_removed(self, name, node);
 }

@@ -360,11 +360,13 @@ void queue_erased_by_log(self_ptr self, const std::string& name) {
   auto& st = self->state;
   auto l = st.log_queues.find(name);
   if (l == st.log_queues.end()) return;
-  bool home = l->second.home == st.node_name;
+  auto home = l->second.home;
   st.log_queues.erase(l);
+  // Elsewhere, what this member reaches of it goes too: the home's own word (its removal, or
+  // its list when it meets this member again) may never come, e.g. when it was cut off.
+  if (home != st.node_name) return remote_removed(self, name, home);
   auto q = st.queues.find(name);
-  if (home && q != st.queues.end() && vhost_records::stored(q->second.spec))
-    delete_queue_now(self, name);
+  if (q != st.queues.end() && vhost_records::stored(q->second.spec)) delete_queue_now(self, name);
 }
 
 // After a seed or a snapshot. A record the snapshot lacks is forgotten, but a queue of this
@@ -375,7 +377,13 @@ void queue_erased_by_log(self_ptr self, const std::string& name) {
 void queues_replaced_by_log(self_ptr self, const std::vector<queue_spec>& wanted) {
   if (wait_for_name(self, [=] { queues_replaced_by_log(self, wanted); })) return;
   auto& st = self->state;
+  std::set<std::string> names;
+  for (const auto& spec : wanted) names.insert(spec.name);
+  std::vector<std::pair<std::string, std::string>> gone;  // name, home
+  for (const auto& [name, spec] : st.log_queues)
+    if (names.count(name) == 0 && spec.home != st.node_name) gone.emplace_back(name, spec.home);
   st.log_queues.clear();
+  for (const auto& [name, home] : gone) remote_removed(self, name, home);
   for (const auto& spec : wanted) queue_put_by_log(self, spec);
   propose_missing_own_queues(self);
 }
