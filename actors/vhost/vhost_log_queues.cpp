@@ -70,9 +70,10 @@ void start_if_home(self_ptr self, const queue_spec& spec) {
 
 // The declare of `spec` goes to the home the log names: through the cluster, which answers with
 // the queue's placement too (taken here first, so that routes to it exist once we answer).
-void declare_at_home(self_ptr self, const queue_spec& spec, const std::string& home,
+void declare_at_home(self_ptr self, queue_spec spec, const std::string& home,
                      caf::typed_response_promise<queue_info> rp) {
   auto& st = self->state;
+  spec.home.clear();  // the log's home decides, not the asker's --node
   if (const auto* r = st.remote.find(spec.name); r != nullptr && r->home) {
     self->request(vhost_handle(r->home), member_timeout, declare_atom::value, spec, false,
                   caf::actor{})
@@ -146,7 +147,9 @@ void settle_declare(self_ptr self, const queue_spec& spec, const queue_limits& l
 }
 
 // The name of queue `name` is held while its erase is under way: requests naming it (a declare,
-// a consume, a bind) wait for the outcome instead of finding a queue about to go.
+// a delete, a consume, a bind) wait for the outcome instead of finding a queue about to go.
+// Every path that holds a name first checks that none holds it (claim_pending), so a release
+// only ever ends its own hold.
 void hold_name(vhost_state& st, const std::string& name) {
   auto& held = st.claims[name];
   if (auto q = st.queues.find(name); q != st.queues.end()) held.spec = q->second.spec;
@@ -199,7 +202,9 @@ void propose_own_queues(self_ptr self, const std::vector<std::string>& names) {
       self, names, per_entry, false,
       [self](const std::string& name, vhost_records::changes& out) {
         auto& st = self->state;
-        queue_spec record = st.queues.at(name).spec;
+        auto q = st.queues.find(name);
+        if (q == st.queues.end()) return;  // gone meanwhile (a group proposed again by name)
+        queue_spec record = q->second.spec;
         record.home = st.node_name;
         vhost_records::put_queue_home(st.vhost, record, out);
       },
@@ -294,9 +299,11 @@ caf::result<uint32_t> delete_queue_through_log(self_ptr self, const std::string&
   auto& st = self->state;
   auto q = st.queues.find(name);
   if (q == st.queues.end()) return uint32_t{0};
-  // Checked before the entry (once committed, the queue goes on every member's word); the name
-  // is held from then on, so no declare or consume of it is answered meanwhile. Messages
-  // published meanwhile go with the queue, as with any delete.
+  // Checked before the entry (once committed, the queue goes on every member's word). The name
+  // is held from the check on, so no other delete, declare or consume of it is answered
+  // meanwhile (they wait: delete_queue parks on a hold). Messages published meanwhile go with
+  // the queue, as with any delete.
+  hold_name(st, name);
   auto rp = self->make_response_promise<uint32_t>();
   auto what = "queue " + quote(name) + in_vhost(st);
   self->request(queue_handle(q->second.actor), caf::infinite, stats_atom::value)
@@ -308,6 +315,7 @@ caf::result<uint32_t> delete_queue_through_log(self_ptr self, const std::string&
             else if (if_empty && info.ready != 0)
               refused = what + " has " + std::to_string(info.ready) + " message(s) ready";
             if (!refused.empty()) {
+              release_name(self, name);
               rp.deliver(make_broker_error(reply_code::precondition_failed, refused));
               return;
             }
@@ -319,7 +327,10 @@ caf::result<uint32_t> delete_queue_through_log(self_ptr self, const std::string&
                 rp.deliver(not_done(what + " not deleted", error));
             });
           },
-          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+          [=](caf::error& err) mutable {
+            release_name(self, name);
+            rp.deliver(std::move(err));
+          });
   return rp;
 }
 

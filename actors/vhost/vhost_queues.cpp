@@ -42,6 +42,13 @@ void gather_stats(self_ptr self, Done done) {
       });
 }
 
+// Names held for a queue about to be created (not for one about to go, which is counted).
+size_t new_names_held(const vhost_state& st) {
+  size_t n = 0;
+  for (const auto& [name, c] : st.claims) n += st.queues.count(name) == 0 ? 1 : 0;
+  return n;
+}
+
 }  // namespace
 
 caf::error check_owner(const vhost_state& st, const vhost_state::queue_entry& q,
@@ -200,7 +207,7 @@ caf::result<queue_info> declare_queue(self_ptr self, queue_spec& spec, bool pass
     return rp;
   }
   if (st.limits.max_queues >= 0 &&
-      st.queues.size() + st.claims.size() >= static_cast<size_t>(st.limits.max_queues))
+      st.queues.size() + new_names_held(st) >= static_cast<size_t>(st.limits.max_queues))
     return invalid("cannot declare queue " + quote(spec.name) + ": queue limit in vhost " +
                    quote(st.vhost) + " (" + std::to_string(st.limits.max_queues) + ") is reached");
   auto rp = self->make_response_promise<queue_info>();
