@@ -17,10 +17,26 @@ using namespace warren::test::cluster;
 
 namespace {
 
+// A connection to `node` once it applied what the log committed. Members just restarted may
+// have no leader yet (a sync then fails with no quorum): asked again for a minute, a guard
+// against a hung test, not a speed expectation.
+std::unique_ptr<warren::client::connection> synced(const node_process& node) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  for (;;) {
+    try {
+      auto conn = connect(node);
+      conn->sync_metadata();
+      return conn;
+    } catch (const std::exception&) {
+      if (std::chrono::steady_clock::now() > deadline) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+}
+
 // The rows named `queue` that `node` lists, by the node each lives on, once it synced.
 std::map<std::string, int> copies_of(const node_process& node, const std::string& queue) {
-  auto conn = connect(node);
-  conn->sync_metadata();
+  auto conn = synced(node);
   std::map<std::string, int> out;
   for (const auto& q : conn->list_queues())
     if (q.name == queue) ++out[q.node];
@@ -104,8 +120,7 @@ BOOST_AUTO_TEST_CASE(members_restarted_while_a_queues_home_is_down_make_no_secon
   n.c.reset();
   n.a = std::make_unique<node_process>(cluster_args("a", n.pa), n.a_dir.path());
   n.c = std::make_unique<node_process>(cluster_args("c", n.pc), n.c_dir.path());
-  auto on_c = connect(*n.c);
-  on_c->sync_metadata();
+  auto on_c = synced(*n.c);
   auto refused = refusal_of([&] { on_c->open_channel()->queue_declare("held", durable_queue()); });
   BOOST_TEST(refused.find("lives on node b") != std::string::npos, refused);
   // Listed where it lives, as not reachable.
@@ -162,8 +177,7 @@ BOOST_AUTO_TEST_CASE(queues_a_node_held_before_it_founded_the_cluster_become_the
   c.reset();
   b = std::make_unique<node_process>(cluster_args("b", pb, address(pc)), b_dir.path());
   c = std::make_unique<node_process>(cluster_args("c", pc, address(pb)), c_dir.path());
-  auto on_c = connect(*c);
-  on_c->sync_metadata();
+  auto on_c = synced(*c);
   auto refused =
       refusal_of([&] { on_c->open_channel()->queue_declare("from-a", durable_queue()); });
   BOOST_TEST(refused.find("lives on node a") != std::string::npos, refused);

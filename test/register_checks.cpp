@@ -167,7 +167,8 @@ void check_sets(const std::vector<warren::client::connect_options>& members,
   for (size_t i = 0; i < members.size(); ++i) {
     auto theirs = i == 0 ? held : log_state_on(members, i);
     BOOST_TEST(theirs.listed_twice.empty(),
-               members[i].host << " lists two queues of one name: " << theirs.listed_twice[0]);
+               members[i].host << " lists two queues of one name: "
+                               << (theirs.listed_twice.empty() ? "" : theirs.listed_twice[0]));
     std::string queues_differ;
     for (const auto& [name, node] : theirs.queues)
       if (held.queues.count(name) == 0 || held.queues.at(name) != node)
