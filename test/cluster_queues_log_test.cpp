@@ -225,6 +225,10 @@ BOOST_AUTO_TEST_CASE(a_forgotten_nodes_durable_queue_names_are_released) {
   n.c->kill9();
   BOOST_REQUIRE(sees(*n.a, {{"a", true}, {"b", true}, {"c", false}}));
   connect(*n.a)->forget_node("c");
+  // Each member proposes the release as it forgets c, a moment after the answer.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (!copies_of(*n.b, "on-c").empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   BOOST_TEST((copies_of(*n.b, "on-c").empty()));
   BOOST_TEST(refusal_of([&] {
                connect(*n.b)->open_channel()->queue_declare("on-c", durable_queue());
