@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 
 using warren::test::node_process;
 using namespace warren::test::cluster;
@@ -54,6 +55,25 @@ bool reachable_on(const node_process& node, const std::string& queue) {
   return false;
 }
 
+// Declares `name` on two members at once, with the options of each; what each refusal said
+// ("" for none).
+std::pair<std::string, std::string> declare_at_once(const node_process& x,
+                                                    const warren::client::queue_options& on_x,
+                                                    const node_process& y,
+                                                    const warren::client::queue_options& on_y,
+                                                    const std::string& name) {
+  std::string refused_on_x, refused_on_y;
+  auto declare = [&](const node_process& node, const warren::client::queue_options& options,
+                     std::string& refused) {
+    refused = refusal_of([&] { connect(node)->open_channel()->queue_declare(name, options); });
+  };
+  std::thread first([&] { declare(x, on_x, refused_on_x); });
+  std::thread second([&] { declare(y, on_y, refused_on_y); });
+  first.join();
+  second.join();
+  return {refused_on_x, refused_on_y};
+}
+
 }  // namespace
 
 // Before, a lone member created a durable queue: the members it asked for the name were those
@@ -88,16 +108,12 @@ BOOST_AUTO_TEST_CASE(two_members_declaring_one_durable_queue_at_once_end_with_on
   constexpr int rounds = 10;
   for (int i = 0; i < rounds; ++i) {
     auto name = "q" + std::to_string(i);
-    std::string refused_on_a, refused_on_b;
-    auto declare = [&](const node_process& node, int32_t max_length, std::string& refused) {
+    auto at_most = [](int32_t max_length) {
       auto options = durable_queue();
       options.arguments = {{"x-max-length", warren::field_value::of_int(max_length)}};
-      refused = refusal_of([&] { connect(node)->open_channel()->queue_declare(name, options); });
+      return options;
     };
-    std::thread on_a([&] { declare(*n.a, 10, refused_on_a); });
-    std::thread on_b([&] { declare(*n.b, 20, refused_on_b); });
-    on_a.join();
-    on_b.join();
+    auto [refused_on_a, refused_on_b] = declare_at_once(*n.a, at_most(10), *n.b, at_most(20), name);
     BOOST_TEST_MESSAGE(name << " a: " << refused_on_a << "; b: " << refused_on_b);
     BOOST_TEST((refused_on_a.empty() != refused_on_b.empty()), name);
     auto refused = refused_on_a.empty() ? refused_on_b : refused_on_a;
@@ -197,17 +213,8 @@ BOOST_AUTO_TEST_CASE(two_members_declaring_one_durable_queue_alike_both_get_it) 
   constexpr int rounds = 10;
   for (int i = 0; i < rounds; ++i) {
     auto name = "alike" + std::to_string(i);
-    std::string refused_on_a, refused_on_c;
-    std::thread on_a([&] {
-      refused_on_a =
-          refusal_of([&] { connect(*n.a)->open_channel()->queue_declare(name, durable_queue()); });
-    });
-    std::thread on_c([&] {
-      refused_on_c =
-          refusal_of([&] { connect(*n.c)->open_channel()->queue_declare(name, durable_queue()); });
-    });
-    on_a.join();
-    on_c.join();
+    auto [refused_on_a, refused_on_c] =
+        declare_at_once(*n.a, durable_queue(), *n.c, durable_queue(), name);
     BOOST_TEST(refused_on_a.empty(), refused_on_a);
     BOOST_TEST(refused_on_c.empty(), refused_on_c);
     auto copies = copies_of(*n.b, name);

@@ -41,10 +41,12 @@ persistence::meta_condition queue_home_there(const vhost_state& st, const std::s
   return {meta_table::queue_homes, persistence::queue_key(st.vhost, name), present};
 }
 
-caf::error not_reached(const vhost_state& st, const queue_spec& theirs) {
-  return make_broker_error(reply_code::not_found, "queue " + quote(theirs.name) + in_vhost(st) +
-                                                      " lives on node " + theirs.home +
-                                                      ", which is not reachable");
+// NOT_FOUND: queue `name` lives on node `home`, which this one does not reach (`why`, if said).
+caf::error not_reached(const vhost_state& st, const std::string& name, const std::string& home,
+                       const std::string& why = {}) {
+  return make_broker_error(reply_code::not_found,
+                           "queue " + quote(name) + in_vhost(st) + " lives on node " + home +
+                               ", which is not reachable" + (why.empty() ? "" : " (" + why + ")"));
 }
 
 // Starts the log's queue `spec`, which names this node as its home, unless it runs already or a
@@ -82,9 +84,7 @@ void declare_at_home(self_ptr self, queue_spec spec, const std::string& home,
     return;
   }
   if (!st.cluster) {
-    rp.deliver(make_broker_error(reply_code::not_found, "queue " + quote(spec.name) + in_vhost(st) +
-                                                            " lives on node " + home +
-                                                            ", which is not reachable"));
+    rp.deliver(not_reached(st, spec.name, home));
     return;
   }
   self->request(cluster_handle(st.cluster), member_timeout, declare_atom::value, home, st.vhost,
@@ -101,10 +101,7 @@ void declare_at_home(self_ptr self, queue_spec spec, const std::string& home,
               rp.deliver(std::move(err));
               return;
             }
-            rp.deliver(make_broker_error(
-                reply_code::not_found, "queue " + quote(spec.name) + in_vhost(self->state) +
-                                           " lives on node " + home + ", which is not reachable (" +
-                                           text + ")"));
+            rp.deliver(not_reached(self->state, spec.name, home, text));
           });
 }
 
@@ -259,7 +256,7 @@ const queue_spec* log_queue_elsewhere(const vhost_state& st, const std::string& 
 }
 
 caf::error log_queue_not_reached(const vhost_state& st, const queue_spec& theirs) {
-  return not_reached(st, theirs);
+  return not_reached(st, theirs.name, theirs.home);
 }
 
 caf::result<queue_info> declare_log_queue_at_home(self_ptr self, const queue_spec& theirs,
@@ -268,7 +265,7 @@ caf::result<queue_info> declare_log_queue_at_home(self_ptr self, const queue_spe
   if (auto m = queue_mismatch(st.vhost, theirs, spec); !m.empty() && !passive)
     return invalid(m + " (it lives on node " + theirs.home + ")");
   // A passive declare cannot be sent on as a declare: its flags are not the queue's.
-  if (passive) return not_reached(st, theirs);
+  if (passive) return not_reached(st, theirs.name, theirs.home);
   auto rp = self->make_response_promise<queue_info>();
   declare_at_home(self, spec, theirs.home, rp);
   return rp;
